@@ -1,0 +1,42 @@
+# The aiusage kit. Run `make` (or `make help`) for the targets.
+
+GO          ?= go
+BIN         ?= bin/aiusage
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS     := -X github.com/aiusage/kit/internal/cli.version=$(VERSION)
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+REDOCLY     ?= @redocly/cli@2.77.0
+OPENAPI     := spec/openapi/usage.yaml spec/openapi/organisation.yaml spec/openapi/review.yaml
+BENCHTIME   ?= 1s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help build run test test-race bench lint tidy
+
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build the aiusage binary into bin/
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aiusage
+
+run: build ## build and run the kit (for now: the CLI's help)
+	./$(BIN) help
+
+test: ## run every test (PostgreSQL tests run when AIUSAGE_TEST_DATABASE_URL is set)
+	$(GO) test -count=1 ./...
+
+test-race: ## run every test with the race detector
+	$(GO) test -count=1 -race ./...
+
+bench: ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+lint: ## gofmt, go vet, staticcheck and the OpenAPI lint (Redocly CLI, needs npm)
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_COLOR=1 npx --yes $(REDOCLY) lint --config spec/openapi/redocly.yaml $(OPENAPI)
+
+tidy: ## go mod tidy and verify
+	$(GO) mod tidy
+	$(GO) mod verify

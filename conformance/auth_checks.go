@@ -1,0 +1,504 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+)
+
+// authTarget is one endpoint the auth checks send requests to: a list (or
+// /usage) with a small first page, or one single record.
+type authTarget struct {
+	resource string
+	path     string
+	query    url.Values
+}
+
+func (t authTarget) rawQuery() string { return t.query.Encode() }
+
+// authFirstQuery is the query of a small first page of resource.
+func authFirstQuery(resource string, limit int) url.Values {
+	if resource == Usage {
+		return url.Values{}
+	}
+	return url.Values{"limit": {fmt.Sprint(limit)}}
+}
+
+// authTargets lists every offered endpoint: each list, /usage, and one
+// single record of each resource that has them (a listed id when there is
+// one, else a random one: credentials are checked before the id).
+func authTargets(ctx context.Context, s *session) []authTarget {
+	var out []authTarget
+	for _, r := range s.resources() {
+		out = append(out, authTarget{resource: r, path: endpoint(r), query: authFirstQuery(r, 1)})
+		if r != Conversations && r != Assistants {
+			continue
+		}
+		id := recRandomUUID()
+		for _, rec := range s.fullWalk(ctx, r).Records {
+			if rec.ID != "" {
+				id = rec.ID
+				break
+			}
+		}
+		out = append(out, authTarget{resource: r, path: recPath(r, id), query: url.Values{}})
+	}
+	return out
+}
+
+// authWrongToken returns a token the provider cannot know.
+func authWrongToken() string { return "conformance-wrong-" + recRandomHex(12) }
+
+// authChallenge reports whether a 401 carries a Bearer challenge.
+func authChallenge(ex *exchange) bool {
+	for _, v := range ex.RespHdr.Values("WWW-Authenticate") {
+		if len(v) >= 6 && strings.EqualFold(v[:6], "Bearer") {
+			return true
+		}
+	}
+	return false
+}
+
+// authPage is a first page as the auth checks compare it.
+type authPage struct {
+	ids     []string                   // list ids, in order
+	items   map[string]json.RawMessage // list items by id
+	data    []json.RawMessage          // the data array (for /usage)
+	cursor  string
+	hasMore bool
+}
+
+// authDecodePage decodes a list page; ok is false when ex is not a 200
+// envelope.
+func authDecodePage(resource string, ex *exchange) (authPage, bool) {
+	var p authPage
+	if ex.Status != http.StatusOK {
+		return p, false
+	}
+	var env envelope
+	if ex.jsonBody(&env) != nil {
+		return p, false
+	}
+	p.data, p.hasMore = env.Data, env.HasMore
+	if env.NextCursor != nil {
+		p.cursor = *env.NextCursor
+	}
+	p.items = map[string]json.RawMessage{}
+	if resource != Usage {
+		for _, raw := range env.Data {
+			r := decodeRecord(resource, raw)
+			p.ids = append(p.ids, r.ID)
+			p.items[r.ID] = raw
+		}
+	}
+	return p, true
+}
+
+// authSamePage reports whether two first pages hold the same records.
+func authSamePage(resource string, a, b authPage) bool {
+	if resource == Usage {
+		if len(a.data) != len(b.data) {
+			return false
+		}
+		for i := range a.data {
+			if !recJSONEqual(a.data[i], b.data[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a.ids, b.ids)
+}
+
+// authFirstTenant maps the first tenant's records of resource (its full
+// walk) by id.
+func authFirstTenant(ctx context.Context, s *session, resource string) map[string]record {
+	out := map[string]record{}
+	for _, r := range s.fullWalk(ctx, resource).Records {
+		if r.ID != "" {
+			out[r.ID] = r
+		}
+	}
+	return out
+}
+
+// authLeaks returns the ids of page items that are first-tenant records:
+// the same id with the same content. An equal id with other content is
+// another tenant's own record (ids may be unique per tenant only).
+func authLeaks(resource string, p authPage, known map[string]record) []string {
+	var out []string
+	for _, id := range p.ids {
+		r, ok := known[id]
+		if !ok || id == "" {
+			continue
+		}
+		if recJSONEqual(p.items[id], r.Raw) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// authOpen reports whether the list of resource answers a request without
+// any credentials with something else than 401: that is AUTH-01's finding,
+// and the checks that take credentials away in other ways (AUTH-04, AUTH-05)
+// prove nothing more there. Memoised per run of checkAuth.
+type authOpen struct {
+	known map[string]bool
+}
+
+func (o *authOpen) open(ctx context.Context, s *session, resource string) bool {
+	if v, ok := o.known[resource]; ok {
+		return v
+	}
+	ex := s.get(ctx, endpoint(resource), authFirstQuery(resource, 1), noAuth())
+	v := ex.Status != 0 && ex.Status != http.StatusUnauthorized
+	o.known[resource] = v
+	return v
+}
+
+// checkAuth checks credentials: AUTH-01 (every endpoint needs one), AUTH-02
+// (a 401 carries a Bearer challenge; a wrong token is 401), AUTH-03 (scopes),
+// AUTH-04 (cursors confer no authority), AUTH-05 (no credentials in the
+// query string), AUTH-06 (both header forms; X-API-Key wins) and AUTH-07
+// (another tenant's records are invisible).
+func checkAuth(ctx context.Context, s *session) {
+	o := &authOpen{known: map[string]bool{}}
+	if s.enabled("AUTH-01") || s.enabled("AUTH-02") {
+		authCheckRequired(ctx, s, o)
+	}
+	if s.enabled("AUTH-03") {
+		authCheckScopes(ctx, s)
+	}
+	if s.enabled("AUTH-04") {
+		authCheckCursors(ctx, s, o)
+	}
+	if s.enabled("AUTH-05") {
+		authCheckQueryString(ctx, s, o)
+	}
+	if s.enabled("AUTH-06") {
+		authCheckHeaders(ctx, s)
+	}
+	if s.enabled("AUTH-07") {
+		authCheckTenants(ctx, s)
+	}
+}
+
+// authCheckRequired is AUTH-01 and AUTH-02.
+func authCheckRequired(ctx context.Context, s *session, o *authOpen) {
+	wrong := authWrongToken()
+	for _, t := range authTargets(ctx, s) {
+		ep := endpoint(t.resource)
+		ex := s.do(ctx, t.path, t.rawQuery(), noAuth())
+		if t.path == endpoint(t.resource) {
+			o.known[t.resource] = ex.Status != 0 && ex.Status != http.StatusUnauthorized
+		}
+		switch ex.Status {
+		case 0:
+			s.errored("AUTH-01", ep, ex, fmt.Sprintf("GET %s without credentials: no answer (%v)", t.path, ex.Err))
+		case http.StatusUnauthorized:
+			s.pass("AUTH-01", ep, "every request without credentials answered 401")
+			authCheckChallenge(s, ep, t.path, "without credentials", ex)
+		default:
+			s.fail("AUTH-01", ep, fmt.Sprintf("GET %s without credentials answered %d, want 401", t.path, ex.Status), ex.evidence(""))
+		}
+		if t.path != endpoint(t.resource) {
+			continue // the wrong token is tried on the lists
+		}
+		ex = s.do(ctx, t.path, t.rawQuery(), bearer(wrong))
+		switch ex.Status {
+		case 0:
+			s.errored("AUTH-02", ep, ex, fmt.Sprintf("GET %s with a wrong token: no answer (%v)", t.path, ex.Err))
+		case http.StatusUnauthorized:
+			authCheckChallenge(s, ep, t.path, "with a wrong token", ex)
+		default:
+			s.fail("AUTH-02", ep, fmt.Sprintf("GET %s with a wrong bearer token answered %d, want 401", t.path, ex.Status), ex.evidence(""))
+		}
+	}
+}
+
+func authCheckChallenge(s *session, ep, path, how string, ex *exchange) {
+	if authChallenge(ex) {
+		s.pass("AUTH-02", ep, "every 401 carries WWW-Authenticate: Bearer, and a wrong token is 401")
+		return
+	}
+	got := ex.RespHdr.Get("WWW-Authenticate")
+	if got == "" {
+		got = "none"
+	} else {
+		got = fmt.Sprintf("%q", got)
+	}
+	s.fail("AUTH-02", ep, fmt.Sprintf("the 401 to GET %s %s carries WWW-Authenticate %s, want a Bearer challenge", path, how, got), ex.evidence(""))
+}
+
+// authCheckScopes is AUTH-03.
+func authCheckScopes(ctx context.Context, s *session) {
+	const id = "AUTH-03"
+	tok := s.cfg.UsagelessToken
+	if tok == "" {
+		s.skip(id, "*", "no token without read:usage was configured")
+		return
+	}
+	type answer struct {
+		resource string
+		ex       *exchange
+	}
+	var answers []answer
+	accepted := false
+	for _, r := range s.resources() {
+		ex := s.get(ctx, endpoint(r), authFirstQuery(r, 1), bearer(tok))
+		answers = append(answers, answer{r, ex})
+		if ex.Status != 0 && ex.Status != http.StatusUnauthorized {
+			accepted = true
+		}
+	}
+	if !accepted {
+		s.skip(id, "*", "the token without read:usage is not accepted (401 everywhere)")
+		return
+	}
+	for _, a := range answers {
+		ep := endpoint(a.resource)
+		ex := a.ex
+		switch {
+		case ex.Status == 0:
+			s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", ep, ex.Err))
+		case a.resource == Usage && ex.Status == http.StatusForbidden:
+			s.pass(id, ep, "a token without read:usage gets 403")
+		case a.resource == Usage:
+			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 403", ex.Status), ex.evidence(""))
+		case ex.Status == http.StatusOK:
+			s.pass(id, ep, "a token without read:usage (but with this resource's scope) gets 200")
+		default:
+			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 200 (only read:usage is missing)", ex.Status), ex.evidence(""))
+		}
+	}
+}
+
+// authCheckCursors is AUTH-04.
+func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
+	const id = "AUTH-04"
+	other := s.cfg.OtherTenantToken
+	var useQ url.Values
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		if o.open(ctx, s, r) {
+			s.skip(id, ep, "the endpoint answers without any credentials (AUTH-01): a cursor cannot add to that")
+			continue
+		}
+		q := authFirstQuery(r, 2)
+		if r == Usage {
+			if useQ == nil {
+				start, end, _ := useDataRange(ctx, s)
+				useQ = useRangeQuery(start, end, "hour", nil)
+				useQ.Set("limit", "2")
+			}
+			q = url.Values{}
+			for k, v := range useQ {
+				q[k] = v
+			}
+		}
+		first := s.get(ctx, ep, q)
+		p1, ok := authDecodePage(r, first)
+		if !ok {
+			s.skip(id, ep, fmt.Sprintf("the first page answered %s: no cursor to replay", first.describe()))
+			continue
+		}
+		if !p1.hasMore || p1.cursor == "" {
+			s.skip(id, ep, "the first page is the only one: no cursor to replay")
+			continue
+		}
+		cq := url.Values{}
+		for k, v := range q {
+			cq[k] = v
+		}
+		cq.Set("cursor", p1.cursor)
+		ex := s.get(ctx, ep, cq, noAuth())
+		switch ex.Status {
+		case 0:
+			s.errored(id, ep, ex, fmt.Sprintf("the cursor replayed without credentials: no answer (%v)", ex.Err))
+			continue
+		case http.StatusUnauthorized:
+		default:
+			s.fail(id, ep, fmt.Sprintf("a cursor replayed without credentials answered %d, want 401", ex.Status), ex.evidence(""))
+			continue
+		}
+		if other == "" {
+			s.pass(id, ep, "a cursor replayed without credentials is 401 (no other tenant's token to replay it with)")
+			continue
+		}
+		mine := s.get(ctx, ep, cq) // what the cursor shows its own tenant
+		p2, _ := authDecodePage(r, mine)
+		theirs := s.get(ctx, ep, cq, bearer(other))
+		pt, ok := authDecodePage(r, theirs)
+		if !ok {
+			s.pass(id, ep, fmt.Sprintf("a cursor is 401 without credentials and %d with another tenant's token", theirs.Status))
+			continue
+		}
+		if r == Usage {
+			if len(pt.data) > 0 && authSamePage(r, pt, p2) {
+				s.fail(id, ep, "another tenant's token replaying a cursor got the first tenant's next page", theirs.evidence("/data"))
+				continue
+			}
+			s.pass(id, ep, "a cursor is 401 without credentials and shows another tenant none of the first tenant's usage")
+			continue
+		}
+		known := authFirstTenant(ctx, s, r)
+		for _, rid := range p2.ids {
+			if _, ok := known[rid]; !ok && rid != "" {
+				known[rid] = decodeRecord(r, p2.items[rid])
+			}
+		}
+		if leaks := authLeaks(r, pt, known); len(leaks) > 0 {
+			s.fail(id, ep, fmt.Sprintf("another tenant's token replaying a cursor got %d of the first tenant's records (first %q)", len(leaks), truncateID(leaks[0])), theirs.evidence("/data"))
+			continue
+		}
+		s.pass(id, ep, "a cursor is 401 without credentials and shows another tenant none of the first tenant's records")
+	}
+}
+
+// authCheckQueryString is AUTH-05.
+func authCheckQueryString(ctx context.Context, s *session, o *authOpen) {
+	const id = "AUTH-05"
+	tok := s.cfg.Token
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		if o.open(ctx, s, r) {
+			s.skip(id, ep, "the endpoint answers without any credentials (AUTH-01)")
+			continue
+		}
+		for _, param := range []string{"access_token", "api_key"} {
+			q := authFirstQuery(r, 1)
+			q.Set(param, tok)
+			ex := s.get(ctx, ep, q, noAuth())
+			switch ex.Status {
+			case 0:
+				s.errored(id, ep, ex, fmt.Sprintf("?%s=: no answer (%v)", param, ex.Err))
+			case http.StatusUnauthorized:
+				s.pass(id, ep, "a token in ?access_token= or ?api_key= alone is 401")
+			default:
+				s.fail(id, ep, fmt.Sprintf("the token in ?%s= without a header answered %d, want 401", param, ex.Status), ex.evidence(""))
+			}
+		}
+	}
+}
+
+// authCheckHeaders is AUTH-06.
+func authCheckHeaders(ctx context.Context, s *session) {
+	const id = "AUTH-06"
+	tok := s.cfg.Token
+	wrong := authWrongToken()
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		q := authFirstQuery(r, 5)
+		var a, b *exchange
+		var pa, pb authPage
+		same := false
+		for try := 0; try < 2 && !same; try++ { // once more for live writes
+			a = s.get(ctx, ep, q, bearer(tok))
+			b = s.get(ctx, ep, q, apiKey(tok))
+			var oka, okb bool
+			pa, oka = authDecodePage(r, a)
+			pb, okb = authDecodePage(r, b)
+			if !oka || !okb {
+				break
+			}
+			same = authSamePage(r, pa, pb)
+		}
+		switch {
+		case a.Status != http.StatusOK:
+			s.skip(id, ep, fmt.Sprintf("the token as a bearer token answered %s", a.describe()))
+			continue
+		case b.Status != http.StatusOK:
+			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key answered %s, while as a bearer token 200", b.describe()), b.evidence(""))
+			continue
+		case !same:
+			s.fail(id, ep, "the token as X-API-Key and as a bearer token give different first pages", b.evidence("/data"))
+			continue
+		}
+		both := s.get(ctx, ep, q, bearer(wrong), header("X-API-Key", tok))
+		if both.Status != http.StatusOK {
+			s.fail(id, ep, fmt.Sprintf("a right X-API-Key with a wrong Authorization answered %s, want 200: X-API-Key wins", both.describe()), both.evidence(""))
+			continue
+		}
+		reverse := s.get(ctx, ep, q, bearer(tok), header("X-API-Key", wrong))
+		// Any refusal shows that X-API-Key won; whether it is the 401 an
+		// unknown credential deserves is AUTH-02's business.
+		if reverse.Status < 400 || reverse.Status >= 500 {
+			s.fail(id, ep, fmt.Sprintf("a wrong X-API-Key with a right Authorization answered %s, want a refusal (401): X-API-Key wins", reverse.describe()), reverse.evidence(""))
+			continue
+		}
+		s.pass(id, ep, "Authorization: Bearer and X-API-Key give the same page; with both, X-API-Key wins")
+	}
+}
+
+// authCheckTenants is AUTH-07.
+func authCheckTenants(ctx context.Context, s *session) {
+	const id = "AUTH-07"
+	other := s.cfg.OtherTenantToken
+	if other == "" {
+		s.skip(id, "*", "no other tenant's token was configured")
+		return
+	}
+	for _, r := range s.listResources() {
+		ep := endpoint(r)
+		known := authFirstTenant(ctx, s, r)
+		ex := s.get(ctx, ep, authFirstQuery(r, 1000), bearer(other))
+		switch ex.Status {
+		case 0:
+			s.errored(id, ep, ex, fmt.Sprintf("GET %s with the other tenant's token: no answer (%v)", ep, ex.Err))
+			continue
+		case http.StatusUnauthorized:
+			s.skip(id, ep, "the other tenant's token is not accepted (401)")
+			continue
+		case http.StatusForbidden:
+			s.skip(id, ep, "the other tenant's token may not read this resource (403)")
+			continue
+		}
+		p, ok := authDecodePage(r, ex)
+		if !ok {
+			s.skip(id, ep, fmt.Sprintf("the other tenant's first page answered %s", ex.describe()))
+			continue
+		}
+		if len(known) == 0 {
+			s.skip(id, ep, "the first tenant has no records to look for")
+			continue
+		}
+		if leaks := authLeaks(r, p, known); len(leaks) > 0 {
+			s.fail(id, ep, fmt.Sprintf("the other tenant's first page holds %d of the first tenant's records (first %q)", len(leaks), truncateID(leaks[0])), ex.evidence("/data"))
+			continue
+		}
+		if r != Conversations && r != Assistants {
+			s.pass(id, ep, "the other tenant's first page holds none of the first tenant's records")
+			continue
+		}
+		sample := recSample(s.fullWalk(ctx, r).Records, 10)
+		found, passed := 0, 0
+		for _, rec := range sample {
+			one := s.do(ctx, recPath(r, rec.ID), "", bearer(other))
+			switch {
+			case one.Status == 0:
+				s.errored(id, ep, one, fmt.Sprintf("GET %s with the other tenant's token: no answer (%v)", recPath(r, rec.ID), one.Err))
+			case one.Status >= 500:
+				s.skip(id, ep, fmt.Sprintf("GET %s with the other tenant's token answered %d (HTTP-01 reports it)", recPath(r, rec.ID), one.Status))
+			case one.Status == http.StatusNotFound:
+				passed++
+			case one.Status == http.StatusOK:
+				if recJSONEqual(one.Body, rec.Raw) {
+					found++
+					s.fail(id, ep, fmt.Sprintf("the other tenant's token reads the first tenant's record %q", truncateID(rec.ID)), one.evidence(""))
+				} else {
+					passed++ // the other tenant's own record with the same id
+				}
+			default:
+				s.fail(id, ep, fmt.Sprintf("the first tenant's record %q answered %d to the other tenant's token, want 404", truncateID(rec.ID), one.Status), one.evidence(""))
+			}
+		}
+		if found == 0 && passed > 0 {
+			s.pass(id, ep, fmt.Sprintf("the other tenant's first page holds none of the first tenant's records, and %d of its ids are 404", passed))
+		}
+	}
+}

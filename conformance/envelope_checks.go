@@ -1,0 +1,531 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// envListSchemas maps a resource to the schema of its list page and of one
+// record.
+var envListSchemas = map[string][2]string{
+	Conversations: {"conversation-list", "conversation"},
+	Assistants:    {"assistant-list", "assistant"},
+	Events:        {"event-list", "event"},
+	Usage:         {"usage-list", "usage-bucket"},
+}
+
+// envSingleRecords are the resources with a single-record endpoint
+// GET /{resource}/{id}.
+var envSingleRecords = []string{Conversations, Assistants}
+
+// envUnknownID is an id no provider is expected to hold.
+const envUnknownID = "aiusage-conformance-no-such-id"
+
+// envTally collects the failures of one check at one endpoint: how many, and
+// the first one with its evidence.
+type envTally struct {
+	n   int
+	msg string
+	ev  *Evidence
+}
+
+type envTallies map[resultKey]*envTally
+
+// envNouns names what a tally of a check counts, for its message.
+var envNouns = map[string]string{
+	"ENV-01":  "schema findings",
+	"ENV-02":  "schema findings",
+	"ENV-03":  "pages",
+	"ENV-04":  "answers",
+	"ENV-05":  "error bodies",
+	"ENV-06":  "unknown enum values",
+	"TIME-01": "malformed timestamps",
+	"TIME-02": "fields with several precisions",
+	"TIME-03": "values",
+}
+
+// add counts a failure of id at ep, blaming ex (at pointer, for a schema
+// finding). Only the first failure's evidence is built: a page of a
+// thousand bad records must not copy its body a thousand times.
+func (t envTallies) add(id, ep, msg string, ex *exchange, pointer string) {
+	k := resultKey{id, ep}
+	a := t[k]
+	if a == nil {
+		a = &envTally{msg: msg, ev: ex.evidence(pointer)}
+		t[k] = a
+	}
+	a.n++
+}
+
+// flush records the outcome of id at ep: one failure summarising the
+// tally, or a pass with passMsg.
+func (t envTallies) flush(s *session, id, ep, passMsg string) {
+	a := t[resultKey{id, ep}]
+	if a == nil || a.n == 0 {
+		s.pass(id, ep, passMsg)
+		return
+	}
+	msg := a.msg
+	if a.n > 1 {
+		noun := envNouns[id]
+		if noun == "" {
+			noun = "findings"
+		}
+		msg = fmt.Sprintf("%d %s, first: %s", a.n, noun, a.msg)
+	}
+	s.fail(id, ep, msg, a.ev)
+}
+
+// envWalk is the walk the envelope and timestamp checks validate: the full
+// walk of a list, or /usage with its defaults, following cursors.
+func (s *session) envWalk(ctx context.Context, resource string) *walk {
+	if resource == Usage {
+		return s.walkList(ctx, Usage, url.Values{}, 0)
+	}
+	return s.fullWalk(ctx, resource)
+}
+
+// checkEnvelopes records ENV-01 (every walked page matches its list schema),
+// ENV-02 (every record of those pages, and single records fetched by id for
+// a sample of ids, match the record schema), ENV-03 (hasMore and nextCursor
+// agree on every page), ENV-05 (the bodies of provoked 400, 401 and 404
+// answers follow the problem schema) and ENV-06 (values outside an
+// extensible enum, reported as a warning, never a failure).
+//
+// Schema findings are split so that one defect fails one check: findings
+// inside data items are ENV-02's, findings about nextCursor's agreement with
+// hasMore are ENV-03's, the rest of the envelope is ENV-01's, and a
+// timestamp that is not RFC 3339 UTC with Z is TIME-01's (checkTimestamps)
+// and left out of ENV-02.
+func checkEnvelopes(ctx context.Context, s *session) {
+	ids := []string{"ENV-01", "ENV-02", "ENV-03", "ENV-05", "ENV-06"}
+	if !slices.ContainsFunc(ids, s.enabled) {
+		return
+	}
+	if s.enabled("ENV-01") || s.enabled("ENV-02") || s.enabled("ENV-03") || s.enabled("ENV-06") {
+		for _, r := range s.resources() {
+			s.envCheckResource(ctx, r)
+		}
+	}
+	if s.enabled("ENV-05") {
+		s.envCheckProblems(ctx)
+	}
+}
+
+// envCheckResource is ENV-01, ENV-02, ENV-03 and ENV-06 at one resource.
+func (s *session) envCheckResource(ctx context.Context, r string) {
+	ep := endpoint(r)
+	schemas := envListSchemas[r]
+	w := s.envWalk(ctx, r)
+	t := envTallies{}
+	pages, records := 0, 0
+	for _, ex := range w.Pages {
+		if ex.Status != http.StatusOK {
+			continue
+		}
+		pages++
+		records += s.envCheckPage(ep, schemas[0], ex, t)
+	}
+	if pages == 0 {
+		msg := "no list page could be read"
+		if w.Problem != "" {
+			msg += ": " + w.Problem
+		}
+		for _, id := range []string{"ENV-01", "ENV-02", "ENV-03", "ENV-06"} {
+			s.errored(id, ep, w.Ex, msg)
+		}
+		return
+	}
+	if ex := s.envFullLastPage(ctx, r, w); ex != nil && ex.Status == http.StatusOK {
+		pages++
+		records += s.envCheckPage(ep, schemas[0], ex, t)
+	}
+	singles := 0
+	if slices.Contains(envSingleRecords, r) && (s.enabled("ENV-02") || s.enabled("ENV-06")) {
+		for _, id := range envSampleIDs(w.Records) {
+			ex := s.get(ctx, ep+"/"+url.PathEscape(id), nil)
+			if ex.Status != http.StatusOK {
+				continue // REC-01 and REC-02 judge the status
+			}
+			singles++
+			s.envCheckRecord(ep, schemas[1], ex, t)
+		}
+	}
+	note := ""
+	if w.Problem != "" {
+		note = " (the walk stopped early: " + w.Problem + ")"
+	}
+	t.flush(s, "ENV-01", ep, fmt.Sprintf("%s match the %s schema%s", envCount(pages, "page"), schemas[0], note))
+	t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on %s%s", envCount(pages, "page"), note))
+	if records+singles == 0 {
+		s.skip("ENV-02", ep, "no records to validate")
+		s.skip("ENV-06", ep, "no records to validate")
+		return
+	}
+	t.flush(s, "ENV-02", ep, fmt.Sprintf("%d list items and %d single records match the %s schema%s", records, singles, schemas[1], note))
+	t.flush(s, "ENV-06", ep, fmt.Sprintf("every enum value of %d records is known to this version", records+singles))
+}
+
+// envFullLastPage asks for one page that ends exactly at the last record:
+// the whole list with limit equal to its length or, for a longer list, the
+// records from a timestamp filter near the end, with limit equal to their
+// number. A provider that derives hasMore from a full page, rather than
+// from a record that follows, answers hasMore true there (ENV-03). It
+// returns nil when no such page can be asked for.
+func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) *exchange {
+	n := len(w.Records)
+	if r == Usage || !w.Complete() || n == 0 {
+		return nil
+	}
+	if n <= 1000 {
+		return s.get(ctx, endpoint(r), url.Values{"limit": {strconv.Itoa(n)}})
+	}
+	param := timeFilters[r]
+	var times []time.Time
+	for _, rec := range w.Records {
+		if rec.At.IsZero() {
+			return nil
+		}
+		times = append(times, rec.At)
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	at := times[n-500]
+	m := 0
+	for _, t := range times {
+		if t.After(at) || t.Equal(at) && param == "updatedSince" {
+			m++
+		}
+	}
+	if param == "" || m == 0 || m > 1000 {
+		return nil
+	}
+	return s.get(ctx, endpoint(r), url.Values{param: {at.UTC().Format(time.RFC3339Nano)}, "limit": {strconv.Itoa(m)}})
+}
+
+// envSampleIDs picks a few ids spread over the records, and a tombstone if
+// there is one.
+func envSampleIDs(recs []record) []string {
+	var out []string
+	addID := func(id string) {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if n := len(recs); n > 0 {
+		for _, i := range []int{0, n / 4, n / 2, 3 * n / 4, n - 1} {
+			addID(recs[i].ID)
+		}
+	}
+	for _, r := range recs {
+		if d, ok := r.Obj["deletedAt"]; ok && d != nil {
+			addID(r.ID)
+			break
+		}
+	}
+	return out
+}
+
+// envCheckPage validates one list page and returns its number of items.
+func (s *session) envCheckPage(ep, schema string, ex *exchange, t envTallies) int {
+	findings, err := spec.Validate(schema, ex.Body)
+	if err != nil {
+		t.add("ENV-01", ep, "the page is not JSON: "+err.Error(), ex, "")
+		return 0
+	}
+	// head holds hasMore and nextCursor as present; the whole document is
+	// decoded only when there are findings to resolve.
+	var top map[string]json.RawMessage
+	var head any
+	if json.Unmarshal(ex.Body, &top) == nil {
+		m := map[string]any{}
+		for _, k := range []string{"hasMore", "nextCursor"} {
+			if raw, ok := top[k]; ok {
+				var v any
+				_ = json.Unmarshal(raw, &v)
+				m[k] = v
+			}
+		}
+		head = m
+	}
+	var doc any
+	if len(findings) > 0 {
+		_ = json.Unmarshal(ex.Body, &doc)
+	}
+	for _, f := range findings {
+		switch {
+		case strings.HasPrefix(f.Pointer, "/data/"):
+			s.envItemFinding(ep, f, doc, ex, t)
+		case f.Pointer == "/nextCursor" && envCursorIsENV03(head):
+			// hasMore and nextCursor disagree: ENV-03 below.
+		default:
+			t.add("ENV-01", ep, f.String(), ex, f.Pointer)
+		}
+	}
+	s.envCheckCursor(ep, head, ex, t)
+	var data []json.RawMessage
+	if json.Unmarshal(top["data"], &data) == nil {
+		return len(data)
+	}
+	return 0
+}
+
+// envCursorIsENV03 reports whether nextCursor is absent, null or a string:
+// a schema finding about it is then a disagreement with hasMore (ENV-03),
+// not a malformed envelope (ENV-01).
+func envCursorIsENV03(doc any) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	switch m["nextCursor"].(type) {
+	case nil, string:
+		return true
+	}
+	return false
+}
+
+// envCheckCursor is ENV-03 on one page: hasMore true needs a non-empty
+// string nextCursor; false needs it null or absent. A page whose hasMore is
+// not a boolean is ENV-01's.
+func (s *session) envCheckCursor(ep string, doc any, ex *exchange, t envTallies) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return
+	}
+	more, ok := m["hasMore"].(bool)
+	if !ok {
+		return
+	}
+	cur, present := m["nextCursor"]
+	switch {
+	case more && !present:
+		t.add("ENV-03", ep, "hasMore is true but nextCursor is absent", ex, "/nextCursor")
+	case more && cur == nil:
+		t.add("ENV-03", ep, "hasMore is true but nextCursor is null", ex, "/nextCursor")
+	case more:
+		if c, ok := cur.(string); !ok || c == "" {
+			t.add("ENV-03", ep, fmt.Sprintf("hasMore is true but nextCursor is %s, not a non-empty string", envShow(cur)), ex, "/nextCursor")
+		}
+	case present && cur != nil:
+		t.add("ENV-03", ep, fmt.Sprintf("hasMore is false but nextCursor is %s, not null or absent", envShow(cur)), ex, "/nextCursor")
+	}
+}
+
+// envCheckRecord validates a single-record body (ENV-02, ENV-06).
+func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies) {
+	findings, err := spec.Validate(schema, ex.Body)
+	if err != nil {
+		t.add("ENV-02", ep, "the record is not JSON: "+err.Error(), ex, "")
+		return
+	}
+	var doc any
+	_ = json.Unmarshal(ex.Body, &doc)
+	for _, f := range findings {
+		s.envItemFinding(ep, f, doc, ex, t)
+	}
+}
+
+// envItemFinding files a finding inside a record: a warning is ENV-06, a
+// malformed timestamp string is TIME-01's, anything else ENV-02.
+func (s *session) envItemFinding(ep string, f spec.Finding, doc any, ex *exchange, t envTallies) {
+	switch {
+	case f.Level == spec.LevelWarning:
+		t.add("ENV-06", ep, f.Pointer+": "+f.Message, ex, f.Pointer)
+	case envTimestampFinding(f, doc):
+	default:
+		t.add("ENV-02", ep, f.String(), ex, f.Pointer)
+	}
+}
+
+// envTimestampFinding reports whether f is about a timestamp string that
+// TIME-01 rejects: a field ending in At whose value fails
+// spec.CheckTimestamp.
+func envTimestampFinding(f spec.Finding, doc any) bool {
+	if f.Keyword != "format" && f.Keyword != "pattern" {
+		return false
+	}
+	last := f.Pointer[strings.LastIndex(f.Pointer, "/")+1:]
+	if !strings.HasSuffix(last, "At") {
+		return false
+	}
+	v, ok := envLookup(doc, f.Pointer)
+	str, isStr := v.(string)
+	return ok && isStr && spec.CheckTimestamp(str) != nil
+}
+
+// envLookup resolves a JSON pointer in a decoded document.
+func envLookup(doc any, ptr string) (any, bool) { return spec.ResolvePointer(doc, ptr) }
+
+// envCount is n and noun, plural when n is not 1.
+func envCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// envShow renders a decoded JSON value for a message.
+func envShow(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// envProvoked is one request made to provoke an error.
+type envProvoked struct {
+	what string // the request, as in "limit=0"
+	ex   *exchange
+}
+
+// envCheckProblems is ENV-05: provoke a 400 (limit=0), a 401 (no
+// credentials) and, where records can be read by id, a 404 (unknown id) at
+// every offered resource, and validate each 4xx body against the problem
+// schema. An answer that is not 4xx is judged by the checks meant for it
+// (PAGE-09, AUTH-01, REC-02), not here.
+func (s *session) envCheckProblems(ctx context.Context) {
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		provoked := []envProvoked{
+			{"limit=0", s.get(ctx, ep, url.Values{"limit": {"0"}})},
+			{"no credentials", s.get(ctx, ep, url.Values{"limit": {"1"}}, noAuth())},
+		}
+		if slices.Contains(envSingleRecords, r) {
+			provoked = append(provoked, envProvoked{"an unknown id", s.get(ctx, ep+"/"+url.PathEscape(envUnknownID), nil)})
+		}
+		t := envTallies{}
+		var checked []string
+		for _, p := range provoked {
+			if p.ex.Status < 400 || p.ex.Status > 499 {
+				continue
+			}
+			checked = append(checked, strconv.Itoa(p.ex.Status))
+			s.envCheckProblem(ep, p, t)
+		}
+		if len(checked) == 0 {
+			s.skip("ENV-05", ep, "no request provoked a 4xx answer")
+			continue
+		}
+		sort.Strings(checked)
+		t.flush(s, "ENV-05", ep, fmt.Sprintf("the bodies of the %s answers are problem details", strings.Join(slices.Compact(checked), ", ")))
+	}
+}
+
+// envCheckProblem validates one provoked error body; the findings of one
+// body make one failure.
+func (s *session) envCheckProblem(ep string, p envProvoked, t envTallies) {
+	ex := p.ex
+	what := fmt.Sprintf("the body of the %d answer to a request with %s", ex.Status, p.what)
+	findings, err := spec.Validate("problem", ex.Body)
+	if err != nil {
+		t.add("ENV-05", ep, fmt.Sprintf("%s is not a problem details document: %v", what, err), ex, "")
+		return
+	}
+	var msgs []string
+	pointer := ""
+	for _, f := range findings {
+		if f.Level != spec.LevelError {
+			continue
+		}
+		if len(msgs) == 0 {
+			pointer = f.Pointer
+		}
+		msgs = append(msgs, f.String())
+	}
+	var doc map[string]any
+	if json.Unmarshal(ex.Body, &doc) == nil {
+		if st, ok := doc["status"].(float64); ok && int(st) != ex.Status {
+			if len(msgs) == 0 {
+				pointer = "/status"
+			}
+			msgs = append(msgs, fmt.Sprintf("/status: the status member is %v but the answer is %d", st, ex.Status))
+		}
+	}
+	if len(msgs) > 0 {
+		t.add("ENV-05", ep, fmt.Sprintf("%s is not a valid problem: %s", what, strings.Join(msgs, "; ")), ex, pointer)
+	}
+}
+
+// envRoute returns the resource an exchange's URL addresses and whether it
+// is a single record (GET /{resource}/{id}); resource is "" for any other
+// path.
+func (s *session) envRoute(rawURL string) (resource string, single bool) {
+	rest, ok := strings.CutPrefix(rawURL, s.cfg.BaseURL)
+	if !ok {
+		return "", false
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	rest = strings.TrimPrefix(rest, "/")
+	seg, tail, _ := strings.Cut(rest, "/")
+	if !slices.Contains(AllResources, seg) {
+		return "", false
+	}
+	return seg, tail != ""
+}
+
+// checkContentTypes is ENV-04 over every exchange of the run that got an
+// answer with content: the media type is application/json or
+// application/problem+json (parameters such as charset allowed). Left out:
+// answers without content (nothing to type), 5xx other than 501 (HTTP-01
+// fails them already) and requests to resources the provider does not
+// offer (their 404 or 501 says nothing about the interface).
+func (s *session) checkContentTypes() {
+	if !s.enabled("ENV-04") {
+		return
+	}
+	s.mu.Lock()
+	exs := append([]*exchange(nil), s.exchanges...)
+	s.mu.Unlock()
+	t := envTallies{}
+	counts := map[string]int{}
+	for _, ex := range exs {
+		if ex.Status == 0 || ex.Method == http.MethodHead || len(ex.Body) == 0 {
+			continue
+		}
+		if ex.Status >= 500 && ex.Status != http.StatusNotImplemented {
+			continue
+		}
+		r, _ := s.envRoute(ex.URL)
+		ep := "*"
+		if r != "" {
+			if !s.offered[r] {
+				continue
+			}
+			ep = endpoint(r)
+		}
+		counts[ep]++
+		ct := ex.RespHdr.Get("Content-Type")
+		mt, _, err := mime.ParseMediaType(ct)
+		if err == nil && (mt == "application/json" || mt == spec.ProblemContentType) {
+			continue
+		}
+		what := fmt.Sprintf("Content-Type %q", ct)
+		if ct == "" {
+			what = "no Content-Type"
+		}
+		t.add("ENV-04", ep, fmt.Sprintf("%s %s answered %d with %s; want application/json or application/problem+json", ex.Method, ex.URL, ex.Status, what), ex, "")
+	}
+	eps := make([]string, 0, len(counts))
+	for ep := range counts {
+		eps = append(eps, ep)
+	}
+	sort.Strings(eps)
+	for _, ep := range eps {
+		t.flush(s, "ENV-04", ep, fmt.Sprintf("%d answers are JSON", counts[ep]))
+	}
+}

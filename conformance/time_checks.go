@@ -1,0 +1,341 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// timeFreeForm are members whose content is preserved as received from the
+// provider's own systems: their keys are not the interface's timestamps.
+var timeFreeForm = map[string]bool{"parameters": true, "metadata": true, "payload": true}
+
+// timeFilters is the timestamp filter TIME-03 and TIME-04 exercise at each
+// list resource.
+var timeFilters = map[string]string{
+	Conversations: "updatedSince",
+	Assistants:    "updatedSince",
+	Events:        "occurredAfter",
+}
+
+// timeBadFilterValues are filter values that are not RFC 3339 timestamps.
+var timeBadFilterValues = []string{"yesterday", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00"}
+
+// timeValue is one timestamp string found in a record.
+type timeValue struct {
+	ep      string
+	field   string // path from the record, array indices as [], e.g. messages[].createdAt
+	value   string
+	pointer string // in the exchange's body
+	ex      *exchange
+}
+
+// checkTimestamps records TIME-01 (every timestamp of every record served so
+// far, list items and single records alike, is RFC 3339 UTC with Z), TIME-02
+// (the values of one field share one number of fractional digits), TIME-03
+// (an unparseable timestamp filter is 400) and TIME-04 (a filter written
+// with +02:00 selects what the same instant written with Z selects).
+//
+// A timestamp is the string value of a member whose name ends in "At" (every
+// timestamp of the specification does), outside members preserved as
+// received (parameters, metadata, payload).
+func checkTimestamps(ctx context.Context, s *session) {
+	if s.enabled("TIME-01") || s.enabled("TIME-02") {
+		for _, r := range s.resources() {
+			s.envWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
+		}
+		s.timeCheckValues()
+	}
+	if s.enabled("TIME-03") {
+		for _, r := range s.listResources() {
+			s.timeCheckBadFilters(ctx, r)
+		}
+	}
+	if s.enabled("TIME-04") {
+		for _, r := range s.listResources() {
+			s.timeCheckOffsetFilter(ctx, r)
+		}
+	}
+}
+
+// timeCollect returns every timestamp of the records of the 200 answers to
+// GET requests made so far, each (record, field) once.
+func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
+	s.mu.Lock()
+	exs := append([]*exchange(nil), s.exchanges...)
+	s.mu.Unlock()
+	seen := map[string]bool{}
+	records = map[string]int{}
+	for _, ex := range exs {
+		if ex.Method != http.MethodGet || ex.Status != http.StatusOK {
+			continue
+		}
+		r, single := s.envRoute(ex.URL)
+		if r == "" || !s.offered[r] {
+			continue
+		}
+		var doc any
+		if json.Unmarshal(ex.Body, &doc) != nil {
+			continue
+		}
+		ep := endpoint(r)
+		var items []any
+		var bases []string
+		if single {
+			items, bases = []any{doc}, []string{""}
+		} else if m, ok := doc.(map[string]any); ok {
+			data, _ := m["data"].([]any)
+			for i, it := range data {
+				items = append(items, it)
+				bases = append(bases, "/data/"+strconv.Itoa(i))
+			}
+		}
+		for i, it := range items {
+			key := ep + "|" + timeRecordKey(it)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			records[ep]++
+			timeFind(it, bases[i], "", func(field, ptr, v string) {
+				vals = append(vals, timeValue{ep: ep, field: field, value: v, pointer: ptr, ex: ex})
+			})
+		}
+	}
+	return vals, records
+}
+
+// timeRecordKey identifies a record: its id, or its whole content when it
+// has none (usage buckets).
+func timeRecordKey(it any) string {
+	if m, ok := it.(map[string]any); ok {
+		if id, ok := m["id"].(string); ok {
+			return "id:" + id
+		}
+	}
+	b, _ := json.Marshal(it)
+	return "raw:" + string(b)
+}
+
+// timeFind calls fn for every string member whose name ends in "At" in v.
+func timeFind(v any, ptr, field string, fn func(field, ptr, value string)) {
+	switch c := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if timeFreeForm[k] {
+				continue
+			}
+			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			f := k
+			if field != "" {
+				f = field + "." + k
+			}
+			if str, ok := c[k].(string); ok && strings.HasSuffix(k, "At") {
+				fn(f, p, str)
+				continue
+			}
+			timeFind(c[k], p, f, fn)
+		}
+	case []any:
+		for i, e := range c {
+			timeFind(e, ptr+"/"+strconv.Itoa(i), field+"[]", fn)
+		}
+	}
+}
+
+// timeCheckValues is TIME-01 and TIME-02 over every record served so far.
+func (s *session) timeCheckValues() {
+	vals, records := s.timeCollect()
+	t := envTallies{}
+	counts := map[string]int{}
+	// TIME-02: endpoint -> field -> fractional digits -> values
+	digits := map[string]map[string]map[int][]timeValue{}
+	for _, v := range vals {
+		counts[v.ep]++
+		if err := spec.CheckTimestamp(v.value); err != nil {
+			t.add("TIME-01", v.ep, fmt.Sprintf("%s: %v", v.pointer, err), v.ex, v.pointer)
+		}
+		if _, err := spec.ParseTime(v.value); err != nil {
+			continue
+		}
+		n := 0
+		if len(v.value) > 19 && v.value[19] == '.' {
+			for n = 0; 20+n < len(v.value) && v.value[20+n] >= '0' && v.value[20+n] <= '9'; n++ {
+			}
+		}
+		if digits[v.ep] == nil {
+			digits[v.ep] = map[string]map[int][]timeValue{}
+		}
+		if digits[v.ep][v.field] == nil {
+			digits[v.ep][v.field] = map[int][]timeValue{}
+		}
+		digits[v.ep][v.field][n] = append(digits[v.ep][v.field][n], v)
+	}
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		if counts[ep] == 0 {
+			s.skip("TIME-01", ep, "no timestamps served")
+			s.skip("TIME-02", ep, "no timestamps served")
+			continue
+		}
+		t.flush(s, "TIME-01", ep, fmt.Sprintf("%d timestamps of %d records are RFC 3339 UTC with Z", counts[ep], records[ep]))
+		fields := make([]string, 0, len(digits[ep]))
+		for f := range digits[ep] {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			byN := digits[ep][f]
+			if len(byN) < 2 {
+				continue
+			}
+			ns := make([]int, 0, len(byN))
+			for n := range byN {
+				ns = append(ns, n)
+			}
+			// most frequent first; the first value of another precision is the evidence
+			sort.Slice(ns, func(i, j int) bool {
+				if len(byN[ns[i]]) != len(byN[ns[j]]) {
+					return len(byN[ns[i]]) > len(byN[ns[j]])
+				}
+				return ns[i] > ns[j]
+			})
+			var parts []string
+			for _, n := range ns {
+				parts = append(parts, fmt.Sprintf("%d fractional digits in %d values (e.g. %q)", n, len(byN[n]), byN[n][0].value))
+			}
+			odd := byN[ns[1]][0]
+			t.add("TIME-02", ep, fmt.Sprintf("%s has %s", f, strings.Join(parts, ", ")), odd.ex, odd.pointer)
+		}
+		t.flush(s, "TIME-02", ep, fmt.Sprintf("each of %d timestamp fields has one precision", len(fields)))
+	}
+}
+
+// timeCheckBadFilters is TIME-03 at one list resource: each value that is
+// not an RFC 3339 timestamp gives 400.
+func (s *session) timeCheckBadFilters(ctx context.Context, r string) {
+	ep := endpoint(r)
+	param := timeFilters[r]
+	if param == "" {
+		return
+	}
+	for _, bad := range timeBadFilterValues {
+		ex := s.get(ctx, ep, url.Values{param: {bad}, "limit": {"1"}})
+		switch {
+		case ex.Status == 0:
+			s.errored("TIME-03", ep, ex, fmt.Sprintf("%s=%s got no answer: %v", param, bad, ex.Err))
+		case ex.Status != http.StatusBadRequest:
+			s.fail("TIME-03", ep, fmt.Sprintf("%s=%s answered %d; an unparseable timestamp filter must be 400", param, bad, ex.Status), ex.evidence(""))
+		}
+	}
+	s.pass("TIME-03", ep, fmt.Sprintf("%s=%s each answered 400", param, strings.Join(timeBadFilterValues, ", ")))
+}
+
+// timeCheckOffsetFilter is TIME-04 at one list resource: the first page
+// (limit 100) filtered at an observed instant T written with Z has the
+// same ids as with T written as +02:00.
+func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
+	ep := endpoint(r)
+	param := timeFilters[r]
+	if param == "" {
+		return
+	}
+	w := s.fullWalk(ctx, r)
+	var times []time.Time
+	for _, rec := range w.Records {
+		if !rec.At.IsZero() {
+			times = append(times, rec.At.UTC())
+		}
+	}
+	if len(times) == 0 {
+		s.skip("TIME-04", ep, "no record with a timestamp to filter at")
+		return
+	}
+	at := timePickInstant(times)
+	plus2 := time.FixedZone("+02:00", 2*3600)
+	zv, ov := at.Format(time.RFC3339Nano), at.In(plus2).Format(time.RFC3339Nano)
+	zex := s.get(ctx, ep, url.Values{param: {zv}, "limit": {"100"}})
+	var zenv envelope
+	if zex.Status != http.StatusOK || zex.jsonBody(&zenv) != nil {
+		s.skip("TIME-04", ep, fmt.Sprintf("%s=%s answered %s: the filter with Z is judged by the FILT checks", param, zv, zex.describe()))
+		return
+	}
+	oex := s.get(ctx, ep, url.Values{param: {ov}, "limit": {"100"}})
+	if oex.Status != http.StatusOK {
+		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s answered %s while the same instant written %s answered 200", param, ov, oex.describe(), zv), oex.evidence(""))
+		return
+	}
+	var oenv envelope
+	if err := oex.jsonBody(&oenv); err != nil {
+		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s answered a body that is not a list envelope: %v", param, ov, err), oex.evidence(""))
+		return
+	}
+	zids, oids := timeIDs(zenv), timeIDs(oenv)
+	if !slices.Equal(zids, oids) || zenv.HasMore != oenv.HasMore {
+		i := 0
+		for i < len(zids) && i < len(oids) && zids[i] == oids[i] {
+			i++
+		}
+		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s gave %d records (first differing at position %d) but the same instant written %s gave %d",
+			param, ov, len(oids), i, zv, len(zids)), oex.evidence(""))
+		return
+	}
+	s.pass("TIME-04", ep, fmt.Sprintf("%s=%s and %s=%s select the same %d records", param, zv, param, ov, len(zids)))
+}
+
+// timePickInstant picks an observed instant near the middle that has
+// another record within two hours after it (or before it), so that a
+// filter misreading +02:00 as Z, or with the sign reversed, selects other
+// records; the middle instant when there is none.
+func timePickInstant(times []time.Time) time.Time {
+	sorted := slices.Clone(times)
+	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
+	mid := len(sorted) / 2
+	near := func(i int) bool {
+		t := sorted[i]
+		for _, j := range []int{i - 1, i + 1} {
+			if j < 0 || j >= len(sorted) {
+				continue
+			}
+			if d := sorted[j].Sub(t).Abs(); d > 0 && d < 2*time.Hour {
+				return true
+			}
+		}
+		return false
+	}
+	for off := 0; off <= len(sorted); off++ {
+		for _, i := range []int{mid + off, mid - off} {
+			if i >= 0 && i < len(sorted) && near(i) {
+				return sorted[i]
+			}
+		}
+	}
+	return sorted[mid]
+}
+
+// timeIDs returns the ids of a page's items, in order.
+func timeIDs(env envelope) []string {
+	out := make([]string, 0, len(env.Data))
+	for _, raw := range env.Data {
+		var m struct {
+			ID any `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &m)
+		out = append(out, fmt.Sprint(m.ID))
+	}
+	return out
+}

@@ -1,0 +1,534 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// usePageCap bounds the pages of one /usage walk.
+const usePageCap = 100
+
+// useDays is the length of the range the usage checks ask for.
+const useDays = 7
+
+// useBucket is one /usage bucket, decoded enough to check it.
+type useBucket struct {
+	Obj map[string]any // decoded with json.Number
+	// Start and End are startAt and endAt parsed (zero when missing or
+	// unparseable: the TIME checks report those).
+	Start, End time.Time
+	Gran       string
+	Ex         *exchange // the page the bucket came from
+	Index      int       // its index in the page's data
+}
+
+// useWalkResult is the outcome of following the cursors of one /usage query.
+type useWalkResult struct {
+	query   url.Values
+	Buckets []useBucket
+	Pages   []*exchange
+	// Problem, when not empty, says why the walk stopped early; Ex is the
+	// exchange to blame and First whether it was the first page.
+	Problem string
+	Ex      *exchange
+	First   bool
+}
+
+func (w *useWalkResult) complete() bool { return w.Problem == "" }
+
+// useState is shared by the usage checks of one run.
+type useState struct {
+	start, end time.Time // the range asked for, on day boundaries
+	walks      map[string]*useWalkResult
+}
+
+// useFormat writes t as the suite sends timestamps.
+func useFormat(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// useUnit is the length of a bucket of granularity g.
+func useUnit(g string) time.Duration {
+	if g == spec.GranularityHour {
+		return time.Hour
+	}
+	return 24 * time.Hour
+}
+
+// useDecode decodes a JSON object keeping numbers exact.
+func useDecode(raw []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// useDataRange picks the range of the usage checks from the data: the
+// useDays days ending at the first day boundary after the latest
+// conversation updatedAt, or, without conversations, the default range (the
+// days ending at the end of the current day).
+func useDataRange(ctx context.Context, s *session) (start, end time.Time, fromData bool) {
+	var latest time.Time
+	if s.offered[Conversations] && slices.Contains(s.cfg.Resources, Conversations) {
+		for _, r := range s.fullWalk(ctx, Conversations).Records {
+			if r.At.After(latest) {
+				latest = r.At
+			}
+		}
+	}
+	fromData = !latest.IsZero()
+	if !fromData {
+		latest = time.Now()
+	}
+	end = latest.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	return end.AddDate(0, 0, -useDays), end, fromData
+}
+
+// useRangeQuery is a valid /usage query over [start, end).
+func useRangeQuery(start, end time.Time, gran string, groupBy []string) url.Values {
+	q := url.Values{"startAt": {useFormat(start)}, "endAt": {useFormat(end)}, "granularity": {gran}}
+	if len(groupBy) > 0 {
+		q.Set("groupBy", strings.Join(groupBy, ","))
+	}
+	return q
+}
+
+// useWalk follows /usage from query q until hasMore is false, memoised per
+// query. It asks for pages of 1000 buckets, and without a limit when the
+// provider refuses that.
+func (st *useState) useWalk(ctx context.Context, s *session, q url.Values) *useWalkResult {
+	key := q.Encode()
+	if w, ok := st.walks[key]; ok {
+		return w
+	}
+	w := s.useWalkQuery(ctx, q)
+	st.walks[key] = w
+	return w
+}
+
+func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult {
+	w := &useWalkResult{query: q}
+	withLimit := true
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == usePageCap {
+			w.Problem = fmt.Sprintf("stopped after the page cap of %d pages", usePageCap)
+			break
+		}
+		build := func() url.Values {
+			pq := url.Values{}
+			for k, v := range q {
+				pq[k] = v
+			}
+			if withLimit {
+				pq.Set("limit", "1000")
+			}
+			if cursor != "" {
+				pq.Set("cursor", cursor)
+			}
+			return pq
+		}
+		ex := s.get(ctx, "/usage", build())
+		if page == 0 && ex.Status == http.StatusBadRequest {
+			withLimit = false // the provider may not take limit on /usage
+			ex = s.get(ctx, "/usage", build())
+		}
+		w.Pages = append(w.Pages, ex)
+		if ex.Status != http.StatusOK {
+			w.Problem, w.Ex, w.First = fmt.Sprintf("GET /usage answered %s", ex.describe()), ex, page == 0
+			break
+		}
+		var env envelope
+		if err := ex.jsonBody(&env); err != nil {
+			w.Problem, w.Ex, w.First = fmt.Sprintf("the page is not a list envelope: %v", err), ex, page == 0
+			break
+		}
+		for i, raw := range env.Data {
+			b := useBucket{Ex: ex, Index: i}
+			b.Obj, _ = useDecode(raw)
+			if b.Obj != nil {
+				if v, ok := b.Obj["startAt"].(string); ok {
+					b.Start, _ = time.Parse(time.RFC3339Nano, v)
+				}
+				if v, ok := b.Obj["endAt"].(string); ok {
+					b.End, _ = time.Parse(time.RFC3339Nano, v)
+				}
+				b.Gran, _ = b.Obj["granularity"].(string)
+			}
+			w.Buckets = append(w.Buckets, b)
+		}
+		if !env.HasMore {
+			break
+		}
+		if env.NextCursor == nil || *env.NextCursor == "" {
+			w.Problem, w.Ex = "hasMore is true but nextCursor is missing", ex
+			break
+		}
+		if seen[*env.NextCursor] {
+			w.Problem, w.Ex = "a cursor came back a second time", ex
+			break
+		}
+		seen[*env.NextCursor] = true
+		cursor = *env.NextCursor
+	}
+	return w
+}
+
+// useFirstPageProblem records the outcome of a walk that could not start:
+// a 400 to a valid request fails id, anything else could not be checked.
+func useFirstPageProblem(s *session, id string, w *useWalkResult, what string) {
+	switch {
+	case w.Ex != nil && w.Ex.Status == http.StatusBadRequest:
+		s.fail(id, "/usage", fmt.Sprintf("a valid request (%s) answered 400", what), w.Ex.evidence(""))
+	case w.Ex != nil && (w.Ex.Status == http.StatusUnauthorized || w.Ex.Status == http.StatusForbidden):
+		s.skip(id, "/usage", fmt.Sprintf("the token may not read /usage (%s answered %d)", what, w.Ex.Status))
+	default:
+		s.skip(id, "/usage", fmt.Sprintf("%s could not be walked: %s", what, w.Problem))
+	}
+}
+
+// checkUsage checks /usage: USE-01 (buckets aligned, one granularity long,
+// inside the range asked), USE-02 (dimensions are exactly the grouped
+// keys), USE-03 (grouped sums equal the ungrouped totals) and USE-04 (bad
+// parameters give 400).
+func checkUsage(ctx context.Context, s *session) {
+	ids := []string{"USE-01", "USE-02", "USE-03", "USE-04"}
+	if !slices.ContainsFunc(ids, s.enabled) {
+		return
+	}
+	if !s.offered[Usage] || !slices.Contains(s.cfg.Resources, Usage) {
+		for _, id := range ids {
+			s.skip(id, "/usage", "the provider does not offer /usage")
+		}
+		return
+	}
+	st := &useState{walks: map[string]*useWalkResult{}}
+	start, end, fromData := useDataRange(ctx, s)
+	if fromData {
+		// The data may be older than the usage the provider keeps: fall
+		// back to the current days when the range holds nothing.
+		w := st.useWalk(ctx, s, useRangeQuery(start, end, spec.GranularityDay, nil))
+		if w.complete() && len(w.Buckets) == 0 {
+			end = time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+			start = end.AddDate(0, 0, -useDays)
+		}
+	}
+	st.start, st.end = start, end
+	if s.enabled("USE-01") {
+		useCheckAligned(ctx, s, st)
+	}
+	if s.enabled("USE-02") || s.enabled("USE-03") {
+		useCheckGroups(ctx, s, st)
+	}
+	if s.enabled("USE-04") {
+		useCheckBadParams(ctx, s, st)
+	}
+}
+
+// useCheckAligned is USE-01.
+func useCheckAligned(ctx context.Context, s *session, st *useState) {
+	const id = "USE-01"
+	checked := 0
+	for _, gran := range []string{spec.GranularityDay, spec.GranularityHour} {
+		what := fmt.Sprintf("granularity=%s from %s to %s", gran, useFormat(st.start), useFormat(st.end))
+		w := st.useWalk(ctx, s, useRangeQuery(st.start, st.end, gran, nil))
+		if w.First {
+			useFirstPageProblem(s, id, w, what)
+			continue
+		}
+		unit := useUnit(gran)
+		failed := false
+		for _, b := range w.Buckets {
+			if b.Start.IsZero() {
+				continue // no parseable startAt: ENV-02 and TIME-01 report it
+			}
+			ptr := fmt.Sprintf("/data/%d", b.Index)
+			bucketEnd := b.Start.Add(unit)
+			switch {
+			case !b.Start.Equal(b.Start.Truncate(unit)):
+				s.fail(id, "/usage", fmt.Sprintf("%s: startAt %s is not on a UTC %s boundary", what, b.Start.UTC().Format(time.RFC3339Nano), gran), b.Ex.evidence(ptr+"/startAt"))
+				failed = true
+				continue
+			case !b.End.IsZero() && b.End.Sub(b.Start) != unit:
+				s.fail(id, "/usage", fmt.Sprintf("%s: the bucket from %s to %s is %v long, want one %s", what, useFormat(b.Start), b.End.UTC().Format(time.RFC3339Nano), b.End.Sub(b.Start), gran), b.Ex.evidence(ptr+"/endAt"))
+				failed = true
+				continue
+			case b.Gran != "" && b.Gran != gran:
+				s.fail(id, "/usage", fmt.Sprintf("%s: a bucket says granularity %q", what, b.Gran), b.Ex.evidence(ptr+"/granularity"))
+				failed = true
+				continue
+			}
+			if !b.End.IsZero() {
+				bucketEnd = b.End
+			}
+			if b.Start.Before(st.start) || bucketEnd.After(st.end) {
+				s.fail(id, "/usage", fmt.Sprintf("%s: the bucket [%s, %s) is outside the range asked", what, useFormat(b.Start), useFormat(bucketEnd)), b.Ex.evidence(ptr+"/startAt"))
+				failed = true
+				continue
+			}
+			checked++
+		}
+		if !failed && !w.complete() && len(w.Buckets) == 0 {
+			s.skip(id, "/usage", fmt.Sprintf("%s could not be walked: %s", what, w.Problem))
+		}
+	}
+	if checked > 0 {
+		s.pass(id, "/usage", fmt.Sprintf("%d buckets (day and hour) are aligned, one granularity long and inside [%s, %s)", checked, useFormat(st.start), useFormat(st.end)))
+	} else {
+		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+	}
+}
+
+// useGroupSets are the groupBy sets of USE-02 and USE-03; the first is the
+// ungrouped one.
+var useGroupSets = [][]string{
+	nil,
+	{spec.DimensionModel},
+	{spec.DimensionDepartment},
+	{spec.DimensionModel, spec.DimensionDepartment},
+	spec.Dimensions,
+}
+
+// useCheckGroups is USE-02 and USE-03, over daily buckets.
+func useCheckGroups(ctx context.Context, s *session, st *useState) {
+	walks := make([]*useWalkResult, len(useGroupSets))
+	checked := 0
+	for i, set := range useGroupSets {
+		what := "groupBy=" + strings.Join(set, ",")
+		if len(set) == 0 {
+			what = "no groupBy"
+		}
+		w := st.useWalk(ctx, s, useRangeQuery(st.start, st.end, spec.GranularityDay, set))
+		walks[i] = w
+		if w.First {
+			if s.enabled("USE-02") {
+				useFirstPageProblem(s, "USE-02", w, what)
+			}
+			continue
+		}
+		if !s.enabled("USE-02") {
+			continue
+		}
+		for _, b := range w.Buckets {
+			if b.Obj == nil {
+				continue // not an object: ENV-02 reports it
+			}
+			ptr := fmt.Sprintf("/data/%d/dimensions", b.Index)
+			var keys []string
+			switch d := b.Obj["dimensions"].(type) {
+			case nil:
+			case map[string]any:
+				for k := range d {
+					keys = append(keys, k)
+				}
+			default:
+				s.fail("USE-02", "/usage", fmt.Sprintf("%s: dimensions is not an object", what), b.Ex.evidence(ptr))
+				continue
+			}
+			sort.Strings(keys)
+			want := slices.Clone(set)
+			sort.Strings(want)
+			if !slices.Equal(keys, want) {
+				s.fail("USE-02", "/usage", fmt.Sprintf("%s: a bucket has the dimensions [%s], want exactly [%s]", what, strings.Join(keys, ","), strings.Join(want, ",")), b.Ex.evidence(ptr))
+				continue
+			}
+			checked++
+		}
+	}
+	if s.enabled("USE-02") {
+		if checked > 0 {
+			s.pass("USE-02", "/usage", fmt.Sprintf("%d buckets over %d groupBy sets carry exactly the grouped dimensions", checked, len(useGroupSets)))
+		} else {
+			s.skip("USE-02", "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+		}
+	}
+	if s.enabled("USE-03") {
+		useCheckSums(s, st, walks)
+	}
+}
+
+// useMetrics are the additive metrics USE-03 sums.
+var useMetrics = []string{"requests", "inputTokens", "outputTokens", "cost"}
+
+// useSums holds, per bucket start, the sum of each metric and where it came
+// from.
+type useSums struct {
+	sum     map[string]float64
+	present map[string]bool
+	ex      *exchange
+	index   int
+}
+
+func useSumBuckets(w *useWalkResult) map[int64]*useSums {
+	out := map[int64]*useSums{}
+	for _, b := range w.Buckets {
+		if b.Start.IsZero() || b.Obj == nil {
+			continue
+		}
+		k := b.Start.UnixMilli()
+		u := out[k]
+		if u == nil {
+			u = &useSums{sum: map[string]float64{}, present: map[string]bool{}, ex: b.Ex, index: b.Index}
+			out[k] = u
+		}
+		m, _ := b.Obj["metrics"].(map[string]any)
+		for _, name := range useMetrics {
+			n, ok := m[name].(json.Number)
+			if !ok {
+				continue
+			}
+			f, err := n.Float64()
+			if err != nil {
+				continue
+			}
+			u.sum[name] += f
+			u.present[name] = true
+		}
+	}
+	return out
+}
+
+// useMisaligned reports whether a walk of daily buckets holds one whose
+// startAt is not on a day boundary: USE-01 reports it, and USE-03 cannot
+// match such buckets.
+func useMisaligned(w *useWalkResult) bool {
+	for _, b := range w.Buckets {
+		if !b.Start.IsZero() && !b.Start.Equal(b.Start.Truncate(24*time.Hour)) {
+			return true
+		}
+	}
+	return false
+}
+
+// useCheckSums is USE-03: per bucket start, the metrics summed over the
+// groups of each grouped walk equal the ungrouped bucket.
+func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
+	const id = "USE-03"
+	base := walks[0]
+	if base == nil || !base.complete() {
+		s.skip(id, "/usage", "the ungrouped usage could not be walked to the end")
+		return
+	}
+	if len(base.Buckets) == 0 {
+		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+		return
+	}
+	if useMisaligned(base) {
+		s.skip(id, "/usage", "the ungrouped buckets are not on day boundaries (USE-01): their sums cannot be matched")
+		return
+	}
+	totals := useSumBuckets(base)
+	compared := 0
+	for i, w := range walks[1:] {
+		set := useGroupSets[i+1]
+		if w == nil || !w.complete() || useMisaligned(w) {
+			continue
+		}
+		groups := useSumBuckets(w)
+		starts := map[int64]bool{}
+		for k := range totals {
+			starts[k] = true
+		}
+		for k := range groups {
+			starts[k] = true
+		}
+		keys := make([]int64, 0, len(starts))
+		for k := range starts {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			t, g := totals[k], groups[k]
+			for _, name := range useMetrics {
+				var tv, gv float64
+				var tp, gp bool
+				if t != nil {
+					tv, tp = t.sum[name], t.present[name]
+				}
+				if g != nil {
+					gv, gp = g.sum[name], g.present[name]
+				}
+				if !tp && !gp {
+					continue
+				}
+				// A metric the provider does not report on one side is
+				// not compared; an empty bucket left out counts as zero.
+				if (t != nil && !tp) || (g != nil && !gp) {
+					continue
+				}
+				compared++
+				if useClose(name, tv, gv) {
+					continue
+				}
+				ex, ptr := base.Ex, ""
+				if t != nil {
+					ex, ptr = t.ex, fmt.Sprintf("/data/%d/metrics/%s", t.index, name)
+				} else if g != nil {
+					ex, ptr = g.ex, fmt.Sprintf("/data/%d/metrics/%s", g.index, name)
+				}
+				if ex == nil {
+					ex = base.Pages[0]
+				}
+				s.fail(id, "/usage", fmt.Sprintf("bucket %s: %s is %v ungrouped but sums to %v over groupBy=%s",
+					useFormat(time.UnixMilli(k)), name, tv, gv, strings.Join(set, ",")), ex.evidence(ptr))
+			}
+		}
+	}
+	if compared > 0 {
+		s.pass(id, "/usage", fmt.Sprintf("requests, tokens and cost summed over %d groupBy sets equal the ungrouped buckets (%d comparisons)", len(walks)-1, compared))
+	} else {
+		s.skip(id, "/usage", "no grouped usage could be compared with the ungrouped totals")
+	}
+}
+
+// useClose compares a metric: integers exactly, cost within 1e-6 relative.
+func useClose(name string, a, b float64) bool {
+	if name != "cost" {
+		return a == b
+	}
+	return math.Abs(a-b) <= math.Max(1e-6*math.Max(math.Abs(a), math.Abs(b)), 1e-9)
+}
+
+// useCheckBadParams is USE-04.
+func useCheckBadParams(ctx context.Context, s *session, st *useState) {
+	const id = "USE-04"
+	end := st.end
+	cases := []struct {
+		what string
+		q    url.Values
+	}{
+		{"granularity=week", useRangeQuery(st.start, end, "week", nil)},
+		{"groupBy=team", useRangeQuery(st.start, end, spec.GranularityDay, []string{"team"})},
+		{"endAt a day before startAt", useRangeQuery(end, end.AddDate(0, 0, -1), spec.GranularityDay, nil)},
+		{"granularity=hour over 40 days", useRangeQuery(end.AddDate(0, 0, -40), end, spec.GranularityHour, nil)},
+		{"granularity=day over 400 days", useRangeQuery(end.AddDate(0, 0, -400), end, spec.GranularityDay, nil)},
+	}
+	ok := 0
+	for _, c := range cases {
+		ex := s.get(ctx, "/usage", c.q)
+		switch {
+		case ex.Status == 0:
+			s.errored(id, "/usage", ex, fmt.Sprintf("%s: no answer (%v)", c.what, ex.Err))
+		case ex.Status == http.StatusBadRequest:
+			ok++
+		default:
+			s.fail(id, "/usage", fmt.Sprintf("%s answered %d, want 400", c.what, ex.Status), ex.evidence(""))
+		}
+	}
+	if ok > 0 {
+		s.pass(id, "/usage", fmt.Sprintf("%d bad parameter sets answered 400", ok))
+	}
+}

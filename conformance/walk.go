@@ -1,0 +1,186 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// record is one list item, decoded enough to order and compare it.
+type record struct {
+	ID  string
+	Raw json.RawMessage
+	Obj map[string]any
+	// Time is the sort timestamp (updatedAt, or occurredAt for events) as
+	// sent, and At its parsed value (zero when missing or unparseable).
+	Time string
+	At   time.Time
+}
+
+// walk is the outcome of following nextCursor from a first request until
+// hasMore is false.
+type walk struct {
+	resource string
+	query    url.Values
+	limit    int
+	Records  []record
+	Pages    []*exchange
+	Cursors  []string // the nextCursor of each page but the last
+	// Problem, when not empty, says why the walk stopped early: a non-200
+	// answer, an envelope that cannot be decoded, a repeated cursor, the
+	// page cap. Ex is the exchange to blame.
+	Problem string
+	Ex      *exchange
+	// EmptyMore counts pages that were empty yet said hasMore.
+	EmptyMore int
+}
+
+// Complete reports whether the walk reached hasMore false.
+func (w *walk) Complete() bool { return w.Problem == "" }
+
+// IDs returns the ids of the records, in order.
+func (w *walk) IDs() []string {
+	out := make([]string, len(w.Records))
+	for i, r := range w.Records {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// envelope is a list page.
+type envelope struct {
+	Data       []json.RawMessage `json:"data"`
+	HasMore    bool              `json:"hasMore"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+// sortField is the timestamp a resource's list is ordered by.
+func sortField(resource string) string {
+	if resource == Events {
+		return "occurredAt"
+	}
+	return "updatedAt"
+}
+
+// walkList follows a list (not /usage) with the given filters and page size
+// (0: the provider's default), memoised per arguments. opts choose the
+// credential.
+func (s *session) walkList(ctx context.Context, resource string, q url.Values, limit int, opts ...reqOpt) *walk {
+	key := resource + "?" + q.Encode() + "#" + strconv.Itoa(limit)
+	if len(opts) == 0 {
+		if w, ok := s.walks[key]; ok {
+			return w
+		}
+	}
+	w := &walk{resource: resource, query: q, limit: limit}
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == s.cfg.PageCap {
+			w.Problem = fmt.Sprintf("stopped after the page cap of %d pages", s.cfg.PageCap)
+			break
+		}
+		pq := url.Values{}
+		for k, v := range q {
+			pq[k] = v
+		}
+		if limit > 0 {
+			pq.Set("limit", strconv.Itoa(limit))
+		}
+		if cursor != "" {
+			pq.Set("cursor", cursor)
+		}
+		ex := s.get(ctx, "/"+resource, pq, opts...)
+		w.Pages = append(w.Pages, ex)
+		if ex.Status != 200 {
+			w.Problem, w.Ex = fmt.Sprintf("GET /%s answered %s", resource, ex.describe()), ex
+			break
+		}
+		var env envelope
+		if err := ex.jsonBody(&env); err != nil {
+			w.Problem, w.Ex = fmt.Sprintf("the page is not a list envelope: %v", err), ex
+			break
+		}
+		for _, raw := range env.Data {
+			w.Records = append(w.Records, decodeRecord(resource, raw))
+		}
+		if !env.HasMore {
+			break
+		}
+		if len(env.Data) == 0 {
+			w.EmptyMore++
+		}
+		if env.NextCursor == nil || *env.NextCursor == "" {
+			w.Problem, w.Ex = "hasMore is true but nextCursor is missing", ex
+			break
+		}
+		if seen[*env.NextCursor] {
+			w.Problem, w.Ex = "a cursor came back a second time: the walk would never end", ex
+			break
+		}
+		seen[*env.NextCursor] = true
+		cursor = *env.NextCursor
+		w.Cursors = append(w.Cursors, cursor)
+		if page > 0 && page%50 == 0 {
+			s.progress("  /%s: %d records in %d pages", resource, len(w.Records), page+1)
+		}
+	}
+	if len(opts) == 0 {
+		s.walks[key] = w
+	}
+	return w
+}
+
+func decodeRecord(resource string, raw json.RawMessage) record {
+	r := record{Raw: raw}
+	if err := json.Unmarshal(raw, &r.Obj); err != nil {
+		return r
+	}
+	r.ID, _ = r.Obj["id"].(string)
+	r.Time, _ = r.Obj[sortField(resource)].(string)
+	if r.Time == "" && resource == Conversations {
+		r.Time, _ = r.Obj["startedAt"].(string)
+	}
+	if r.Time == "" && resource == Assistants {
+		r.Time, _ = r.Obj["createdAt"].(string)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Time); err == nil {
+		r.At = t
+	}
+	return r
+}
+
+// keyLess reports whether a sorts strictly before b in keyset order:
+// (time, id), ids byte by byte.
+func keyLess(a, b record) bool {
+	if !a.At.Equal(b.At) {
+		return a.At.Before(b.At)
+	}
+	return a.ID < b.ID
+}
+
+// fullWalk is the walk every family shares: no filters, the largest page.
+func (s *session) fullWalk(ctx context.Context, resource string) *walk {
+	if w, ok := s.walks[resource+"?#1000"]; ok {
+		return w
+	}
+	s.progress("walking /%s", resource)
+	w := s.walkList(ctx, resource, url.Values{}, 1000)
+	s.progress("  /%s: %d records in %d pages", resource, len(w.Records), len(w.Pages))
+	return w
+}
+
+// endpoint is the path of a resource's list.
+func endpoint(resource string) string { return "/" + resource }
+
+// truncateID shortens an id for a message.
+func truncateID(id string) string {
+	if len(id) > 60 {
+		return id[:60] + "..."
+	}
+	return strings.ToValidUTF8(id, "?")
+}

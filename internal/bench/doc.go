@@ -1,0 +1,15 @@
+// Package bench holds the kit's end-to-end benchmarks, which need several
+// packages at once (the provider handler over sqlsource, filled by
+// demodata). It has no code of its own: run them with make bench.
+//
+// Targets are ratios measured in one run, so they hold on any machine:
+//
+//   - BenchmarkConversationsThroughput: pages of /conversations?limit=100
+//     over HTTP on loopback, from 100,000 generated conversations in SQLite,
+//     reach at least 0.5 of the throughput of a plain net/http handler
+//     writing the same pre-encoded page bytes (metric "x-static").
+//   - BenchmarkConversationsDepth: a page at 90% depth costs at most 1.3
+//     times the first page (metric "x-first-page").
+//   - BenchmarkUsage30Days: /usage?granularity=day&groupBy=model,department
+//     over 30 days answers in under 200 ms (metric "ms/op").
+package bench

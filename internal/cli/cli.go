@@ -1,0 +1,284 @@
+// Package cli holds the subcommands of the aiusage binary. cmd/aiusage only
+// calls [Run]; tests call it too, in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0 // success
+	ExitFailure = 1 // the command ran and found a failure (an invalid document, a failed check)
+	ExitUsage   = 2 // the command line or the configuration is wrong
+)
+
+// version is set at build time with -ldflags "-X github.com/aiusage/kit/internal/cli.version=v1.2.3".
+var version = ""
+
+// Version returns the version of the binary: the one set at build time, else
+// the module version from the build information, else "devel".
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// env is what a command may use of its process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one node of the command tree. A command has either run or subs.
+type command struct {
+	name    string
+	summary string
+	// args is the synopsis of the positional arguments, for the usage line.
+	args string
+	// long is more help text, shown by "aiusage help COMMAND".
+	long string
+	// flags declares the command's flags on fs.
+	flags func(fs *flag.FlagSet)
+	// run executes the command with its positional arguments.
+	run  func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
+	subs []*command
+}
+
+// usageError is a mistake on the command line: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// exitError ends a command with a code, its message (if any) already printed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func root() *command {
+	return &command{
+		name:    "aiusage",
+		summary: "the aiusage kit: AI usage data providers, conformance, consumer and oversight service",
+		subs: []*command{
+			conformanceCommand(),
+			providerCommand(),
+			specCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+// Run runs the aiusage command line args (without the program name) and
+// returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return run(ctx, e, args)
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	r := root()
+	err := dispatch(ctx, e, r, []string{r.name}, args)
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "aiusage: %s\n", ue.msg)
+		return ExitUsage
+	default:
+		fmt.Fprintf(e.stderr, "aiusage: %v\n", err)
+		return ExitFailure
+	}
+}
+
+func dispatch(ctx context.Context, e *env, c *command, path, args []string) error {
+	if c.run != nil {
+		return runLeaf(ctx, e, c, path, args)
+	}
+	if len(args) == 0 {
+		writeHelp(e.stderr, c, path)
+		return usagef("%s needs a command", strings.Join(path, " "))
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return help(e, c, path, args[1:])
+	}
+	if c.name == "aiusage" && (name == "-version" || name == "--version") {
+		name = "version"
+	}
+	for _, s := range c.subs {
+		if s.name == name {
+			return dispatch(ctx, e, s, append(path, name), args[1:])
+		}
+	}
+	return usagef("unknown command %q for %s; run '%s help'", name, strings.Join(path, " "), strings.Join(path, " "))
+}
+
+// help prints the help of the command named by args under c.
+func help(e *env, c *command, path, args []string) error {
+	for _, a := range args {
+		var next *command
+		for _, s := range c.subs {
+			if s.name == a {
+				next = s
+			}
+		}
+		if next == nil {
+			return usagef("unknown command %q for %s", a, strings.Join(path, " "))
+		}
+		c, path = next, append(path, a)
+	}
+	writeHelp(e.stdout, c, path)
+	return nil
+}
+
+func runLeaf(ctx context.Context, e *env, c *command, path, args []string) error {
+	fs := newFlagSet(c, path)
+	fs.SetOutput(io.Discard)
+	positional, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		writeHelp(e.stdout, c, path)
+		return nil
+	}
+	name := strings.Join(path[1:], " ")
+	if err != nil {
+		return usagef("%s: %v", name, err)
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return usagef("%s: %v", name, err)
+	}
+	return c.run(ctx, e, fs, positional)
+}
+
+func newFlagSet(c *command, path []string) *flag.FlagSet {
+	fs := flag.NewFlagSet(strings.Join(path, " "), flag.ContinueOnError)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	return fs
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		// fs.Parse stops before the first non-flag, or just after a "--".
+		if parsed := args[:len(args)-len(rest)]; len(parsed) > 0 && parsed[len(parsed)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// EnvName returns the environment variable that is the fallback of flag name:
+// AIUSAGE_ followed by the name in upper case with dashes as underscores,
+// for example --database-url falls back to AIUSAGE_DATABASE_URL.
+func EnvName(flagName string) string {
+	return "AIUSAGE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its environment
+// variable, when that is set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		name := EnvName(f.Name)
+		if v := getenv(name); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("invalid value %q of %s (for --%s): %v", v, name, f.Name, e)
+			}
+		}
+	})
+	return err
+}
+
+func writeHelp(w io.Writer, c *command, path []string) {
+	name := strings.Join(path, " ")
+	if c.run == nil {
+		fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s <command> [flags]\n\nCommands:\n", name, c.summary, name)
+		subs := append([]*command(nil), c.subs...)
+		sort.Slice(subs, func(i, j int) bool { return subs[i].name < subs[j].name })
+		if len(path) == 1 {
+			subs = append(subs, &command{name: "help", summary: "show the help of a command: aiusage help COMMAND..."})
+		}
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.summary)
+		}
+		fmt.Fprintf(w, "\nRun '%s <command>' for the flags of a command.\n", strings.Join(append([]string{path[0]}, "help"), " ")+strings.TrimPrefix(name, path[0]))
+		return
+	}
+	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s [flags]", name, c.summary, name)
+	if c.args != "" {
+		fmt.Fprintf(w, " %s", c.args)
+	}
+	fmt.Fprintln(w)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
+	}
+	fs := newFlagSet(c, path)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFlags (each falls back to the environment variable shown):\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if kind != "" {
+			fmt.Fprintf(w, " %s", kind)
+		}
+		fmt.Fprintf(w, "  [$%s]\n      %s", EnvName(f.Name), usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+func versionCommand() *command {
+	return &command{
+		name:    "version",
+		summary: "print the version of the aiusage binary",
+		run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("version takes no arguments")
+			}
+			fmt.Fprintf(e.stdout, "aiusage %s\n", Version())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/conformance"
+)
+
+type conformanceFlags struct {
+	url, token, usagelessToken, otherTenantToken string
+	format, output, baseline, only, skip         string
+	resources                                    string
+	strict, quiet                                bool
+	rate                                         float64
+	pageCap                                      int
+	timeout                                      time.Duration
+}
+
+func conformanceCommand() *command {
+	f := &conformanceFlags{}
+	return &command{
+		name:    "conformance",
+		summary: "check a provider of the AI usage data interface against the specification",
+		long: `Runs the conformance suite (the checks of CONFORMANCE.md) against the provider at
+--url, black-box, over HTTP: any provider, in any language. Checks that need a
+token without read:usage (--usage-less-token) or a token of another customer
+(--other-tenant-token) are skipped without them.
+
+Exit status: 0 when no MUST check fails (nor a SHOULD check with --strict),
+1 when one does, 2 when the provider cannot be reached or the configuration
+is wrong. A baseline file lists check ids expected to fail, one per line
+(# starts a comment): their failures do not fail the run, and an entry that
+no longer fails is reported as stale.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` that reads everything (required)")
+			fs.StringVar(&f.usagelessToken, "usage-less-token", "", "`TOKEN` without read:usage (enables AUTH-03)")
+			fs.StringVar(&f.otherTenantToken, "other-tenant-token", "", "`TOKEN` of another customer (enables AUTH-04, AUTH-07)")
+			fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, json or junit")
+			fs.StringVar(&f.output, "output", "", "write the report to `FILE` instead of standard output")
+			fs.StringVar(&f.baseline, "baseline", "", "`FILE` of check ids expected to fail")
+			fs.StringVar(&f.only, "only", "", "run only these comma-separated check `IDS` (or prefixes such as PAGE)")
+			fs.StringVar(&f.skip, "skip", "", "leave out these comma-separated check `IDS` (or prefixes)")
+			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources to test (default all: conversations,assistants,events,usage)")
+			fs.BoolVar(&f.strict, "strict", false, "a failed SHOULD check fails the run too")
+			fs.BoolVar(&f.quiet, "quiet", false, "no progress on standard error")
+			fs.Float64Var(&f.rate, "rate", 50, "most requests per second")
+			fs.IntVar(&f.pageCap, "page-cap", 500, "most pages read in one walk")
+			fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("conformance takes no arguments, got %q", args[0])
+			}
+			return runConformance(ctx, e, f)
+		},
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
+	if f.url == "" || f.token == "" {
+		return usagef("conformance: --url and --token are required")
+	}
+	switch f.format {
+	case "text", "json", "junit":
+	default:
+		return usagef("conformance: --format must be text, json or junit, got %q", f.format)
+	}
+	if f.rate <= 0 {
+		return usagef("conformance: --rate must be positive")
+	}
+	cfg := conformance.Config{
+		BaseURL: f.url, Token: f.token, UsagelessToken: f.usagelessToken, OtherTenantToken: f.otherTenantToken,
+		Resources: splitList(f.resources), Only: splitList(f.only), Skip: splitList(f.skip),
+		MaxRate: f.rate, PageCap: f.pageCap, RequestTimeout: f.timeout,
+	}
+	if !f.quiet {
+		cfg.Progress = e.stderr
+	}
+	if f.baseline != "" {
+		ids, err := conformance.ReadBaseline(f.baseline)
+		if err != nil {
+			return usagef("conformance: --baseline: %v", err)
+		}
+		cfg.Baseline = ids
+	}
+	rep, err := conformance.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	var w io.Writer = e.stdout
+	color := false
+	if f.output != "" {
+		file, err := os.Create(f.output)
+		if err != nil {
+			return usagef("conformance: --output: %v", err)
+		}
+		defer file.Close()
+		w = file
+	} else if file, ok := e.stdout.(*os.File); ok && isTerminal(file) && os.Getenv("NO_COLOR") == "" {
+		color = true
+	}
+	switch f.format {
+	case "json":
+		err = rep.WriteJSON(w)
+	case "junit":
+		err = rep.WriteJUnit(w)
+	default:
+		err = rep.WriteText(w, color)
+	}
+	if err != nil {
+		return err
+	}
+	if f.output != "" || f.format != "text" {
+		c := rep.Counts()
+		fmt.Fprintf(e.stderr, "%d checks: %d passed, %d failed, %d warned, %d skipped, %d errored\n",
+			len(rep.Results), c[conformance.PASS], c[conformance.FAIL], c[conformance.WARN], c[conformance.SKIP], c[conformance.ERROR])
+	}
+	if rep.Failed(f.strict) {
+		return &exitError{code: ExitFailure}
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

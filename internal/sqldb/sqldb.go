@@ -1,0 +1,221 @@
+package sqldb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Dialect names the SQL dialect, and so the driver, behind a [DB].
+type Dialect string
+
+// The dialects the kit supports.
+const (
+	// SQLite is the embedded database, through modernc.org/sqlite.
+	SQLite Dialect = "sqlite"
+	// Postgres is PostgreSQL, through github.com/jackc/pgx/v5/stdlib.
+	Postgres Dialect = "postgres"
+)
+
+// BusyTimeout is how long, in milliseconds, a SQLite connection waits for a
+// lock held by another connection before failing with SQLITE_BUSY.
+const BusyTimeout = 5000
+
+// acceptedForms is quoted by the error for an unsupported URL.
+const acceptedForms = `want "sqlite:PATH", "sqlite::memory:", "postgres://..." or "postgresql://..."`
+
+// DB is a database/sql pool together with its dialect. Build it with [Open];
+// a DB assembled by hand misses the connection settings Open applies (for
+// SQLite, BEGIN IMMEDIATE, on which [DB.Migrate] relies). A DB is safe for
+// concurrent use.
+type DB struct {
+	*sql.DB
+	// Dialect is the SQL dialect of the database.
+	Dialect Dialect
+
+	url  string    // the URL given to Open, password masked
+	keep *sql.Conn // SQLite memory database: holds it alive
+}
+
+// Open opens and pings the database at rawURL, which is one of
+//
+//	sqlite:PATH                   a SQLite file, PATH relative to the working directory or absolute
+//	sqlite::memory:               a private in-memory SQLite database, shared by the pool
+//	postgres://user:pw@host/db    PostgreSQL (also postgresql://), any libpq URL parameter
+//
+// The parent directory of a SQLite file must exist. See the package
+// documentation for the settings applied to each connection.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	switch {
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		return openSQLite(ctx, rawURL)
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return openPostgres(ctx, rawURL)
+	case rawURL == "":
+		return nil, fmt.Errorf("sqldb: empty database URL: %s", acceptedForms)
+	default:
+		scheme, _, _ := strings.Cut(rawURL, ":")
+		return nil, fmt.Errorf("sqldb: unsupported database URL scheme %q: %s", scheme, acceptedForms)
+	}
+}
+
+func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
+	rest := strings.TrimPrefix(rawURL, "sqlite:")
+	if strings.HasPrefix(rest, "//") {
+		return nil, fmt.Errorf("sqldb: SQLite URL %q: write sqlite:PATH (sqlite:/abs/path.db or sqlite:rel/path.db), not sqlite://", rawURL)
+	}
+	path, rawQuery, _ := strings.Cut(rest, "?")
+	if path == "" {
+		return nil, fmt.Errorf("sqldb: SQLite URL %q has no path: %s", rawURL, acceptedForms)
+	}
+	extra, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: SQLite URL %q: query: %w", rawURL, err)
+	}
+	memory := path == ":memory:"
+
+	params := url.Values{}
+	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout))
+	params.Add("_pragma", "foreign_keys(1)")
+	if !memory {
+		params.Add("_pragma", "journal_mode(WAL)")
+	}
+	params.Set("_txlock", "immediate")
+	params.Set("_time_format", "sqlite")
+	for k, vs := range extra {
+		if k == "_pragma" {
+			params[k] = append(params[k], vs...)
+		} else {
+			params[k] = vs
+		}
+	}
+
+	var dsn string
+	if memory {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		// A name starting with "/" on the memdb VFS is shared by every
+		// connection of the process that opens it.
+		params.Set("vfs", "memdb")
+		dsn = "file:/aiusage-" + hex.EncodeToString(b[:]) + "?" + params.Encode()
+	} else {
+		// Not a file: URI, so modernc passes the path to SQLite verbatim and
+		// strips the query it consumes.
+		dsn = path + "?" + params.Encode()
+	}
+
+	sqlDB, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: open %s: %w", rawURL, err)
+	}
+	db := &DB{DB: sqlDB, Dialect: SQLite, url: rawURL}
+	if memory {
+		db.keep, err = sqlDB.Conn(ctx)
+		if err == nil {
+			err = db.keep.PingContext(ctx)
+		}
+	} else {
+		err = sqlDB.PingContext(ctx)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqldb: open %s: %w", rawURL, err)
+	}
+	return db, nil
+}
+
+func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
+	masked := MaskURL(rawURL)
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("sqldb: %w", err)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("sqldb: open %s: %w", masked, err)
+	}
+	return db, nil
+}
+
+// URL returns the URL the database was opened with, with any password
+// replaced by "xxxxx", for logs.
+func (db *DB) URL() string { return db.url }
+
+// Close closes the database, first releasing the connection that keeps a
+// SQLite memory database alive (the database is then gone).
+func (db *DB) Close() error {
+	var errKeep error
+	if db.keep != nil {
+		errKeep = db.keep.Close()
+		db.keep = nil
+	}
+	return errors.Join(errKeep, db.DB.Close())
+}
+
+// MaskURL returns rawURL with the password of its user info, and any
+// "password" query parameter, replaced by "xxxxx". A string that does not
+// parse as a URL is returned as "<unparsable URL>", since it cannot be
+// masked reliably.
+func MaskURL(rawURL string) string {
+	if strings.HasPrefix(rawURL, "sqlite:") {
+		// Not a hierarchical URL; a path may contain '%' or '#'.
+		return rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// InTx runs fn in a transaction and commits it if fn returns nil; fn must
+// not commit or roll back tx itself (InTx then returns an error wrapping
+// [sql.ErrTxDone]). It rolls
+// the transaction back if fn returns an error (returned as is, joined with a
+// failed rollback's error) or panics (the panic then continues). On SQLite
+// the transaction takes the write lock at its start (see the package
+// documentation).
+func (db *DB) InTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqldb: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) && err != nil {
+			err = errors.Join(err, fmt.Errorf("sqldb: rollback: %w", rerr))
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	committed = true
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqldb: commit: %w", err)
+	}
+	return nil
+}

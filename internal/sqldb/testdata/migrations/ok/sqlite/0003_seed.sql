@@ -1,0 +1,2 @@
+-- Not idempotent on purpose: applying it twice fails on the primary key.
+INSERT INTO widgets (id, name) VALUES ('w0', 'seed');

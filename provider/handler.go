@@ -1,0 +1,524 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// Handler serves the AI usage data interface over a [DataSource]:
+//
+//	GET /conversations        GET /conversations/{id}
+//	GET /assistants           GET /assistants/{id}
+//	GET /events               GET /usage
+//
+// Mount it under any prefix with http.StripPrefix. It authenticates every
+// request, enforces scopes, parses and checks the query parameters, seals
+// cursors, answers errors as RFC 9457 problem details, compresses with gzip
+// when the client accepts it, recovers panics into 500 problems and logs one
+// line per request to the logger of [WithLogger].
+type Handler struct {
+	cfg    *config
+	ds     DataSource
+	raw    RawSource // nil when ds has no raw capability
+	sealer *sealer
+	router chi.Router
+}
+
+// NewHandler returns a Handler serving ds. One of [WithTokens] or
+// [WithAuthenticator] is required.
+func NewHandler(ds DataSource, opts ...Option) (*Handler, error) {
+	if ds == nil {
+		return nil, errors.New("provider: NewHandler: nil DataSource")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSealer(cfg.cursorKey)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, ds: ds, sealer: s}
+	h.raw, _ = ds.(RawSource)
+	h.router = h.routes()
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+// handlerFunc is an endpoint that returns its error for one adapter to write.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *Handler) adapt(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := fn(w, r)
+		switch {
+		case err == nil:
+		case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+			// The client went away: nobody reads an answer, and it is not
+			// the provider's failure.
+		default:
+			h.writeError(w, r, err)
+		}
+	}
+}
+
+func (h *Handler) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(withRequestID, h.accessLog, h.recoverer, middleware.GetHead)
+	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
+		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The endpoints are /conversations, /conversations/{id}, /assistants, /assistants/{id}, /events and /usage."}
+	}))
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
+			Status: http.StatusMethodNotAllowed, Detail: "The interface is read-only: use GET."})
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(h.authenticate, middleware.Compress(h.cfg.gzipLevel, "application/json", spec.ProblemContentType))
+		r.With(h.requireScope(ScopeConversations)).Get("/conversations", h.adapt(h.listConversations))
+		r.With(h.requireScope(ScopeConversations)).Get("/conversations/{id}", h.adapt(h.getConversation))
+		r.With(h.requireScope(ScopeAssistants)).Get("/assistants", h.adapt(h.listAssistants))
+		r.With(h.requireScope(ScopeAssistants)).Get("/assistants/{id}", h.adapt(h.getAssistant))
+		r.With(h.requireScope(ScopeEvents)).Get("/events", h.adapt(h.listEvents))
+		r.With(h.requireScope(ScopeUsage)).Get("/usage", h.adapt(h.usage))
+	})
+	return r
+}
+
+// --- middleware
+
+type requestIDKey struct{}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// withRequestID gives every request an id: the client's X-Request-Id when it
+// is sane, else a random one. It is echoed in the X-Request-Id header.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// requestInfo carries what inner middleware learns back to the access log.
+type requestInfo struct{ credential string }
+
+type requestInfoKey struct{}
+
+func (h *Handler) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.cfg.logger.Enabled(r.Context(), slog.LevelInfo) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		info := &requestInfo{}
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		attrs := []slog.Attr{
+			slog.String("request_id", requestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", ww.Status()),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", time.Since(start)),
+		}
+		if info.credential != "" {
+			attrs = append(attrs, slog.String("credential", info.credential))
+		}
+		h.cfg.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	})
+}
+
+func (h *Handler) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				h.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, ok := credential(r)
+		if !ok {
+			h.writeError(w, r, &Error{Kind: ErrUnauthorized, Detail: "No credential: send Authorization: Bearer <token> or X-API-Key: <token>."})
+			return
+		}
+		p, err := h.cfg.auth.Authenticate(r.Context(), cred)
+		if err != nil {
+			if errors.Is(err, ErrUnauthorized) {
+				err = &Error{Kind: ErrUnauthorized, Detail: "The credential is not valid."}
+			}
+			h.writeError(w, r, err)
+			return
+		}
+		if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+			info.credential = p.Name
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func (h *Handler) requireScope(scope string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, _ := PrincipalFrom(r.Context())
+			if p == nil || !p.Allows(scope) {
+				h.writeError(w, r, &Error{Kind: ErrForbidden, Detail: "The credential lacks the scope " + scope + "."})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func principal(r *http.Request) *Principal {
+	p, _ := PrincipalFrom(r.Context())
+	return p
+}
+
+// --- cursors
+
+// openCursor decodes the cursor a client sent with the request's filters.
+func (h *Handler) openCursor(text string, ep endpoint, tenant string, filters [12]byte) (cursor, error) {
+	c, err := h.sealer.open(text)
+	switch {
+	case err != nil:
+		return c, Invalid("cursor", "is not a cursor this provider issued; send nextCursor exactly as received")
+	case c.endpoint != ep:
+		return c, Invalid("cursor", "was issued by %s, not %s", c.endpoint.path(), ep.path())
+	case c.tenant != tenantDigest(tenant):
+		return c, Invalid("cursor", "was issued to another credential")
+	case c.filters != filters:
+		return c, Invalid("cursor", "was issued for other filters; send a cursor with the same filters as the request that returned it")
+	}
+	return c, nil
+}
+
+// --- list endpoints
+
+// list describes one keyset list request for serveList. raw and typed read
+// the page of the query that setAfter positions.
+type list[T any] struct {
+	endpoint endpoint
+	digest   [12]byte // of the request's filters
+	cursor   string
+	limit    int
+	setAfter func(*Key)
+	raw      func(context.Context) (Page[RawRecord], error) // nil without RawSource
+	typed    func(context.Context) (Page[T], error)
+	key      func(*T) Key
+}
+
+// serveList opens the request's cursor, reads the page (as stored JSON when
+// the source can) and writes the envelope with the next cursor.
+func serveList[T any](h *Handler, w http.ResponseWriter, r *http.Request, tenant string, l list[T]) error {
+	if l.cursor != "" {
+		c, err := h.openCursor(l.cursor, l.endpoint, tenant, l.digest)
+		if err != nil {
+			return err
+		}
+		l.setAfter(&c.key)
+	}
+	next := func(k Key) string {
+		return h.sealer.seal(cursor{endpoint: l.endpoint, tenant: tenantDigest(tenant), filters: l.digest, key: k})
+	}
+	if l.raw != nil {
+		page, err := l.raw(r.Context())
+		if err != nil {
+			return err
+		}
+		return writeRawPage(w, page, l.limit, next)
+	}
+	page, err := l.typed(r.Context())
+	if err != nil {
+		return err
+	}
+	return writePage(w, page, l.limit, l.key, next)
+}
+
+func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseConversationParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	tenant := principal(r).Tenant
+	q := ConversationQuery{Tenant: tenant, UpdatedSince: p.updatedSince, StartedAfter: p.startedAfter, Limit: p.limit}
+	l := list[spec.Conversation]{
+		endpoint: endpointConversations, digest: p.digest(), cursor: p.cursor, limit: p.limit,
+		setAfter: func(k *Key) { q.After = k },
+		typed:    func(ctx context.Context) (Page[spec.Conversation], error) { return h.ds.ListConversations(ctx, q) },
+		key:      ConversationKey,
+	}
+	if h.raw != nil {
+		l.raw = func(ctx context.Context) (Page[RawRecord], error) { return h.raw.ListConversationsRaw(ctx, q) }
+	}
+	return serveList(h, w, r, tenant, l)
+}
+
+func (h *Handler) listAssistants(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseAssistantParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	tenant := principal(r).Tenant
+	q := AssistantQuery{Tenant: tenant, UpdatedSince: p.updatedSince, Limit: p.limit}
+	l := list[spec.Assistant]{
+		endpoint: endpointAssistants, digest: p.digest(), cursor: p.cursor, limit: p.limit,
+		setAfter: func(k *Key) { q.After = k },
+		typed:    func(ctx context.Context) (Page[spec.Assistant], error) { return h.ds.ListAssistants(ctx, q) },
+		key:      AssistantKey,
+	}
+	if h.raw != nil {
+		l.raw = func(ctx context.Context) (Page[RawRecord], error) { return h.raw.ListAssistantsRaw(ctx, q) }
+	}
+	return serveList(h, w, r, tenant, l)
+}
+
+func (h *Handler) listEvents(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseEventParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	tenant := principal(r).Tenant
+	q := EventQuery{Tenant: tenant, OccurredAfter: p.occurredAfter, Category: p.category, Limit: p.limit}
+	l := list[spec.Event]{
+		endpoint: endpointEvents, digest: p.digest(), cursor: p.cursor, limit: p.limit,
+		setAfter: func(k *Key) { q.After = k },
+		typed:    func(ctx context.Context) (Page[spec.Event], error) { return h.ds.ListEvents(ctx, q) },
+		key:      EventKey,
+	}
+	if h.raw != nil {
+		l.raw = func(ctx context.Context) (Page[RawRecord], error) { return h.raw.ListEventsRaw(ctx, q) }
+	}
+	return serveList(h, w, r, tenant, l)
+}
+
+func (h *Handler) usage(w http.ResponseWriter, r *http.Request) error {
+	p, err := parseUsageParams(r.URL.Query(), h.cfg.now())
+	if err != nil {
+		return err
+	}
+	tenant := principal(r).Tenant
+	digest := p.digest()
+	q := UsageQuery{Tenant: tenant, Start: p.start, End: p.end, Granularity: p.granularity, GroupBy: p.groupBy, Limit: p.limit}
+	if p.cursor != "" {
+		c, err := h.openCursor(p.cursor, endpointUsage, tenant, digest)
+		if err != nil {
+			return err
+		}
+		// The cursor carries the resolved range; a range sent with it must
+		// resolve to the same.
+		if p.startSet && !p.start.Equal(c.start) || p.endSet && !p.end.Equal(c.end) {
+			return Invalid("cursor", "was issued for another startAt/endAt range; send the same range or leave it out")
+		}
+		q.Start, q.End, q.After = c.start, c.end, &c.usageKey
+	}
+	page, err := h.ds.Usage(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	next := func(k UsageKey) string {
+		return h.sealer.seal(cursor{endpoint: endpointUsage, tenant: tenantDigest(tenant), filters: digest,
+			start: q.Start, end: q.End, usageKey: k})
+	}
+	return writePage(w, page, p.limit, func(b *spec.UsageBucket) UsageKey { return BucketKey(b) }, next)
+}
+
+// --- single records
+
+// pathID returns the {id} of the request path, decoded exactly once: chi
+// routes on the escaped path (and so returns an escaped segment) only when
+// the request's path has escapes that decoding would lose, such as %2F.
+func pathID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if r.URL.RawPath != "" {
+		var err error
+		if id, err = url.PathUnescape(id); err != nil {
+			return "", Invalid("id", "is not a valid path segment")
+		}
+	}
+	if err := CheckIDLength(id); err != nil {
+		return "", err
+	}
+	if !utf8.ValidString(id) {
+		return "", Invalid("id", "is not valid UTF-8")
+	}
+	if strings.ContainsFunc(id, unicode.IsControl) {
+		return "", Invalid("id", "contains control characters")
+	}
+	return id, nil
+}
+
+func (h *Handler) getConversation(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	c, err := h.ds.GetConversation(r.Context(), principal(r).Tenant, id)
+	if err != nil {
+		return notFoundDetail(err, "conversation", id)
+	}
+	return writeJSON(w, c)
+}
+
+func (h *Handler) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	a, err := h.ds.GetAssistant(r.Context(), principal(r).Tenant, id)
+	if err != nil {
+		return notFoundDetail(err, "assistant", id)
+	}
+	return writeJSON(w, a)
+}
+
+func notFoundDetail(err error, what, id string) error {
+	var e *Error
+	if errors.Is(err, ErrNotFound) && !errors.As(err, &e) {
+		return &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No %s with id %q.", what, truncate(id))}
+	}
+	return err
+}
+
+// --- writing
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	return writeBody(w, buf.Bytes())
+}
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 4<<20 {
+		bufPool.Put(b)
+	}
+}
+
+func writeBody(w http.ResponseWriter, b []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b) // an error means the client went away: nothing more to do
+	return nil
+}
+
+// checkPage guards the envelope against a DataSource that breaks its
+// contract: more items than asked, or no items while claiming more.
+func checkPage(n, limit int, hasMore bool) (int, bool, error) {
+	if n > limit {
+		return limit, true, nil
+	}
+	if hasMore && n == 0 {
+		return 0, false, errors.New("data source returned an empty page with HasMore set")
+	}
+	return n, hasMore, nil
+}
+
+// writeRawPage writes the list envelope around stored record JSON.
+func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next func(Key) string) error {
+	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
+	if err != nil {
+		return err
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	buf.Reset()
+	size := 64
+	for _, rec := range page.Items[:n] {
+		size += len(rec.JSON) + 1
+	}
+	buf.Grow(size)
+	buf.WriteString(`{"data":[`)
+	for i, rec := range page.Items[:n] {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(rec.JSON)
+	}
+	buf.WriteString(`],"hasMore":`)
+	writeTail(buf, hasMore, func() string { return next(page.Items[n-1].Key) })
+	return writeBody(w, buf.Bytes())
+}
+
+// writePage encodes a page of structs into the list envelope.
+func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key func(*T) K, next func(K) string) error {
+	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
+	if err != nil {
+		return err
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	buf.Reset()
+	buf.WriteString(`{"data":[`)
+	enc := json.NewEncoder(buf)
+	for i := range page.Items[:n] {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(&page.Items[i]); err != nil {
+			return fmt.Errorf("encode record: %w", err)
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	buf.WriteString(`],"hasMore":`)
+	writeTail(buf, hasMore, func() string { return next(key(&page.Items[n-1])) })
+	return writeBody(w, buf.Bytes())
+}
+
+func writeTail(buf *bytes.Buffer, hasMore bool, cursor func() string) {
+	if !hasMore {
+		buf.WriteString(`false,"nextCursor":null}`)
+		return
+	}
+	buf.WriteString(`true,"nextCursor":"`)
+	buf.WriteString(cursor()) // base64url: nothing to escape
+	buf.WriteString(`"}`)
+}

@@ -1,0 +1,127 @@
+package provider
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Option configures a [Handler].
+type Option func(*config) error
+
+type config struct {
+	auth      Authenticator
+	tokens    []Token
+	logger    *slog.Logger
+	cursorKey []byte
+	now       func() time.Time
+	gzipLevel int
+}
+
+// WithTokens accepts the given static tokens (see [NewStaticTokens]). It may
+// be combined with neither another WithTokens nor [WithAuthenticator].
+func WithTokens(tokens ...Token) Option {
+	return func(c *config) error {
+		if len(tokens) == 0 {
+			return errors.New("provider: WithTokens needs at least one token")
+		}
+		c.tokens = append(c.tokens, tokens...)
+		return nil
+	}
+}
+
+// WithAuthenticator authenticates requests with a. Exactly one of
+// WithAuthenticator and [WithTokens] is required.
+func WithAuthenticator(a Authenticator) Option {
+	return func(c *config) error {
+		if a == nil {
+			return errors.New("provider: WithAuthenticator(nil)")
+		}
+		c.auth = a
+		return nil
+	}
+}
+
+// WithLogger logs one line per request (and each 5xx with its cause) to l.
+// The default logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("provider: WithLogger(nil)")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithCursorKey sets the 32-byte key that seals cursors (AES-256-GCM).
+// Handlers that share a key accept each other's cursors: give every instance
+// behind one address the same key, and keep it across restarts, so clients can
+// resume a walk. The default is a random key per Handler.
+func WithCursorKey(key []byte) Option {
+	return func(c *config) error {
+		if len(key) != 32 {
+			return fmt.Errorf("provider: WithCursorKey: key has %d bytes, want 32", len(key))
+		}
+		c.cursorKey = append([]byte(nil), key...)
+		return nil
+	}
+}
+
+// WithNow sets the clock, which decides the default /usage range. The default
+// is time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("provider: WithNow(nil)")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithGzipLevel sets the gzip level of compressed responses, 1 (fastest) to
+// 9 (smallest). The default is 1: at the size of a page, compressing costs
+// more than reading the database.
+func WithGzipLevel(level int) Option {
+	return func(c *config) error {
+		if level < 1 || level > 9 {
+			return fmt.Errorf("provider: WithGzipLevel(%d): want 1..9", level)
+		}
+		c.gzipLevel = level
+		return nil
+	}
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{now: time.Now, gzipLevel: 1}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case c.auth != nil && len(c.tokens) > 0:
+		return nil, errors.New("provider: use WithTokens or WithAuthenticator, not both")
+	case len(c.tokens) > 0:
+		a, err := NewStaticTokens(c.tokens...)
+		if err != nil {
+			return nil, err
+		}
+		c.auth = a
+	case c.auth == nil:
+		return nil, errors.New("provider: no credentials: use WithTokens or WithAuthenticator")
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.cursorKey == nil {
+		c.cursorKey = make([]byte, 32)
+		if _, err := rand.Read(c.cursorKey); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}

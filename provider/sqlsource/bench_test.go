@@ -1,0 +1,236 @@
+package sqlsource
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// Size of the benchmarks' data set: conversations over benchDays days, with
+// one usage row per assistant turn (about three per conversation).
+const (
+	benchConversations = 100_000
+	benchDays          = 30
+	benchTenant        = "bench"
+)
+
+var benchStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// benchData is a generated data set loaded into a SQLite file.
+type benchData struct {
+	s         *Source
+	keys      []provider.Key // conversations, in list order
+	usageRows int
+}
+
+// loadBench generates the data set into a fresh SQLite database under
+// b.TempDir() with [Source.WriteBatch], and reports how long loading took.
+func loadBench(b *testing.B) *benchData {
+	b.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	s, err := New(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+
+	r := rand.New(rand.NewPCG(1, 2))
+	models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet-4", "claude-haiku-4", "gemini-2.5-pro", "mistral-large"}
+	departments := []string{"Engineering", "Sales", "Marketing", "Support", "Finance"}
+	words := strings.Fields("the quarterly report summary customer contract draft review please explain code function error " +
+		"deploy pipeline budget forecast policy translate email meeting notes action items risk analysis table chart")
+	sentence := func(n int) string {
+		var sb strings.Builder
+		for i := range n {
+			if i > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(words[r.IntN(len(words))])
+		}
+		return sb.String()
+	}
+	span := int64(benchDays * 24 * time.Hour)
+
+	d := &benchData{s: s}
+	started := time.Now()
+	const perBatch = 10_000
+	for first := 0; first < benchConversations; first += perBatch {
+		err := s.WriteBatch(ctx, func(w provider.Writer) error {
+			for i := first; i < first+perBatch; i++ {
+				// Conversations end within the range, usage rows included.
+				startedAt := benchStart.Add(time.Duration(r.Int64N(span - int64(10*time.Minute)))).Truncate(time.Millisecond)
+				updatedAt := startedAt.Add(time.Duration(r.IntN(600_000)) * time.Millisecond)
+				if i%2 == 0 {
+					// Those started in the same minute share one updatedAt.
+					updatedAt = startedAt.Truncate(time.Minute).Add(10 * time.Minute)
+				}
+				user := r.IntN(400)
+				dept := departments[user%len(departments)]
+				model := models[r.IntN(len(models))]
+				asst := fmt.Sprintf("asst-%02d", r.IntN(12))
+				id := fmt.Sprintf("conv-%06d", i)
+				c := spec.Conversation{
+					ID: id, ConversationID: "thread-" + id,
+					StartedAt: spec.NewTime(startedAt), UpdatedAt: spec.NewTime(updatedAt),
+					User:      &spec.User{ID: fmt.Sprintf("user-%03d", user), Email: fmt.Sprintf("user%03d@example.com", user), Department: dept, Groups: []string{dept + "-team"}},
+					Assistant: &spec.AssistantRef{ID: asst, Name: "Assistant " + asst},
+					Model:     model, ModelProvider: "vendor", Status: "completed",
+					Parameters:   &spec.Parameters{Temperature: ptr(0.7), MaxTokens: ptr(int64(2048))},
+					SystemPrompt: "You are a helpful assistant for " + dept + ". " + sentence(12),
+				}
+				turns := 2 + r.IntN(3)
+				var usage spec.TokenUsage
+				for turn := range turns {
+					at := startedAt.Add(time.Duration(turn) * 20 * time.Second)
+					c.Messages = append(c.Messages,
+						spec.Message{ID: fmt.Sprintf("m%d", 2*turn), Role: spec.RoleUser, Content: sentence(25), CreatedAt: spec.NewTime(at)},
+						spec.Message{ID: fmt.Sprintf("m%d", 2*turn+1), Role: spec.RoleAssistant, Content: sentence(45), CreatedAt: spec.NewTime(at.Add(3 * time.Second))},
+					)
+					u := provider.UsageRecord{
+						ID: fmt.Sprintf("%s-%d", id, turn), At: at.Add(3 * time.Second), ConversationID: id,
+						UserID: c.User.ID, Department: dept, Model: model, AssistantID: asst,
+						InputTokens: 200 + r.Int64N(2000), OutputTokens: 100 + r.Int64N(800),
+					}
+					u.Cost = float64(u.InputTokens)*0.0000025 + float64(u.OutputTokens)*0.00001
+					usage.InputTokens += u.InputTokens
+					usage.OutputTokens += u.OutputTokens
+					usage.Cost += u.Cost
+					if err := w.RecordUsage(ctx, benchTenant, u); err != nil {
+						return err
+					}
+					d.usageRows++
+				}
+				usage.TotalTokens = usage.InputTokens + usage.OutputTokens
+				c.Usage = &usage
+				c.Tools = []spec.Tool{{ID: "t1", Name: "web_search", Type: "builtin"}}
+				if err := w.UpsertConversation(ctx, benchTenant, c); err != nil {
+					return err
+				}
+				d.keys = append(d.keys, provider.ConversationKey(&c))
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	slices.SortFunc(d.keys, func(x, y provider.Key) int {
+		switch {
+		case x.Less(y):
+			return -1
+		case y.Less(x):
+			return 1
+		}
+		return 0
+	})
+	b.Logf("loaded %d conversations and %d usage rows into SQLite in %v", benchConversations, d.usageRows, time.Since(started).Round(time.Millisecond))
+	return d
+}
+
+// BenchmarkListConversationsRaw reads a page of 100 conversations as stored
+// JSON: the first page, and the page at 90% depth, which must cost about the
+// same (keyset pagination); served again from the page cache (the default),
+// and read from the database every time (WithPageCache(0)).
+func BenchmarkListConversationsRaw(b *testing.B) {
+	d := loadBench(b)
+	ctx := context.Background()
+	uncached, err := New(ctx, d.s.db, WithPageCache(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	deep := d.keys[len(d.keys)*9/10-1]
+	for _, bc := range []struct {
+		name  string
+		s     *Source
+		after *provider.Key
+	}{
+		{"first", d.s, nil}, {"depth90", d.s, &deep},
+		{"first/uncached", uncached, nil}, {"depth90/uncached", uncached, &deep},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q := provider.ConversationQuery{Tenant: benchTenant, After: bc.after, Limit: 100}
+			var n int
+			for b.Loop() {
+				p, err := bc.s.ListConversationsRaw(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(p.Items) != 100 || !p.HasMore {
+					b.Fatalf("page of %d, hasMore %v", len(p.Items), p.HasMore)
+				}
+				n = 0
+				for _, r := range p.Items {
+					n += len(r.JSON)
+				}
+			}
+			b.SetBytes(int64(n))
+		})
+	}
+}
+
+// BenchmarkUsage30Days answers /usage?granularity=day&groupBy=model,department
+// over 30 days (6 models, 5 departments: 900 buckets): a first page of 100
+// buckets, and every bucket in one page of up to 1000; also hourly buckets,
+// ungrouped, a page of 100.
+func BenchmarkUsage30Days(b *testing.B) {
+	d := loadBench(b)
+	ctx := context.Background()
+	q := provider.UsageQuery{
+		Tenant: benchTenant, Start: benchStart, End: benchStart.Add(benchDays * 24 * time.Hour),
+		Granularity: spec.GranularityDay, GroupBy: []string{spec.DimensionModel, spec.DimensionDepartment}, Limit: 100,
+	}
+	b.Run("limit-100", func(b *testing.B) {
+		for b.Loop() {
+			p, err := d.s.Usage(ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(p.Items) != 100 || !p.HasMore {
+				b.Fatalf("%d buckets, hasMore %v", len(p.Items), p.HasMore)
+			}
+		}
+	})
+	b.Run("limit-1000", func(b *testing.B) {
+		q := q
+		q.Limit = 1000
+		for b.Loop() {
+			p, err := d.s.Usage(ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int64
+			for i := range p.Items {
+				n += p.Items[i].Metrics.Requests
+			}
+			if p.HasMore || n != int64(d.usageRows) {
+				b.Fatalf("%d buckets, hasMore %v, %d requests, want %d", len(p.Items), p.HasMore, n, d.usageRows)
+			}
+		}
+	})
+	b.Run("hour-ungrouped-limit-100", func(b *testing.B) {
+		q := q
+		q.Granularity, q.GroupBy = spec.GranularityHour, nil
+		for b.Loop() {
+			if _, err := d.s.Usage(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,65 @@
+package sqlsource_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/provider/sqlsource"
+	"github.com/aiusage/kit/spec"
+)
+
+func Example() {
+	ctx := context.Background()
+	src, err := sqlsource.Open(ctx, "sqlite::memory:") // applies the migrations
+	if err != nil {
+		panic(err)
+	}
+	defer src.Close() // closes the database too
+
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	err = src.WriteBatch(ctx, func(w provider.Writer) error {
+		for i, model := range []string{"gpt-4o", "claude-sonnet-4", "gpt-4o"} {
+			id := fmt.Sprintf("conv-%d", i)
+			c := spec.Conversation{ID: id, StartedAt: spec.NewTime(at), UpdatedAt: spec.NewTime(at), Model: model}
+			if err := w.UpsertConversation(ctx, "acme", c); err != nil {
+				return err
+			}
+			u := provider.UsageRecord{ID: id + "-1", At: at, ConversationID: id, UserID: "u1", Model: model, InputTokens: 100}
+			if err := w.RecordUsage(ctx, "acme", u); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	page, err := src.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: "acme", Limit: 2})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range page.Items {
+		fmt.Println(string(r.JSON))
+	}
+	fmt.Println("hasMore:", page.HasMore)
+
+	usage, err := src.Usage(ctx, provider.UsageQuery{
+		Tenant: "acme", Start: at.Truncate(24 * time.Hour), End: at.Truncate(24 * time.Hour).Add(24 * time.Hour),
+		Granularity: spec.GranularityDay, GroupBy: []string{spec.DimensionModel}, Limit: 10,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, b := range usage.Items {
+		fmt.Println(*b.Dimensions.Model, b.Metrics.Requests, b.Metrics.InputTokens)
+	}
+	// Output:
+	// {"id":"conv-0","startedAt":"2026-03-01T09:30:00.000Z","updatedAt":"2026-03-01T09:30:00.000Z","model":"gpt-4o"}
+	// {"id":"conv-1","startedAt":"2026-03-01T09:30:00.000Z","updatedAt":"2026-03-01T09:30:00.000Z","model":"claude-sonnet-4"}
+	// hasMore: true
+	// claude-sonnet-4 1 100
+	// gpt-4o 2 200
+}

@@ -1,0 +1,291 @@
+package sqlsource
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// maxLimit is the largest page a list returns.
+const maxLimit = 1000
+
+// keyset describes one keyset query: a page of table in (timeCol, id) order.
+type keyset struct {
+	table   string // conversations, assistants, events
+	timeCol string // updated_at or occurred_at
+	tenant  string
+	after   *provider.Key
+	// since bounds timeCol from below: inclusive (updatedSince) or
+	// exclusive (occurredAfter). Zero: no bound.
+	since     time.Time
+	inclusive bool
+	// startedAfter keeps rows with started_at > startedAfter (exclusive).
+	startedAfter time.Time
+	category     string
+	limit        int
+}
+
+// sql returns the query and its arguments. The query reads exactly one
+// index range: the lower bound on (timeCol, id) is whichever of the keyset
+// position and the time filter is the tighter, so that only one range
+// condition constrains the index.
+func (k *keyset) sql() (string, []any) {
+	var b strings.Builder
+	args := []any{k.tenant}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	fmt.Fprintf(&b, "SELECT %s, id, body FROM %s WHERE tenant = $1", k.timeCol, k.table)
+	if k.category != "" {
+		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
+	}
+
+	// The time filter as a bound on timeCol: timeCol >= lo.
+	var lo int64
+	hasLo := !k.since.IsZero()
+	if hasLo {
+		if k.inclusive {
+			lo = msCeil(k.since)
+		} else {
+			lo = ms(k.since) + 1
+		}
+	}
+	useAfter := k.after != nil
+	if useAfter && hasLo && ms(k.after.Time) < lo {
+		// Every row with timeCol >= lo already follows the position.
+		useAfter = false
+	}
+	switch {
+	case useAfter:
+		// Rows after the position have timeCol >= its time >= lo.
+		fmt.Fprintf(&b, " AND (%s, id) > (%s, %s)", k.timeCol, arg(ms(k.after.Time)), arg(k.after.ID))
+	case hasLo:
+		fmt.Fprintf(&b, " AND %s >= %s", k.timeCol, arg(lo))
+	}
+	if !k.startedAfter.IsZero() {
+		fmt.Fprintf(&b, " AND started_at > %s", arg(ms(k.startedAfter)))
+	}
+	fmt.Fprintf(&b, " ORDER BY %s, id LIMIT %s", k.timeCol, arg(k.limit+1))
+	return b.String(), args
+}
+
+func checkLimit(limit int) error {
+	if limit < 1 || limit > maxLimit {
+		return provider.Invalid("limit", "must be between 1 and %d, not %d", maxLimit, limit)
+	}
+	return nil
+}
+
+// listRaw returns the page of stored JSON of a keyset query: from the page
+// cache while the tenant's table is unchanged since the page was read,
+// otherwise from the database.
+func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
+	if err := checkLimit(k.limit); err != nil {
+		return provider.Page[provider.RawRecord]{}, err
+	}
+	query, args := k.sql()
+	if s.cache == nil {
+		return s.queryRaw(ctx, op, k.limit, query, args)
+	}
+	rev, err := s.revision(ctx, revKey{k.tenant, k.table})
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	key := cacheKey(query, args)
+	if p, ok := s.cache.get(key, rev); ok {
+		return p, nil
+	}
+	p, err := s.queryRaw(ctx, op, k.limit, query, args)
+	if err == nil {
+		s.cache.put(key, rev, p)
+	}
+	return p, err
+}
+
+// queryRaw runs a keyset query. The records' bytes share one buffer per
+// page.
+func (s *Source) queryRaw(ctx context.Context, op string, limit int, query string, args []any) (provider.Page[provider.RawRecord], error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	defer rows.Close()
+
+	keys := make([]provider.Key, 0, min(limit, 128))
+	ends := make([]int, 0, min(limit, 128))
+	var (
+		buf     []byte
+		raw     sql.RawBytes
+		hasMore bool
+	)
+	for rows.Next() {
+		if len(keys) == limit {
+			hasMore = true
+			break
+		}
+		var (
+			t  int64
+			id string
+		)
+		if err := rows.Scan(&t, &id, &raw); err != nil {
+			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		}
+		if buf == nil {
+			// Room for the page (up to 128 records) if its records are
+			// about the size of the first.
+			n := min(limit, 128)
+			buf = make([]byte, 0, len(raw)*n+len(raw)*n/4)
+		}
+		buf = append(buf, raw...)
+		keys = append(keys, provider.Key{Time: fromMS(t), ID: id})
+		ends = append(ends, len(buf))
+	}
+	if err := rows.Err(); err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	if cap(buf) > len(buf)+len(buf)/2 {
+		// A short page: keep (and cache) no more than its bytes.
+		buf = bytes.Clone(buf)
+	}
+	items := make([]provider.RawRecord, len(keys))
+	start := 0
+	for i, end := range ends {
+		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[start:end:end])}
+		start = end
+	}
+	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, nil
+}
+
+// decodePage decodes a page of stored JSON into records.
+func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error) (provider.Page[T], error) {
+	if err != nil {
+		return provider.Page[T]{}, err
+	}
+	items := make([]T, len(p.Items))
+	for i, r := range p.Items {
+		if err := json.Unmarshal(r.JSON, &items[i]); err != nil {
+			return provider.Page[T]{}, fmt.Errorf("sqlsource: %s: stored record %q: %v", op, r.Key.ID, err)
+		}
+	}
+	return provider.Page[T]{Items: items, HasMore: p.HasMore}, nil
+}
+
+func conversationKeyset(q *provider.ConversationQuery) *keyset {
+	return &keyset{
+		table: "conversations", timeCol: "updated_at", tenant: q.Tenant, after: q.After,
+		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit,
+	}
+}
+
+func assistantKeyset(q *provider.AssistantQuery) *keyset {
+	return &keyset{
+		table: "assistants", timeCol: "updated_at", tenant: q.Tenant, after: q.After,
+		since: q.UpdatedSince, inclusive: true, limit: q.Limit,
+	}
+}
+
+func eventKeyset(q *provider.EventQuery) *keyset {
+	return &keyset{
+		table: "events", timeCol: "occurred_at", tenant: q.Tenant, after: q.After,
+		since: q.OccurredAfter, category: q.Category, limit: q.Limit,
+	}
+}
+
+// ListConversationsRaw returns a page of the tenant's conversations as stored
+// JSON, in (updatedAt, id) order, with the semantics of
+// [Source.ListConversations]. It implements [provider.RawSource]. The JSON
+// of the records (of every raw list) may be shared with the page cache and
+// must not be modified.
+func (s *Source) ListConversationsRaw(ctx context.Context, q provider.ConversationQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list conversations", conversationKeyset(&q))
+}
+
+// ListAssistantsRaw returns a page of the tenant's assistants as stored JSON,
+// in (updatedAt, id) order. It implements [provider.RawSource].
+func (s *Source) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list assistants", assistantKeyset(&q))
+}
+
+// ListEventsRaw returns a page of the tenant's events as stored JSON, in
+// (occurredAt, id) order. It implements [provider.RawSource].
+func (s *Source) ListEventsRaw(ctx context.Context, q provider.EventQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list events", eventKeyset(&q))
+}
+
+// ListConversations returns a page of the tenant's conversations in
+// (updatedAt, id) order, starting after q.After, keeping those with
+// updatedAt >= q.UpdatedSince and startedAt > q.StartedAfter. Tombstones are
+// listed. A limit outside 1..1000 is [provider.ErrInvalid].
+func (s *Source) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
+	p, err := s.ListConversationsRaw(ctx, q)
+	return decodePage[spec.Conversation]("list conversations", p, err)
+}
+
+// ListAssistants returns a page of the tenant's assistants in (updatedAt, id)
+// order, starting after q.After, keeping those with updatedAt >=
+// q.UpdatedSince.
+func (s *Source) ListAssistants(ctx context.Context, q provider.AssistantQuery) (provider.Page[spec.Assistant], error) {
+	p, err := s.ListAssistantsRaw(ctx, q)
+	return decodePage[spec.Assistant]("list assistants", p, err)
+}
+
+// ListEvents returns a page of the tenant's events in (occurredAt, id) order,
+// starting after q.After, keeping those with occurredAt > q.OccurredAfter and,
+// when q.Category is set, of that category.
+func (s *Source) ListEvents(ctx context.Context, q provider.EventQuery) (provider.Page[spec.Event], error) {
+	p, err := s.ListEventsRaw(ctx, q)
+	return decodePage[spec.Event]("list events", p, err)
+}
+
+// GetConversation returns the tenant's conversation id, or its tombstone.
+// An unknown id, or another tenant's, is [provider.ErrNotFound].
+func (s *Source) GetConversation(ctx context.Context, tenant, id string) (spec.Conversation, error) {
+	var c spec.Conversation
+	err := s.get(ctx, "conversation", `SELECT body FROM conversations WHERE tenant = $1 AND id = $2`, tenant, id, &c)
+	return c, err
+}
+
+// GetAssistant returns the tenant's assistant id. An unknown id, or another
+// tenant's, is [provider.ErrNotFound].
+func (s *Source) GetAssistant(ctx context.Context, tenant, id string) (spec.Assistant, error) {
+	var a spec.Assistant
+	err := s.get(ctx, "assistant", `SELECT body FROM assistants WHERE tenant = $1 AND id = $2`, tenant, id, &a)
+	return a, err
+}
+
+func (s *Source) get(ctx context.Context, what, query, tenant, id string, v any) error {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return dbError(ctx, "get "+what, err)
+	}
+	var body []byte
+	err = st.QueryRowContext(ctx, tenant, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(what, id)
+	}
+	if err != nil {
+		return dbError(ctx, "get "+what, err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("sqlsource: get %s: stored record %q: %v", what, id, err)
+	}
+	return nil
+}
+
+func notFound(what, id string) error {
+	return &provider.Error{Kind: provider.ErrNotFound, Detail: fmt.Sprintf("no %s with id %q", what, id)}
+}

@@ -1,0 +1,82 @@
+package sqlsource
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/aiusage/kit/provider"
+)
+
+// addRollupSQL adds the sums of some requests to one cell of usage_rollups.
+const addRollupSQL = `INSERT INTO usage_rollups (tenant, width, bucket, model, department, assistant_id, user_id,
+	conversation_id, requests, input_tokens, output_tokens, cost)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (tenant, width, bucket, model, department, assistant_id, user_id, conversation_id) DO UPDATE SET
+	requests = usage_rollups.requests + excluded.requests,
+	input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
+	output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
+	cost = usage_rollups.cost + excluded.cost`
+
+// cell is the key of a row of usage_rollups.
+type cell struct {
+	tenant                                 string
+	width, bucket                          int64
+	model, department, assistantID, userID string
+	conversationID                         string
+}
+
+// compare orders cells as the primary key of usage_rollups, strings byte by
+// byte.
+func (c cell) compare(o cell) int {
+	return cmp.Or(
+		cmp.Compare(c.tenant, o.tenant), cmp.Compare(c.width, o.width), cmp.Compare(c.bucket, o.bucket),
+		cmp.Compare(c.model, o.model), cmp.Compare(c.department, o.department),
+		cmp.Compare(c.assistantID, o.assistantID), cmp.Compare(c.userID, o.userID),
+		cmp.Compare(c.conversationID, o.conversationID),
+	)
+}
+
+type sums struct {
+	requests, inputTokens, outputTokens int64
+	cost                                float64
+}
+
+// rollup accumulates requests per cell, to be added to usage_rollups.
+type rollup map[cell]*sums
+
+// add counts u in its hour cell and its day cell.
+func (r rollup) add(tenant string, u *provider.UsageRecord) {
+	at := ms(u.At)
+	for _, w := range [2]int64{hourMS, dayMS} {
+		k := cell{tenant, w, floorTo(at, w), u.Model, u.Department, u.AssistantID, u.UserID, u.ConversationID}
+		s := r[k]
+		if s == nil {
+			s = &sums{}
+			r[k] = s
+		}
+		s.requests++
+		s.inputTokens += u.InputTokens
+		s.outputTokens += u.OutputTokens
+		s.cost += u.Cost
+	}
+}
+
+// flush adds every cell to usage_rollups, in key order (so that a large
+// batch writes the table's B-tree front to back), and empties r.
+func (r rollup) flush(ctx context.Context, cn conn) error {
+	keys := make([]cell, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cell.compare)
+	for _, k := range keys {
+		s := r[k]
+		if err := cn.exec(ctx, addRollupSQL, k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
+			k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost); err != nil {
+			return dbError(ctx, "record usage", err)
+		}
+	}
+	clear(r)
+	return nil
+}

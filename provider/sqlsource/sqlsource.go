@@ -1,0 +1,210 @@
+package sqlsource
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/provider"
+)
+
+// Component is the name under which the migrations of this package are
+// recorded in schema_migrations.
+const Component = "provider/sqlsource"
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// Migrations returns the embedded migrations of this package, in the layout
+// [sqldb.DB.Migrate] reads (one directory per dialect).
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: cannot happen
+	}
+	return sub
+}
+
+// Source is a [provider.DataSource], [provider.RawSource] and
+// [provider.Writer] over the kit's own tables, on SQLite or PostgreSQL. It is
+// safe for concurrent use; several processes may share one database.
+type Source struct {
+	db         *sqldb.DB
+	ownDB      bool // opened by Open: Close closes it
+	now        func() time.Time
+	cacheBytes int64
+	cache      *pageCache // nil when disabled
+	stmts      sync.Map   // query -> *sql.Stmt
+	batchCells int        // see maxBatchCells
+
+	keyMu sync.Mutex
+	key   []byte // cursor key, once read
+}
+
+var (
+	_ provider.DataSource = (*Source)(nil)
+	_ provider.RawSource  = (*Source)(nil)
+	_ provider.Writer     = (*Source)(nil)
+)
+
+// Option configures a [Source].
+type Option func(*Source) error
+
+// WithNow sets the clock that stamps records written without an updatedAt
+// (and deletions without a time). The default is time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(s *Source) error {
+		if now == nil {
+			return errors.New("sqlsource: WithNow(nil)")
+		}
+		s.now = now
+		return nil
+	}
+}
+
+// DefaultPageCacheBytes is the default budget of the page cache (see
+// [WithPageCache]).
+const DefaultPageCacheBytes = 32 << 20
+
+// WithPageCache sets the memory budget, in bytes, of the cache of recently
+// served pages of stored JSON; 0 disables it. The default is
+// [DefaultPageCacheBytes]. A cached page is served again only while no write
+// has changed the tenant's list since it was read (checked against the
+// database on every request, so the cache is exact also when several
+// processes write to one database); serving it costs one primary-key lookup
+// instead of reading a page of records.
+func WithPageCache(maxBytes int64) Option {
+	return func(s *Source) error {
+		if maxBytes < 0 {
+			return fmt.Errorf("sqlsource: WithPageCache(%d): want 0 (off) or more", maxBytes)
+		}
+		s.cacheBytes = maxBytes
+		return nil
+	}
+}
+
+// New returns a Source over db, first applying its migrations (component
+// [Component]; idempotent, safe from several processes at once). The Source
+// does not own db: close db after the last use of the Source.
+func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, error) {
+	if db == nil {
+		return nil, errors.New("sqlsource: New: db is nil")
+	}
+	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
+		return nil, fmt.Errorf("sqlsource: New: unsupported dialect %q", db.Dialect)
+	}
+	s := &Source{db: db, now: time.Now, cacheBytes: DefaultPageCacheBytes, batchCells: maxBatchCells}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	if s.cacheBytes > 0 {
+		s.cache = newPageCache(s.cacheBytes)
+	}
+	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
+		return nil, fmt.Errorf("sqlsource: %w", err)
+	}
+	return s, nil
+}
+
+// Open opens the database at databaseURL ("sqlite:PATH", "sqlite::memory:"
+// or "postgres://...", see [sqldb.Open]) and returns a Source over it, as
+// [New] does. The Source owns the database: [Source.Close] closes it.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Source, error) {
+	db, err := sqldb.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsource: %w", err)
+	}
+	s, err := New(ctx, db, opts...)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// cursorKeySetting is the provider_settings row holding the cursor key.
+const cursorKeySetting = "cursor_key"
+
+// CursorKey returns the 32-byte key for sealing cursors (see
+// [provider.WithCursorKey]), created at random on first use and stored in the
+// database, so every process serving from the same database seals and opens
+// cursors with the same key, across restarts. Concurrent first calls, from
+// any number of processes, agree on one key.
+func (s *Source) CursorKey(ctx context.Context) ([]byte, error) {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key != nil {
+		return append([]byte(nil), s.key...), nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, fmt.Errorf("sqlsource: cursor key: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`INSERT INTO provider_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		cursorKeySetting, hex.EncodeToString(fresh)); err != nil {
+		return nil, dbError(ctx, "cursor key", err)
+	}
+	var stored string
+	if err := s.db.QueryRowContext(ctx,
+		`SELECT value FROM provider_settings WHERE name = $1`, cursorKeySetting).Scan(&stored); err != nil {
+		return nil, dbError(ctx, "cursor key", err)
+	}
+	key, err := hex.DecodeString(stored)
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("sqlsource: cursor key: the stored %s is not 64 hex digits", cursorKeySetting)
+	}
+	s.key = key
+	return append([]byte(nil), key...), nil
+}
+
+// dbError turns an error of the database driver into one of the kit's: the
+// context's error when ctx ended, ErrUnavailable for a lost connection,
+// otherwise an error carrying only the driver's message (never its type).
+func dbError(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("sqlsource: %s: %w", op, cerr)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("sqlsource: %s: %w", op, context.Canceled)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("sqlsource: %s: %w", op, context.DeadlineExceeded)
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), isNetError(err):
+		return fmt.Errorf("sqlsource: %s: %w: %v", op, provider.ErrUnavailable, err)
+	}
+	return fmt.Errorf("sqlsource: %s: %v", op, err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// ms returns t as milliseconds since the Unix epoch, rounded down.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// msCeil returns t as milliseconds since the Unix epoch, rounded up.
+func msCeil(t time.Time) int64 {
+	m := t.UnixMilli()
+	if time.UnixMilli(m).Before(t) {
+		m++
+	}
+	return m
+}
+
+// fromMS returns the UTC time of m milliseconds since the Unix epoch.
+func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }

@@ -1,0 +1,211 @@
+package spec
+
+import "encoding/json"
+
+// Review task statuses. Approved, rejected and change_requested are final.
+const (
+	StatusPending              = "pending"
+	StatusProcessing           = "processing"
+	StatusApproved             = "approved"
+	StatusRequiresIntervention = "requires_intervention"
+	StatusRejected             = "rejected"
+	StatusChangeRequested      = "change_requested"
+)
+
+// Review task webhook event types.
+const (
+	EventTaskCreated              = "task.created"
+	EventTaskRequiresIntervention = "task.requires_intervention"
+	EventTaskCompleted            = "task.completed"
+	EventTaskTimeout              = "task.timeout"
+)
+
+// WebhookEventTypes lists every webhook event type.
+var WebhookEventTypes = []string{EventTaskCreated, EventTaskRequiresIntervention, EventTaskCompleted, EventTaskTimeout}
+
+// Who made a review task's decision.
+const (
+	DecidedByPolicy   = "policy"
+	DecidedByReviewer = "reviewer"
+	DecidedBySystem   = "system"
+)
+
+// ReviewTaskCreate is the body of POST /review-tasks.
+type ReviewTaskCreate struct {
+	AgentID    string          `json:"agentId"`
+	Request    ReviewRequest   `json:"request"`
+	User       *User           `json:"user,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	ExternalID string          `json:"externalId,omitempty"`
+}
+
+// ReviewRequest is the AI request under review. Every message's content is
+// evaluated. Other members of the request (sampling parameters and the like)
+// are kept in Extra and written back as received.
+type ReviewRequest struct {
+	Model    string          `json:"model,omitempty"`
+	Messages []ReviewMessage `json:"messages"`
+	// Extra holds every other member, preserved as received.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// ReviewMessage is one message of a reviewed request. Members other than role
+// and content (a name, a tool call id, ...) are kept in Extra.
+type ReviewMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// Extra holds every other member, preserved as received.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON implements [json.Marshaler], merging Extra and writing a nil
+// Messages as [].
+func (r ReviewRequest) MarshalJSON() ([]byte, error) {
+	type plain ReviewRequest
+	if r.Messages == nil {
+		r.Messages = []ReviewMessage{}
+	}
+	return marshalMerged(plain(r), r.Extra)
+}
+
+// UnmarshalJSON implements [json.Unmarshaler], keeping other members in Extra.
+func (r *ReviewRequest) UnmarshalJSON(b []byte) error {
+	type plain ReviewRequest
+	var p plain
+	extra, err := unmarshalExtra(b, &p, "model", "messages")
+	if err != nil {
+		return err
+	}
+	*r = ReviewRequest(p)
+	r.Extra = extra
+	return nil
+}
+
+// MarshalJSON implements [json.Marshaler], merging Extra.
+func (m ReviewMessage) MarshalJSON() ([]byte, error) {
+	type plain ReviewMessage
+	return marshalMerged(plain(m), m.Extra)
+}
+
+// UnmarshalJSON implements [json.Unmarshaler], keeping other members in Extra.
+func (m *ReviewMessage) UnmarshalJSON(b []byte) error {
+	type plain ReviewMessage
+	var p plain
+	extra, err := unmarshalExtra(b, &p, "role", "content")
+	if err != nil {
+		return err
+	}
+	*m = ReviewMessage(p)
+	m.Extra = extra
+	return nil
+}
+
+// ReviewTask is an AI request submitted for approval.
+type ReviewTask struct {
+	ID              string          `json:"id"`
+	AgentID         string          `json:"agentId,omitempty"`
+	Status          string          `json:"status"`
+	Request         *ReviewRequest  `json:"request,omitempty"`
+	RedactedRequest *ReviewRequest  `json:"redactedRequest,omitempty"`
+	Reasons         []ReviewReason  `json:"reasons,omitempty"`
+	Decision        *ReviewDecision `json:"decision,omitempty"`
+	User            *User           `json:"user,omitempty"`
+	Metadata        json.RawMessage `json:"metadata,omitempty"`
+	ExternalID      string          `json:"externalId,omitempty"`
+	ReviewDeadline  Time            `json:"reviewDeadline,omitzero"`
+	CreatedAt       Time            `json:"createdAt"`
+	UpdatedAt       Time            `json:"updatedAt,omitzero"`
+	CompletedAt     Time            `json:"completedAt,omitzero"`
+}
+
+// ReviewReason is an instruction that matched a reviewed request.
+type ReviewReason struct {
+	InstructionID string      `json:"instructionId"`
+	Title         string      `json:"title"`
+	Action        string      `json:"action"`
+	Criticality   string      `json:"criticality"`
+	Matches       []MatchSpan `json:"matches,omitempty"`
+}
+
+// MatchSpan is the half-open span [Start, End) of a match, in Unicode code
+// points, within the content of request message MessageIndex.
+type MatchSpan struct {
+	MessageIndex int `json:"messageIndex"`
+	Start        int `json:"start"`
+	End          int `json:"end"`
+}
+
+// ReviewDecision says how a task reached its current decision.
+type ReviewDecision struct {
+	By        string `json:"by"`
+	Reviewer  string `json:"reviewer,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+	DecidedAt Time   `json:"decidedAt"`
+}
+
+// ReviewTaskList is the answer of GET /review-tasks.
+type ReviewTaskList struct {
+	Data   []ReviewTask `json:"data"`
+	Total  int          `json:"total"`
+	Limit  int          `json:"limit"`
+	Offset int          `json:"offset"`
+}
+
+// WebhookCreate is the body of POST /webhooks.
+type WebhookCreate struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events,omitempty"`
+	Description string   `json:"description,omitempty"`
+}
+
+// Webhook is a registered webhook receiver. Secret is set only in the answer
+// of its creation.
+type Webhook struct {
+	ID          string   `json:"id"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description,omitempty"`
+	CreatedAt   Time     `json:"createdAt"`
+	Secret      string   `json:"secret,omitempty"`
+}
+
+// WebhookList is the answer of GET /webhooks.
+type WebhookList struct {
+	Data []Webhook `json:"data"`
+}
+
+// WebhookDelivery is the body POSTed to a webhook receiver.
+type WebhookDelivery struct {
+	Type      string     `json:"type"`
+	Timestamp Time       `json:"timestamp"`
+	Data      ReviewTask `json:"data"`
+}
+
+// Review-task error codes.
+const (
+	CodeAuthenticationFailed = "AUTHENTICATION_FAILED"
+	CodeRateLimitExceeded    = "RATE_LIMIT_EXCEEDED"
+	CodeInvalidRequest       = "INVALID_REQUEST"
+	CodeTaskNotFound         = "TASK_NOT_FOUND"
+	CodePolicyError          = "POLICY_ERROR"
+	CodeForbidden            = "FORBIDDEN"
+	CodeNotFound             = "NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeInternalError        = "INTERNAL_ERROR"
+)
+
+// ReviewError is the error body of the review-task API.
+type ReviewError struct {
+	Error ReviewErrorDetail `json:"error"`
+}
+
+// ReviewErrorDetail is the content of a [ReviewError].
+type ReviewErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	// TaskID names the task a POLICY_ERROR kept: it stays pending and is
+	// evaluated again.
+	TaskID string `json:"taskId,omitempty"`
+}
