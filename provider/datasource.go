@@ -232,6 +232,16 @@ type RawSource interface {
 	ListEventsRaw(ctx context.Context, q EventQuery) (Page[RawRecord], error)
 }
 
+// RawGetter is an optional capability of a [DataSource] that reads single
+// records as stored JSON, so that GET /conversations/{id} answers exactly the
+// bytes a list shows for the record, members the spec types do not know
+// included. Each method returns the record its counterpart in DataSource
+// returns, and the same errors.
+type RawGetter interface {
+	GetConversationRaw(ctx context.Context, tenant, id string) (json.RawMessage, error)
+	GetAssistantRaw(ctx context.Context, tenant, id string) (json.RawMessage, error)
+}
+
 // RawRecord is one record as stored JSON, with its list position.
 type RawRecord struct {
 	Key Key

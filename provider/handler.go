@@ -40,6 +40,7 @@ type Handler struct {
 	cfg    *config
 	ds     DataSource
 	raw    RawSource // nil when ds has no raw capability
+	rawGet RawGetter // nil when ds cannot read single records as JSON
 	sealer *sealer
 	router chi.Router
 }
@@ -60,6 +61,7 @@ func NewHandler(ds DataSource, opts ...Option) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, ds: ds, sealer: s}
 	h.raw, _ = ds.(RawSource)
+	h.rawGet, _ = ds.(RawGetter)
 	h.router = h.routes()
 	return h, nil
 }
@@ -395,6 +397,13 @@ func (h *Handler) getConversation(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if h.rawGet != nil {
+		b, err := h.rawGet.GetConversationRaw(r.Context(), principal(r).Tenant, id)
+		if err != nil {
+			return notFoundDetail(err, "conversation", id)
+		}
+		return writeRawRecord(w, b)
+	}
 	c, err := h.ds.GetConversation(r.Context(), principal(r).Tenant, id)
 	if err != nil {
 		return notFoundDetail(err, "conversation", id)
@@ -406,6 +415,13 @@ func (h *Handler) getAssistant(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
+	}
+	if h.rawGet != nil {
+		b, err := h.rawGet.GetAssistantRaw(r.Context(), principal(r).Tenant, id)
+		if err != nil {
+			return notFoundDetail(err, "assistant", id)
+		}
+		return writeRawRecord(w, b)
 	}
 	a, err := h.ds.GetAssistant(r.Context(), principal(r).Tenant, id)
 	if err != nil {
@@ -433,6 +449,20 @@ func writeJSON(w http.ResponseWriter, v any) error {
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
+	return writeBody(w, buf.Bytes())
+}
+
+// writeRawRecord writes one record's stored JSON followed by a newline, as
+// writeJSON would have encoded it.
+func writeRawRecord(w http.ResponseWriter, b json.RawMessage) error {
+	if !json.Valid(b) {
+		return errors.New("data source returned a record that is not valid JSON")
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer putBuf(buf)
+	buf.Reset()
+	buf.Write(b)
+	buf.WriteByte('\n')
 	return writeBody(w, buf.Bytes())
 }
 

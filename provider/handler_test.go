@@ -380,3 +380,53 @@ func TestRoundCost(t *testing.T) {
 	require.Equal(t, 1234.56789, provider.RoundCost(1234.56789))
 	require.Equal(t, 0.0, provider.RoundCost(0))
 }
+
+// rawGetter serves single records as stored JSON with a member the spec
+// types do not know, which only the raw path can keep.
+type rawGetter struct {
+	*memsource.Source
+	bad bool // answer bytes that are not JSON
+}
+
+func (r rawGetter) GetConversationRaw(ctx context.Context, tenant, id string) (json.RawMessage, error) {
+	c, err := r.GetConversation(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.bad {
+		return json.RawMessage(`{"id":`), nil
+	}
+	b, _ := json.Marshal(c)
+	return append(b[:len(b)-1], `,"vendorExtra":{"kept":true}}`...), nil
+}
+
+func (r rawGetter) GetAssistantRaw(ctx context.Context, tenant, id string) (json.RawMessage, error) {
+	a, err := r.GetAssistant(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(a)
+	return append(b[:len(b)-1], `,"vendorExtra":1}`...), nil
+}
+
+func TestRawGetterServesStoredBytes(t *testing.T) {
+	t.Parallel()
+	src := seeded(t, 5)
+	srv := newServer(t, rawGetter{Source: src})
+	_, list := do(t, http.MethodGet, srv.URL+"/conversations", auth)
+	var page spec.List[spec.Conversation]
+	require.NoError(t, json.Unmarshal(list, &page))
+	id := page.Data[0].ID
+	resp, body := do(t, http.MethodGet, srv.URL+"/conversations/"+id, auth)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), `"vendorExtra":{"kept":true}`)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	resp, body = do(t, http.MethodGet, srv.URL+"/conversations/nope", auth)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `No conversation with id \"nope\"`)
+
+	bad := newServer(t, rawGetter{Source: src, bad: true})
+	resp, body = do(t, http.MethodGet, bad.URL+"/conversations/"+id, auth)
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.NotContains(t, string(body), `{"id":`)
+}
