@@ -76,6 +76,7 @@ func root() *command {
 		summary: "the aiusage kit: AI usage data providers, conformance, consumer and oversight service",
 		subs: []*command{
 			conformanceCommand(),
+			consumerCommand(),
 			providerCommand(),
 			specCommand(),
 			versionCommand(),

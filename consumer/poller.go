@@ -1,0 +1,718 @@
+package consumer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// Config configures a [Poller]. Only Source is required; every other field
+// has the default its comment names.
+type Config struct {
+	// Source names the provider: the records, checkpoints and leases of the
+	// store are kept under this name. Required.
+	Source string
+	// Resources lists what to sync. Default: all four, in the order of
+	// [Resources].
+	Resources []Resource
+	// Owner identifies this poller in leases. Default: host name, process id
+	// and a random suffix.
+	Owner string
+	// PageSize is the limit asked for per page. Default 1000 (the largest the
+	// kit's provider serves).
+	PageSize int
+	// Lookback is subtracted from the watermark for the incremental filter,
+	// so a record committed late by the provider is not missed. Default 5m.
+	Lookback time.Duration
+	// UsageGranularity is the granularity of the usage buckets collected:
+	// "hour" (default) or "day".
+	UsageGranularity string
+	// UsageGroupBy lists the dimensions usage is collected by. nil means all
+	// four (model, assistantId, userId, department), the finest series, from
+	// which the collected view derives coarser ones; an empty non-nil slice
+	// collects ungrouped totals.
+	UsageGroupBy []string
+	// UsageTrailing is the trailing window of usage re-pulled by every sync,
+	// because a provider's recent buckets still change. Default 48h.
+	UsageTrailing time.Duration
+	// UsageBackfill is how far back the first sync of usage reaches.
+	// Default 30 days.
+	UsageBackfill time.Duration
+	// UsageWindow is the longest range asked for in one usage walk. Default
+	// 7 days, within every limit the kit's provider sets.
+	UsageWindow time.Duration
+	// LeaseTTL is how long a lease lasts without renewal; the poller renews
+	// it with every page. Default 2m.
+	LeaseTTL time.Duration
+	// MaxRestarts bounds how often a walk starts over after the provider
+	// rejects its cursor (an expired or rotated cursor key). Default 3.
+	MaxRestarts int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives debug lines about walks; default: nothing is logged.
+	// Errors are returned, not logged.
+	Logger *slog.Logger
+	// OnPage, when set, is called after each committed page.
+	OnPage func(PageProgress)
+}
+
+// PageProgress reports a committed page.
+type PageProgress struct {
+	Source      string
+	Resource    Resource
+	Full        bool // the walk is a full re-pull
+	Page        int  // 1 for the first page of this sync
+	Records     int  // stored from this page
+	Quarantined int  // quarantined from this page
+	Total       int  // records stored by this sync of the resource so far
+}
+
+// Result is what one [Poller.SyncOnce] did.
+type Result struct {
+	Resources []ResourceResult
+}
+
+// Records is the number of records stored over every resource.
+func (r Result) Records() int {
+	n := 0
+	for _, x := range r.Resources {
+		n += x.Records
+	}
+	return n
+}
+
+// ResourceResult is what one sync did for one resource.
+type ResourceResult struct {
+	Resource    Resource
+	Pages       int
+	Records     int
+	Quarantined int
+	// Walks counts the walks; Full those that were full re-pulls.
+	Walks, Full int
+	// Restarts counts walks started over after a rejected cursor.
+	Restarts int
+	// NeedsFull and Reason report a sync feature the provider lacks.
+	NeedsFull bool
+	Reason    string
+	// Skipped says why nothing was synced: another poller holds the lease,
+	// the lease was lost, or the provider does not offer the resource.
+	Skipped  string
+	Duration time.Duration
+	Err      error
+}
+
+// Poller syncs one provider (a [Source]) into a [Store]: per resource a
+// cursor walk whose pages commit with their checkpoint, incremental with
+// updatedSince/occurredAfter once a watermark exists, a full re-pull where
+// the provider lacks a sync feature, and a trailing window of usage.
+type Poller struct {
+	src   Source
+	store Store
+	cfg   Config
+}
+
+// NewPoller returns a Poller for src and store, or an error naming the bad
+// field of cfg.
+func NewPoller(src Source, store Store, cfg *Config) (*Poller, error) {
+	if src == nil || store == nil {
+		return nil, errors.New("consumer: NewPoller: nil Source or Store")
+	}
+	if cfg == nil {
+		return nil, errors.New("consumer: NewPoller: nil Config (Source is required)")
+	}
+	c := *cfg
+	if strings.TrimSpace(c.Source) == "" {
+		return nil, errors.New("consumer: Config.Source is required")
+	}
+	if len(c.Source) > 200 {
+		return nil, errors.New("consumer: Config.Source is longer than 200 bytes")
+	}
+	if c.Resources == nil {
+		c.Resources = Resources
+	}
+	c.Resources = slices.Clone(c.Resources)
+	for _, r := range c.Resources {
+		if _, err := ParseResource(string(r)); err != nil {
+			return nil, fmt.Errorf("consumer: Config.Resources: %w", err)
+		}
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1000
+	}
+	if c.PageSize < 1 || c.PageSize > 1000 {
+		return nil, fmt.Errorf("consumer: Config.PageSize %d is outside 1..1000", c.PageSize)
+	}
+	defaults := []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"Lookback", &c.Lookback, 5 * time.Minute},
+		{"UsageTrailing", &c.UsageTrailing, 48 * time.Hour},
+		{"UsageBackfill", &c.UsageBackfill, 30 * 24 * time.Hour},
+		{"UsageWindow", &c.UsageWindow, 7 * 24 * time.Hour},
+		{"LeaseTTL", &c.LeaseTTL, 2 * time.Minute},
+	}
+	for _, d := range defaults {
+		if *d.d < 0 {
+			return nil, fmt.Errorf("consumer: Config.%s must not be negative", d.name)
+		}
+		if *d.d == 0 {
+			*d.d = d.def
+		}
+	}
+	if c.UsageGranularity == "" {
+		c.UsageGranularity = spec.GranularityHour
+	}
+	g := granularity(c.UsageGranularity)
+	if g == 0 {
+		return nil, fmt.Errorf("consumer: Config.UsageGranularity %q is neither hour nor day", c.UsageGranularity)
+	}
+	if c.UsageWindow < g {
+		return nil, fmt.Errorf("consumer: Config.UsageWindow %s is shorter than one %s", c.UsageWindow, c.UsageGranularity)
+	}
+	if c.UsageGroupBy == nil {
+		c.UsageGroupBy = slices.Clone(spec.Dimensions)
+	} else {
+		var ordered []string
+		for _, d := range spec.Dimensions {
+			if slices.Contains(c.UsageGroupBy, d) {
+				ordered = append(ordered, d)
+			}
+		}
+		for _, d := range c.UsageGroupBy {
+			if !slices.Contains(spec.Dimensions, d) {
+				return nil, fmt.Errorf("consumer: Config.UsageGroupBy: unknown dimension %q", d)
+			}
+		}
+		c.UsageGroupBy = append([]string{}, ordered...)
+	}
+	if c.MaxRestarts == 0 {
+		c.MaxRestarts = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Poller{src: src, store: store, cfg: c}, nil
+}
+
+func granularity(g string) time.Duration {
+	switch g {
+	case spec.GranularityHour:
+		return time.Hour
+	case spec.GranularityDay:
+		return 24 * time.Hour
+	}
+	return 0
+}
+
+// Run syncs every interval until ctx ends, then returns nil. A failed sync
+// is reported through onSync (when not nil) and retried at the next tick;
+// Run itself fails only for a non-positive interval.
+func (p *Poller) Run(ctx context.Context, every time.Duration, onSync func(Result, error)) error {
+	if every <= 0 {
+		return errors.New("consumer: Run: the interval must be positive")
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := p.SyncOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if onSync != nil {
+			onSync(res, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// SyncOnce syncs every configured resource once, one after the other. A
+// resource whose lease another poller holds is skipped. The error joins the
+// failures of the resources; each is also in its ResourceResult.
+func (p *Poller) SyncOnce(ctx context.Context) (Result, error) {
+	var res Result
+	var errs []error
+	for _, r := range p.cfg.Resources {
+		rr := p.syncResource(ctx, r)
+		res.Resources = append(res.Resources, rr)
+		if rr.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r, rr.Err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, errors.Join(errs...)
+}
+
+// run is the state of one resource's sync.
+type run struct {
+	p         *Poller
+	r         Resource
+	lease     Lease
+	renewedAt time.Time
+	res       *ResourceResult
+}
+
+func (p *Poller) syncResource(ctx context.Context, r Resource) (rr ResourceResult) {
+	rr.Resource = r
+	start := p.cfg.Now()
+	defer func() { rr.Duration = p.cfg.Now().Sub(start) }()
+	now := p.cfg.Now()
+	l := Lease{Source: p.cfg.Source, Resource: r, Owner: p.cfg.Owner, Now: now, Expires: now.Add(p.cfg.LeaseTTL)}
+	ok, err := p.store.AcquireLease(ctx, l)
+	if err != nil {
+		rr.Err = fmt.Errorf("acquire lease: %w", err)
+		return rr
+	}
+	if !ok {
+		rr.Skipped = "another poller holds the lease"
+		return rr
+	}
+	defer func() {
+		// Release with a context of its own: ctx may be done already.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = p.store.ReleaseLease(rctx, p.cfg.Source, r, p.cfg.Owner)
+	}()
+	st := &run{p: p, r: r, lease: l, renewedAt: now, res: &rr}
+	if r == Usage {
+		err = st.syncUsage(ctx)
+	} else {
+		err = st.syncList(ctx)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLeaseLost):
+		rr.Skipped = "the lease was lost to another poller"
+	case errors.Is(err, provider.ErrUnsupported) || errors.Is(err, provider.ErrNotFound):
+		rr.Skipped = "the provider does not offer " + string(r)
+		p.recordFailure(ctx, r, "not offered by the provider: "+err.Error())
+	default:
+		rr.Err = err
+		if ctx.Err() == nil {
+			p.recordFailure(ctx, r, err.Error())
+		}
+	}
+	return rr
+}
+
+func (p *Poller) recordFailure(ctx context.Context, r Resource, msg string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = p.store.RecordFailure(rctx, p.cfg.Source, r, p.cfg.Now(), msg)
+}
+
+// leaseFor returns the lease to commit with, extended from now.
+func (s *run) leaseFor() Lease {
+	now := s.p.cfg.Now()
+	l := s.lease
+	l.Now = now
+	l.Expires = now.Add(s.p.cfg.LeaseTTL)
+	s.renewedAt = now
+	return l
+}
+
+// renew extends the lease when a third of its time has passed without a
+// commit (a slow page, retries), or reports ErrLeaseLost.
+func (s *run) renew(ctx context.Context) error {
+	if s.p.cfg.Now().Sub(s.renewedAt) < s.p.cfg.LeaseTTL/3 {
+		return nil
+	}
+	ok, err := s.p.store.AcquireLease(ctx, s.leaseFor())
+	if err != nil {
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	if !ok {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// fetched is a page fetched ahead of its processing.
+type fetched struct {
+	q    Query
+	page Page
+	err  error
+}
+
+// prefetch starts fetching q and returns where the page will arrive.
+func (s *run) prefetch(ctx context.Context, q Query) <-chan fetched {
+	ch := make(chan fetched, 1)
+	go func() {
+		page, err := s.p.src.Fetch(ctx, s.r, q)
+		ch <- fetched{q: q, page: page, err: err}
+	}()
+	return ch
+}
+
+// syncList syncs conversations, assistants or events.
+func (s *run) syncList(ctx context.Context) error {
+	cp, err := s.p.store.Checkpoint(ctx, s.p.cfg.Source, s.r)
+	if err != nil {
+		return fmt.Errorf("read checkpoint: %w", err)
+	}
+	resumed := cp.InProgress
+	for {
+		if !cp.InProgress {
+			cp.Run++
+			cp.InProgress = true
+			cp.Cursor = ""
+			cp.Pages, cp.Records = 0, 0
+			cp.Full = cp.NeedsFull || cp.Watermark.IsZero()
+			cp.Since = time.Time{}
+			if !cp.Full {
+				cp.Since = cp.Watermark.Add(-s.p.cfg.Lookback)
+			}
+		}
+		wasFull := cp.Full
+		needed := cp.NeedsFull
+		if err := s.walk(ctx, &cp, resumed); err != nil {
+			return err
+		}
+		resumed = false
+		// A walk that discovered a missing sync feature was not a full
+		// re-pull: follow it with one, so deletions show at once.
+		if !wasFull && cp.NeedsFull && !needed {
+			continue
+		}
+		return nil
+	}
+}
+
+// walk follows one list walk to its end, committing each page with its
+// checkpoint.
+func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
+	s.res.Walks++
+	if cp.Full {
+		s.res.Full++
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.p.cfg.Logger.Debug("walk", "source", s.p.cfg.Source, "resource", s.r, "run", cp.Run, "full", cp.Full, "since", cp.Since, "resume", resumed && cp.Cursor != "")
+	query := func(cursor string) Query {
+		q := Query{Cursor: cursor, Limit: s.p.cfg.PageSize}
+		if s.r == Events {
+			q.OccurredAfter = cp.Since
+		} else {
+			q.UpdatedSince = cp.Since
+		}
+		return q
+	}
+	seen := map[string]bool{}
+	restarts := 0
+	pending := s.prefetch(wctx, query(cp.Cursor))
+	for {
+		var f fetched
+		select {
+		case f = <-pending:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if f.err != nil {
+			if errors.Is(f.err, provider.ErrInvalid) && f.q.Cursor != "" && restarts < s.p.cfg.MaxRestarts {
+				// The provider rejected the cursor (rotated key, expired,
+				// or issued by another deployment): start the walk over
+				// with the same filter. Records already committed stay;
+				// the run number stays, so a full walk still sweeps right.
+				restarts++
+				s.res.Restarts++
+				s.p.cfg.Logger.Debug("cursor rejected, walk restarts", "resource", s.r, "err", f.err)
+				clear(seen)
+				cp.Cursor = ""
+				pending = s.prefetch(wctx, query(""))
+				continue
+			}
+			return f.err
+		}
+		page := f.page
+		more := page.HasMore
+		if more && page.NextCursor == "" {
+			return fmt.Errorf("the provider answered hasMore without a nextCursor (page %d of the walk)", cp.Pages+1)
+		}
+		if !page.Paginated {
+			s.needsFull(cp, "the provider does not paginate with cursors")
+			more = false
+		}
+		if more {
+			if seen[page.NextCursor] {
+				return fmt.Errorf("the provider returned cursor %.40q twice in one walk: its pagination loops", page.NextCursor)
+			}
+			seen[page.NextCursor] = true
+			pending = s.prefetch(wctx, query(page.NextCursor))
+		}
+		if err := s.renew(ctx); err != nil {
+			return err
+		}
+		w := PageWrite{}
+		for _, raw := range page.Records {
+			pr := parseRecord(s.r, raw)
+			if pr.reason != "" {
+				w.Quarantine = append(w.Quarantine, Quarantine{Source: s.p.cfg.Source, Resource: s.r, ID: pr.id, Reason: pr.reason, At: s.p.cfg.Now(), JSON: raw})
+				continue
+			}
+			if pr.noUpdatedAt {
+				s.needsFull(cp, "records carry no updatedAt")
+			}
+			if !cp.Since.IsZero() && (pr.rec.Time.Before(cp.Since) || (s.r == Events && pr.rec.Time.Equal(cp.Since))) {
+				s.needsFull(cp, "the provider ignores the "+filterName(s.r)+" filter")
+			}
+			if pr.rec.Time.After(cp.Watermark) {
+				cp.Watermark = pr.rec.Time
+			}
+			w.Records = append(w.Records, pr.rec)
+		}
+		cp.Pages++
+		cp.Records += int64(len(w.Records))
+		cp.Cursor = ""
+		if more {
+			cp.Cursor = page.NextCursor
+		}
+		done := !more
+		if done && !cp.Full {
+			s.finish(cp)
+		}
+		w.Lease = s.leaseFor()
+		w.Checkpoint = *cp
+		if err := s.p.store.SavePage(ctx, w); err != nil {
+			return fmt.Errorf("save page: %w", err)
+		}
+		s.res.Pages++
+		s.res.Records += len(w.Records)
+		s.res.Quarantined += len(w.Quarantine)
+		if s.p.cfg.OnPage != nil {
+			s.p.cfg.OnPage(PageProgress{Source: s.p.cfg.Source, Resource: s.r, Full: cp.Full, Page: s.res.Pages,
+				Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
+		}
+		if !done {
+			continue
+		}
+		if cp.Full {
+			s.finish(cp)
+			end := RunEnd{Lease: s.leaseFor(), At: s.p.cfg.Now(), Sweep: true, Checkpoint: *cp}
+			if err := s.p.store.EndRun(ctx, end); err != nil {
+				return fmt.Errorf("end run: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+func filterName(r Resource) string {
+	if r == Events {
+		return "occurredAfter"
+	}
+	return "updatedSince"
+}
+
+// finish marks the walk of cp complete.
+func (s *run) finish(cp *Checkpoint) {
+	cp.InProgress = false
+	cp.Cursor = ""
+	cp.LastSuccess = s.p.cfg.Now().UTC()
+	cp.LastError = ""
+	cp.LastErrorAt = time.Time{}
+}
+
+func (s *run) needsFull(cp *Checkpoint, reason string) {
+	if !cp.NeedsFull {
+		cp.NeedsFull = true
+		cp.NeedsFullReason = reason
+	}
+	s.res.NeedsFull = true
+	s.res.Reason = cp.NeedsFullReason
+}
+
+// syncUsage re-pulls usage window by window: the first sync from
+// UsageBackfill ago, later ones from the older of the watermark and the
+// trailing window, up to the bucket holding now. Each window's walk ends
+// with a sweep of the buckets it no longer holds.
+func (s *run) syncUsage(ctx context.Context) error {
+	cfg := s.p.cfg
+	cp, err := s.p.store.Checkpoint(ctx, cfg.Source, Usage)
+	if err != nil {
+		return fmt.Errorf("read checkpoint: %w", err)
+	}
+	g := granularity(cfg.UsageGranularity)
+	now := cfg.Now().UTC()
+	end := now.Truncate(g).Add(g)
+	if cp.InProgress && !cp.Until.After(cp.Since) {
+		cp.InProgress = false // a checkpoint from another configuration
+	}
+	if cp.InProgress {
+		if err := s.usageWindow(ctx, &cp, g, now); err != nil {
+			return err
+		}
+	}
+	var from time.Time
+	if cp.Watermark.IsZero() {
+		from = now.Add(-cfg.UsageBackfill).Truncate(g)
+	} else {
+		from = now.Add(-cfg.UsageTrailing).Truncate(g)
+		if w := cp.Watermark.Truncate(g); w.Before(from) {
+			from = w
+		}
+	}
+	for ws := from; ws.Before(end); {
+		we := ws.Add(cfg.UsageWindow).Truncate(g)
+		if we.After(end) {
+			we = end
+		}
+		cp.Run++
+		cp.InProgress = true
+		cp.Cursor = ""
+		cp.Full = true
+		cp.Since, cp.Until = ws, we
+		cp.Pages, cp.Records = 0, 0
+		if err := s.usageWindow(ctx, &cp, g, now); err != nil {
+			return err
+		}
+		ws = we
+	}
+	return nil
+}
+
+// usageWindow walks the window [cp.Since, cp.Until) of cp's run.
+func (s *run) usageWindow(ctx context.Context, cp *Checkpoint, g time.Duration, now time.Time) error {
+	cfg := s.p.cfg
+	s.res.Walks++
+	s.res.Full++
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	query := func(cursor string) Query {
+		return Query{Cursor: cursor, Limit: cfg.PageSize, StartAt: cp.Since, EndAt: cp.Until,
+			Granularity: cfg.UsageGranularity, GroupBy: cfg.UsageGroupBy}
+	}
+	seen := map[string]bool{}
+	restarts := 0
+	pending := s.prefetch(wctx, query(cp.Cursor))
+	for {
+		var f fetched
+		select {
+		case f = <-pending:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if f.err != nil {
+			if errors.Is(f.err, provider.ErrInvalid) && f.q.Cursor != "" && restarts < cfg.MaxRestarts {
+				restarts++
+				s.res.Restarts++
+				clear(seen)
+				cp.Cursor = ""
+				pending = s.prefetch(wctx, query(""))
+				continue
+			}
+			return f.err
+		}
+		page := f.page
+		more := page.HasMore && page.Paginated
+		if page.HasMore && page.NextCursor == "" {
+			return fmt.Errorf("the provider answered hasMore without a nextCursor (usage page %d of the window)", cp.Pages+1)
+		}
+		if more {
+			if seen[page.NextCursor] {
+				return fmt.Errorf("the provider returned usage cursor %.40q twice in one walk: its pagination loops", page.NextCursor)
+			}
+			seen[page.NextCursor] = true
+			pending = s.prefetch(wctx, query(page.NextCursor))
+		}
+		if err := s.renew(ctx); err != nil {
+			return err
+		}
+		w := PageWrite{}
+		for _, raw := range page.Records {
+			pr := parseRecord(Usage, raw)
+			if pr.reason == "" {
+				pr.reason = s.checkBucket(pr.rec.Bucket, cp, g)
+			}
+			if pr.reason != "" {
+				w.Quarantine = append(w.Quarantine, Quarantine{Source: cfg.Source, Resource: Usage, ID: pr.id, Reason: pr.reason, At: cfg.Now(), JSON: raw})
+				continue
+			}
+			w.Records = append(w.Records, pr.rec)
+		}
+		cp.Pages++
+		cp.Records += int64(len(w.Records))
+		cp.Cursor = page.NextCursor
+		if !more {
+			cp.Cursor = ""
+		}
+		w.Lease = s.leaseFor()
+		w.Checkpoint = *cp
+		if err := s.p.store.SavePage(ctx, w); err != nil {
+			return fmt.Errorf("save page: %w", err)
+		}
+		s.res.Pages++
+		s.res.Records += len(w.Records)
+		s.res.Quarantined += len(w.Quarantine)
+		if cfg.OnPage != nil {
+			cfg.OnPage(PageProgress{Source: cfg.Source, Resource: Usage, Full: true, Page: s.res.Pages,
+				Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
+		}
+		if more {
+			continue
+		}
+		// The window is complete: sweep what it no longer holds, and move
+		// the watermark to its end (never past the bucket holding now).
+		s.finish(cp)
+		wm := cp.Until
+		if cur := now.Truncate(g); wm.After(cur) {
+			wm = cur
+		}
+		if wm.After(cp.Watermark) {
+			cp.Watermark = wm
+		}
+		end := RunEnd{Lease: s.leaseFor(), At: cfg.Now(), Sweep: true, SweepFrom: cp.Since, SweepUntil: cp.Until, Checkpoint: *cp}
+		if err := s.p.store.EndRun(ctx, end); err != nil {
+			return fmt.Errorf("end run: %w", err)
+		}
+		return nil
+	}
+}
+
+// checkBucket returns why a bucket does not belong to the window asked
+// for, or "".
+func (s *run) checkBucket(b *BucketKey, cp *Checkpoint, g time.Duration) string {
+	cfg := s.p.cfg
+	switch {
+	case b.Granularity != "" && b.Granularity != cfg.UsageGranularity:
+		return fmt.Sprintf("/granularity: %q, but %q was asked for", b.Granularity, cfg.UsageGranularity)
+	case b.Start.Before(cp.Since) || !b.Start.Before(cp.Until):
+		return fmt.Sprintf("/startAt: %s lies outside the range asked for [%s, %s)", b.Start.Format(millisLayout), cp.Since.Format(millisLayout), cp.Until.Format(millisLayout))
+	case !b.Start.Truncate(g).Equal(b.Start):
+		return fmt.Sprintf("/startAt: %s is not on a UTC %s boundary", b.Start.Format(millisLayout), cfg.UsageGranularity)
+	}
+	for _, d := range b.Grouped {
+		if !slices.Contains(cfg.UsageGroupBy, d) {
+			return fmt.Sprintf("/dimensions/%s: present, but usage was not grouped by it", d)
+		}
+	}
+	return ""
+}

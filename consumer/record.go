@@ -1,0 +1,148 @@
+package consumer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// schemaOf names the schema each resource's records must match.
+var schemaOf = map[Resource]string{
+	Conversations: "conversation",
+	Assistants:    "assistant",
+	Events:        "event",
+	Usage:         "usage-bucket",
+}
+
+// maxReason bounds the quarantine reason kept for a record.
+const maxReason = 2000
+
+// parsed is a received record after its checks: either rec is set, or
+// reason says why the record is quarantined.
+type parsed struct {
+	rec    Record
+	reason string
+	id     string
+	// noUpdatedAt reports a conversation or assistant without updatedAt.
+	noUpdatedAt bool
+}
+
+// parseRecord validates raw against the schema of r (in lenient mode:
+// values outside an extensible enum are kept, as the spec allows additions)
+// and extracts what the store indexes.
+func parseRecord(r Resource, raw json.RawMessage) parsed {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var inst any
+	if err := dec.Decode(&inst); err != nil {
+		return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
+	}
+	obj, _ := inst.(map[string]any)
+	id, _ := obj["id"].(string)
+	p := parsed{id: id}
+	if id == "" {
+		p.id = digestID(raw)
+	}
+	findings, err := spec.ValidateValue(schemaOf[r], inst, spec.WithMode(spec.Lenient))
+	if err != nil {
+		p.reason = err.Error()
+		return p
+	}
+	if !spec.Valid(findings) {
+		p.reason = reasonOf(findings)
+		return p
+	}
+	p.rec.JSON = raw
+	ts := func(name string) time.Time {
+		s, _ := obj[name].(string)
+		if s == "" {
+			return time.Time{}
+		}
+		t, err := spec.ParseTime(s) // the schema checked the format
+		if err != nil {
+			return time.Time{}
+		}
+		return t.UTC().Truncate(time.Millisecond)
+	}
+	switch r {
+	case Conversations:
+		p.rec.ID = id
+		p.rec.StartedAt = ts("startedAt")
+		p.rec.Time = ts("updatedAt")
+		if p.rec.Time.IsZero() {
+			p.noUpdatedAt = true
+			p.rec.Time = p.rec.StartedAt
+		}
+		_, p.rec.Deleted = obj["deletedAt"]
+	case Assistants:
+		p.rec.ID = id
+		p.rec.Time = ts("updatedAt")
+		if p.rec.Time.IsZero() {
+			p.noUpdatedAt = true
+			p.rec.Time = ts("createdAt")
+		}
+	case Events:
+		p.rec.ID = id
+		p.rec.Time = ts("occurredAt")
+		p.rec.Category, _ = obj["category"].(string)
+	case Usage:
+		b := &BucketKey{Start: ts("startAt"), End: ts("endAt")}
+		b.Granularity, _ = obj["granularity"].(string)
+		dims, _ := obj["dimensions"].(map[string]any)
+		key := []any{b.Granularity, b.Start.Format(millisLayout)}
+		vals := map[string]*string{
+			spec.DimensionModel: &b.Model, spec.DimensionAssistantID: &b.AssistantID,
+			spec.DimensionUserID: &b.UserID, spec.DimensionDepartment: &b.Department,
+		}
+		for _, d := range spec.Dimensions {
+			v, ok := dims[d].(string)
+			if !ok {
+				key = append(key, nil)
+				continue
+			}
+			b.Grouped = append(b.Grouped, d)
+			*vals[d] = v
+			key = append(key, v)
+		}
+		k, _ := json.Marshal(key) // strings and nils only
+		p.rec.ID = string(k)
+		p.id = p.rec.ID
+		p.rec.Time = b.Start
+		p.rec.Bucket = b
+	}
+	return p
+}
+
+const millisLayout = "2006-01-02T15:04:05.000Z"
+
+func digestID(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func reasonOf(findings []spec.Finding) string {
+	var b strings.Builder
+	for _, f := range findings {
+		if f.Level != spec.LevelError {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		ptr := f.Pointer
+		if ptr == "" {
+			ptr = "/"
+		}
+		fmt.Fprintf(&b, "%s: %s", ptr, f.Message)
+		if b.Len() > maxReason {
+			return b.String()[:maxReason] + "…"
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,485 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/spec"
+)
+
+const defaultConsumerDB = "sqlite:aiusage-consumer.db"
+
+func consumerCommand() *command {
+	return &command{
+		name:    "consumer",
+		summary: "sync providers of the AI usage data interface into one store, and read it",
+		subs:    []*command{consumerSyncCommand(), consumerStatusCommand(), consumerExportCommand(), consumerQuarantineCommand()},
+	}
+}
+
+type syncFlags struct {
+	databaseURL, source, url, token, resources, owner string
+	usageGranularity, usageGroupBy                    string
+	every, lookback, usageTrailing, usageBackfill     time.Duration
+	timeout                                           time.Duration
+	pageSize, maxRetries                              int
+	apiKeyHeader, quiet                               bool
+}
+
+func consumerSyncCommand() *command {
+	f := &syncFlags{}
+	return &command{
+		name:    "sync",
+		summary: "copy a provider's conversations, assistants, events and usage into the store",
+		long: `Syncs the provider at --url into the store at --database-url, under the name
+--source: every resource once, or, with --every, again and again until SIGINT or
+SIGTERM.
+
+Each page commits with its checkpoint, so an interrupted sync resumes where it
+stopped and loses nothing. Later syncs ask only for what changed since the
+watermark (minus --lookback); usage re-pulls the last --usage-trailing. Where the
+provider lacks a sync feature (no cursor, no updatedAt, an ignored filter) every
+sync is a full re-pull, and records missing from it are marked deleted. Records
+that fail their schema are quarantined with the reason ('consumer quarantine').
+
+Several processes syncing into one PostgreSQL store share the work: a lease in
+the database keeps two of them from syncing the same source and resource at once.
+
+Progress goes to standard error. Exit status: 0 when every resource synced (or
+was skipped because another process holds it), 1 when one failed, 2 for a bad
+command line.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
+			fs.StringVar(&f.source, "source", "", "`NAME` the provider's records are kept under (required)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (sent as Authorization: Bearer)")
+			fs.BoolVar(&f.apiKeyHeader, "api-key-header", false, "send the token as X-API-Key instead")
+			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
+			fs.DurationVar(&f.every, "every", 0, "sync again every `DURATION` until stopped (default: once)")
+			fs.DurationVar(&f.lookback, "lookback", 5*time.Minute, "overlap of an incremental sync before the watermark")
+			fs.StringVar(&f.usageGranularity, "usage-granularity", "hour", "`GRANULARITY` of the usage collected: hour or day")
+			fs.StringVar(&f.usageGroupBy, "usage-group-by", "model,assistantId,userId,department", "comma-separated `DIMENSIONS` usage is collected by (\"none\" for totals)")
+			fs.DurationVar(&f.usageTrailing, "usage-trailing", 48*time.Hour, "trailing window of usage re-pulled by every sync")
+			fs.DurationVar(&f.usageBackfill, "usage-backfill", 30*24*time.Hour, "how far back the first sync of usage reaches")
+			fs.IntVar(&f.pageSize, "page-size", 1000, "records asked for per page (1..1000)")
+			fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "timeout of each request")
+			fs.IntVar(&f.maxRetries, "max-retries", 8, "retries of one request after 429, 5xx or a network error")
+			fs.StringVar(&f.owner, "owner", "", "`ID` of this process in leases (default host:pid:random)")
+			fs.BoolVar(&f.quiet, "quiet", false, "no progress, only the summary")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("consumer sync takes no arguments, got %q", args[0])
+			}
+			return consumerSync(ctx, e, f)
+		},
+	}
+}
+
+func parseResources(list string) ([]consumer.Resource, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []consumer.Resource
+	for _, s := range strings.Split(list, ",") {
+		r, err := consumer.ParseResource(strings.TrimSpace(s))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
+	if f.source == "" {
+		return usagef("consumer sync: --source is required")
+	}
+	if f.url == "" {
+		return usagef("consumer sync: --url is required")
+	}
+	resources, err := parseResources(f.resources)
+	if err != nil {
+		return usagef("consumer sync: --resources: %v", err)
+	}
+	if f.every < 0 {
+		return usagef("consumer sync: --every must not be negative")
+	}
+	groupBy := []string{} // "none": ungrouped totals
+	if g := strings.TrimSpace(f.usageGroupBy); g != "none" {
+		for _, d := range strings.Split(g, ",") {
+			groupBy = append(groupBy, strings.TrimSpace(d))
+		}
+	}
+	if f.maxRetries < 0 {
+		return usagef("consumer sync: --max-retries must not be negative")
+	}
+	maxRetries := f.maxRetries
+	if maxRetries == 0 {
+		maxRetries = -1 // the client's "none"
+	}
+	var retries atomic.Int64
+	progress := e.stderr
+	if f.quiet {
+		progress = io.Discard
+	}
+	client, err := consumer.NewClient(consumer.ClientConfig{
+		URL: f.url, Token: f.token, APIKeyHeader: f.apiKeyHeader, Timeout: f.timeout, MaxRetries: maxRetries,
+		OnRetry: func(r consumer.Retry) {
+			retries.Add(1)
+			fmt.Fprintf(progress, "%s: retry %d in %s after %v\n", r.Resource, r.Attempt, r.Wait.Round(time.Millisecond), r.Err)
+		},
+	})
+	if err != nil {
+		return usagef("consumer sync: %v", strings.TrimPrefix(err.Error(), "consumer: "))
+	}
+	store, err := sqlstore.Open(ctx, f.databaseURL)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return usagef("consumer sync: --database-url %s: %v", sqldb.MaskURL(f.databaseURL), err)
+	}
+	defer store.Close()
+	poller, err := consumer.NewPoller(client, store, &consumer.Config{
+		Source: f.source, Resources: resources, Owner: f.owner, PageSize: f.pageSize, Lookback: f.lookback,
+		UsageGranularity: f.usageGranularity, UsageGroupBy: groupBy, UsageTrailing: f.usageTrailing,
+		UsageBackfill: f.usageBackfill,
+		OnPage: func(p consumer.PageProgress) {
+			kind := "incremental"
+			if p.Full {
+				kind = "full"
+			}
+			fmt.Fprintf(progress, "%s: page %d (%s): %d records, %d quarantined, %d so far\n", p.Resource, p.Page, kind, p.Records, p.Quarantined, p.Total)
+		},
+	})
+	if err != nil {
+		return usagef("consumer sync: %v", strings.TrimPrefix(err.Error(), "consumer: "))
+	}
+	report := func(res consumer.Result, err error) {
+		for _, r := range res.Resources {
+			line := fmt.Sprintf("%s: %d records in %d pages, %d quarantined, %s", r.Resource, r.Records, r.Pages, r.Quarantined, r.Duration.Round(time.Millisecond))
+			if r.Full > 0 {
+				line += fmt.Sprintf(", %d full re-pull(s)", r.Full)
+			}
+			if r.NeedsFull {
+				line += " (" + r.Reason + ")"
+			}
+			if r.Restarts > 0 {
+				line += fmt.Sprintf(", %d walk restart(s) after a rejected cursor", r.Restarts)
+			}
+			switch {
+			case r.Err != nil:
+				line += ": FAILED: " + r.Err.Error()
+			case r.Skipped != "":
+				line = fmt.Sprintf("%s: skipped: %s", r.Resource, r.Skipped)
+			}
+			fmt.Fprintln(e.stderr, line)
+		}
+		fmt.Fprintf(e.stderr, "sync of %s: %d records, %d retries\n", f.source, res.Records(), retries.Swap(0))
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(e.stderr, "sync of %s failed: %v\n", f.source, err)
+		}
+	}
+	if f.every > 0 {
+		return poller.Run(ctx, f.every, report)
+	}
+	res, err := poller.SyncOnce(ctx)
+	report(res, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &exitError{code: ExitFailure}
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, cmd, url string) (*sqlstore.Store, error) {
+	if !strings.HasPrefix(url, "postgres") {
+		if path, ok := strings.CutPrefix(url, "sqlite:"); ok && path != ":memory:" && !strings.HasPrefix(path, "file:") {
+			if i := strings.IndexByte(path, '?'); i >= 0 {
+				path = path[:i]
+			}
+			if _, err := os.Stat(path); err != nil {
+				return nil, usagef("%s: --database-url %s: no store there (%v)", cmd, url, errors.Unwrap(err))
+			}
+		}
+	}
+	s, err := sqlstore.Open(ctx, url)
+	if err != nil {
+		return nil, usagef("%s: --database-url %s: %v", cmd, sqldb.MaskURL(url), err)
+	}
+	return s, nil
+}
+
+type statusFlags struct {
+	databaseURL, format string
+}
+
+func consumerStatusCommand() *command {
+	f := &statusFlags{}
+	return &command{
+		name:    "status",
+		summary: "show per source and resource the records, watermark, last success and last error",
+		long: `Prints one line per source and resource of the store: the records kept, those
+marked deleted by a full re-pull (missing), those quarantined, the watermark,
+the last success, whether every sync must be a full re-pull (and why), and the
+last error. --format json prints the same as a JSON array.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
+			fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text or json")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("consumer status takes no arguments, got %q", args[0])
+			}
+			if f.format != "text" && f.format != "json" {
+				return usagef("consumer status: --format must be text or json, got %q", f.format)
+			}
+			store, err := openStore(ctx, "consumer status", f.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			st, err := store.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if f.format == "json" {
+				return writeStatusJSON(e.stdout, st)
+			}
+			return writeStatusText(e.stdout, st)
+		},
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func writeStatusText(w io.Writer, st []consumer.Status) error {
+	if len(st) == 0 {
+		_, err := fmt.Fprintln(w, "no source has been synced into this store")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tRESOURCE\tRECORDS\tMISSING\tQUARANTINED\tWATERMARK\tLAST SUCCESS\tFULL RE-PULL\tLAST ERROR")
+	for _, s := range st {
+		full := "no"
+		if s.Checkpoint.NeedsFull {
+			full = "yes: " + s.Checkpoint.NeedsFullReason
+		}
+		lastErr := "-"
+		if s.Checkpoint.LastError != "" {
+			lastErr = fmtTime(s.Checkpoint.LastErrorAt) + " " + oneLine(s.Checkpoint.LastError, 120)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Source, s.Resource, s.Records, s.Missing, s.Quarantined,
+			fmtTime(s.Checkpoint.Watermark), fmtTime(s.Checkpoint.LastSuccess), full, lastErr)
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// statusJSON is one element of 'consumer status --format json'.
+type statusJSON struct {
+	Source          string  `json:"source"`
+	Resource        string  `json:"resource"`
+	Records         int64   `json:"records"`
+	Missing         int64   `json:"missing"`
+	Quarantined     int64   `json:"quarantined"`
+	Watermark       *string `json:"watermark"`
+	LastSuccess     *string `json:"lastSuccess"`
+	NeedsFull       bool    `json:"needsFullRepull"`
+	NeedsFullReason string  `json:"needsFullRepullReason,omitempty"`
+	InProgress      bool    `json:"inProgress"`
+	LastError       string  `json:"lastError,omitempty"`
+	LastErrorAt     *string `json:"lastErrorAt,omitempty"`
+}
+
+func jsonTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return &s
+}
+
+func writeStatusJSON(w io.Writer, st []consumer.Status) error {
+	out := make([]statusJSON, 0, len(st))
+	for _, s := range st {
+		c := s.Checkpoint
+		out = append(out, statusJSON{Source: s.Source, Resource: string(s.Resource), Records: s.Records, Missing: s.Missing,
+			Quarantined: s.Quarantined, Watermark: jsonTime(c.Watermark), LastSuccess: jsonTime(c.LastSuccess),
+			NeedsFull: c.NeedsFull, NeedsFullReason: c.NeedsFullReason, InProgress: c.InProgress,
+			LastError: c.LastError, LastErrorAt: jsonTime(c.LastErrorAt)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+type exportFlags struct {
+	databaseURL, source, resource, output string
+	includeMissing                        bool
+}
+
+func consumerExportCommand() *command {
+	f := &exportFlags{}
+	return &command{
+		name:    "export",
+		summary: "write the stored records of a source as NDJSON, exactly as received",
+		long: `Writes the stored records of one source and resource as NDJSON: one record a
+line, in the provider's order ((updatedAt, id) for conversations and assistants,
+(occurredAt, id) for events, (startAt, dimensions) for usage), each exactly as
+the provider sent it, tombstones included. Records marked deleted because a full
+re-pull no longer returned them are left out unless --include-missing.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
+			fs.StringVar(&f.source, "source", "", "`NAME` of the source (required)")
+			fs.StringVar(&f.resource, "resource", "", "`RESOURCE`: conversations, assistants, events or usage (required)")
+			fs.StringVar(&f.output, "output", "", "write to `FILE` instead of standard output")
+			fs.BoolVar(&f.includeMissing, "include-missing", false, "also write records a full re-pull no longer returned")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("consumer export takes no arguments, got %q", args[0])
+			}
+			if f.source == "" || f.resource == "" {
+				return usagef("consumer export: --source and --resource are required")
+			}
+			r, err := consumer.ParseResource(f.resource)
+			if err != nil {
+				return usagef("consumer export: --resource: %v", err)
+			}
+			store, err := openStore(ctx, "consumer export", f.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			if err := checkSource(ctx, store, f.source); err != nil {
+				return err
+			}
+			return writeTo(e.stdout, f.output, func(w *bufio.Writer) error {
+				return store.Export(ctx, f.source, r, f.includeMissing, func(rec json.RawMessage) error {
+					w.Write(rec)
+					return w.WriteByte('\n')
+				})
+			})
+		},
+	}
+}
+
+// checkSource is a usage error naming the known sources when source has
+// never been synced into store.
+func checkSource(ctx context.Context, store *sqlstore.Store, source string) error {
+	st, err := store.Status(ctx)
+	if err != nil {
+		return err
+	}
+	var known []string
+	for _, s := range st {
+		if s.Source == source {
+			return nil
+		}
+		if len(known) == 0 || known[len(known)-1] != s.Source {
+			known = append(known, s.Source)
+		}
+	}
+	if len(known) == 0 {
+		return usagef("no source %q: nothing has been synced into this store", source)
+	}
+	return usagef("no source %q in the store (known: %s)", source, strings.Join(known, ", "))
+}
+
+// writeTo runs fn on a buffered writer over stdout or the file path.
+func writeTo(stdout io.Writer, path string, fn func(*bufio.Writer) error) (err error) {
+	out := stdout
+	if path != "" {
+		file, err := os.Create(path)
+		if err != nil {
+			return usagef("--output: %v", err)
+		}
+		defer func() {
+			if cerr := file.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		out = file
+	}
+	w := bufio.NewWriterSize(out, 256<<10)
+	if err := fn(w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+type quarantineFlags struct {
+	databaseURL, source string
+}
+
+func consumerQuarantineCommand() *command {
+	f := &quarantineFlags{}
+	return &command{
+		name:    "quarantine",
+		summary: "list the records that failed their schema, with the reason",
+		long: `Writes the quarantined records as NDJSON, oldest first: one object a line with
+the source, resource, id, reason, when it was quarantined, and the record as
+received. A record leaves quarantine when the provider later sends it valid.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
+			fs.StringVar(&f.source, "source", "", "only the records of source `NAME`")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("consumer quarantine takes no arguments, got %q", args[0])
+			}
+			store, err := openStore(ctx, "consumer quarantine", f.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			return writeTo(e.stdout, "", func(w *bufio.Writer) error {
+				enc := json.NewEncoder(w)
+				return store.Quarantined(ctx, f.source, func(q consumer.Quarantine) error {
+					rec := q.JSON
+					if !json.Valid(rec) {
+						b, _ := json.Marshal(string(rec))
+						rec = b
+					}
+					return enc.Encode(struct {
+						Source   string          `json:"source"`
+						Resource string          `json:"resource"`
+						ID       string          `json:"id"`
+						Reason   string          `json:"reason"`
+						At       string          `json:"at"`
+						Record   json.RawMessage `json:"record"`
+					}{q.Source, string(q.Resource), q.ID, q.Reason, q.At.UTC().Format(spec.TimeLayout), rec})
+				})
+			})
+		},
+	}
+}
