@@ -73,7 +73,10 @@ func TestClientRetriesAndHonoursRetryAfter(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"data":[{"id":"a"`))
 		},
-		func(w http.ResponseWriter) { w.Header().Set("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"); w.WriteHeader(503) },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")
+			w.WriteHeader(503)
+		},
 		func(w http.ResponseWriter) { // a connection reset
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			_ = conn.Close()
