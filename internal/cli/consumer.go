@@ -68,7 +68,7 @@ command line.`,
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (sent as Authorization: Bearer)")
 			fs.BoolVar(&f.apiKeyHeader, "api-key-header", false, "send the token as X-API-Key instead")
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
-			fs.DurationVar(&f.every, "every", 0, "sync again every `DURATION` until stopped (default: once)")
+			fs.DurationVar(&f.every, "every", 0, "sync again every `DURATION` until stopped; 0 syncs once")
 			fs.DurationVar(&f.lookback, "lookback", 5*time.Minute, "overlap of an incremental sync before the watermark")
 			fs.StringVar(&f.usageGranularity, "usage-granularity", "hour", "`GRANULARITY` of the usage collected: hour or day")
 			fs.StringVar(&f.usageGroupBy, "usage-group-by", "model,assistantId,userId,department", "comma-separated `DIMENSIONS` usage is collected by (\"none\" for totals)")
