@@ -278,7 +278,9 @@ func TestQuarantineKeepsUnknownAndRejectsInvalid(t *testing.T) {
 		good := `{"id":"c1","startedAt":"2026-01-01T10:00:00.000Z","updatedAt":"2026-01-01T10:00:00.000Z","status":"novel-status","messages":[{"id":"m","role":"developer","content":"hi","createdAt":"2026-01-01T10:00:00.000Z"}],"vendorField":{"x":[1,2]}}`
 		bad := `{"id":"c2","startedAt":"2026-01-01 10:00:00","updatedAt":"2026-01-01T10:00:01.000Z"}`
 		fixed := `{"id":"c2","startedAt":"2026-01-01T10:00:00.000Z","updatedAt":"2026-01-01T10:00:02.000Z"}`
-		served := &servedRecords{records: []string{good, bad, `{"startedAt":"x"}`}}
+		nul := `{"id":"nul\u0000id","startedAt":"2026-01-01T10:00:00.000Z"}`
+		notUTF8 := "{\"id\":\"bad\xff\",\"startedAt\":\"2026-01-01T10:00:00.000Z\"}"
+		served := &servedRecords{records: []string{good, bad, `{"startedAt":"x"}`, nul, notUTF8}}
 		srv := httptest.NewServer(served)
 		defer srv.Close()
 		store, err := sqlstore.New(ctx, db)
@@ -286,7 +288,7 @@ func TestQuarantineKeepsUnknownAndRejectsInvalid(t *testing.T) {
 		poller := newTestPoller(t, newTestClient(t, srv.URL, "t"), store, "s")
 		res, err := poller.SyncOnce(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 2, res.Resources[0].Quarantined)
+		require.Equal(t, 4, res.Resources[0].Quarantined)
 		require.Equal(t, 1, res.Resources[0].Records)
 		for _, r := range res.Resources[1:] {
 			require.Contains(t, r.Skipped, "does not offer", r.Resource)
@@ -297,13 +299,18 @@ func TestQuarantineKeepsUnknownAndRejectsInvalid(t *testing.T) {
 
 		var qs []consumer.Quarantine
 		require.NoError(t, store.Quarantined(ctx, "s", func(q consumer.Quarantine) error { qs = append(qs, q); return nil }))
-		require.Len(t, qs, 2)
+		require.Len(t, qs, 4)
 		byID := map[string]consumer.Quarantine{}
 		for _, q := range qs {
 			byID[q.ID] = q
 		}
 		require.Contains(t, byID["c2"].Reason, "/startedAt")
 		require.Equal(t, bad, string(byID["c2"].JSON))
+		for _, q := range qs {
+			if q.Reason == "not valid UTF-8" {
+				require.Equal(t, notUTF8, string(q.JSON), "kept byte for byte")
+			}
+		}
 
 		served.mu.Lock()
 		served.records = []string{good, fixed}
@@ -313,8 +320,10 @@ func TestQuarantineKeepsUnknownAndRejectsInvalid(t *testing.T) {
 		require.Equal(t, []string{good, fixed}, exportAll(t, store, "s", consumer.Conversations, false))
 		qs = nil
 		require.NoError(t, store.Quarantined(ctx, "s", func(q consumer.Quarantine) error { qs = append(qs, q); return nil }))
-		require.Len(t, qs, 1, "c2 left quarantine once valid")
-		require.True(t, strings.HasPrefix(qs[0].ID, "sha256:"))
+		require.Len(t, qs, 3, "c2 left quarantine once valid")
+		for _, q := range qs {
+			require.True(t, strings.HasPrefix(q.ID, "sha256:"), q.ID)
+		}
 	})
 }
 

@@ -1,13 +1,13 @@
 package consumer
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aiusage/kit/spec"
 )
@@ -37,16 +37,17 @@ type parsed struct {
 // values outside an extensible enum are kept, as the spec allows additions)
 // and extracts what the store indexes.
 func parseRecord(r Resource, raw json.RawMessage) parsed {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
+	if !utf8.Valid(raw) {
+		return parsed{reason: "not valid UTF-8", id: digestID(raw)}
+	}
 	var inst any
-	if err := dec.Decode(&inst); err != nil {
+	if err := json.Unmarshal(raw, &inst); err != nil {
 		return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
 	}
 	obj, _ := inst.(map[string]any)
 	id, _ := obj["id"].(string)
 	p := parsed{id: id}
-	if id == "" {
+	if id == "" || !storable(id) {
 		p.id = digestID(raw)
 	}
 	findings, err := spec.ValidateValue(schemaOf[r], inst, spec.WithMode(spec.Lenient))
@@ -116,8 +117,20 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		p.rec.Time = b.Start
 		p.rec.Bucket = b
 	}
+	for _, s := range []string{p.rec.ID, p.rec.Category} {
+		if !storable(s) {
+			return parsed{id: p.id, reason: "an id, category or dimension holds a NUL character"}
+		}
+	}
+	if b := p.rec.Bucket; b != nil && !(storable(b.Model) && storable(b.AssistantID) && storable(b.UserID) && storable(b.Department)) {
+		return parsed{id: p.id, reason: "an id, category or dimension holds a NUL character"}
+	}
 	return p
 }
+
+// storable reports whether s can be an indexed column on every database:
+// PostgreSQL text holds no NUL.
+func storable(s string) bool { return !strings.ContainsRune(s, 0) }
 
 const millisLayout = "2006-01-02T15:04:05.000Z"
 

@@ -1,0 +1,56 @@
+package sqlstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/provider"
+)
+
+func Example() {
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, "sqlite::memory:") // applies the migrations
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close() // closes the database too
+
+	now := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	lease := consumer.Lease{Source: "acme", Resource: consumer.Conversations, Owner: "poller-1", Now: now, Expires: now.Add(time.Minute)}
+	if ok, err := store.AcquireLease(ctx, lease); err != nil || !ok {
+		panic(fmt.Sprint(ok, err))
+	}
+	body := `{"id":"c1","startedAt":"2026-03-01T09:00:00.000Z","updatedAt":"2026-03-01T09:10:00.000Z","x-vendor":1}`
+	err = store.SavePage(ctx, consumer.PageWrite{
+		Lease: lease,
+		Records: []consumer.Record{{
+			ID: "c1", Time: now.Add(-20 * time.Minute), StartedAt: now.Add(-30 * time.Minute), JSON: json.RawMessage(body),
+		}},
+		Checkpoint: consumer.Checkpoint{Run: 1, InProgress: true, Cursor: "next", Pages: 1, Records: 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	// The collected view serves the record as received, tenant = source.
+	page, err := store.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: "acme", Limit: 10})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(page.Items[0].JSON))
+
+	status, err := store.Status(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range status {
+		fmt.Println(s.Source, s.Resource, s.Records, s.Checkpoint.Cursor)
+	}
+	// Output:
+	// {"id":"c1","startedAt":"2026-03-01T09:00:00.000Z","updatedAt":"2026-03-01T09:10:00.000Z","x-vendor":1}
+	// acme conversations 1 next
+}

@@ -1,0 +1,211 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/provider"
+)
+
+// Component is the name under which the migrations of this package are
+// recorded in schema_migrations.
+const Component = "consumer"
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// Migrations returns the embedded migrations of this package, in the layout
+// [sqldb.DB.Migrate] reads (one directory per dialect).
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: cannot happen
+	}
+	return sub
+}
+
+// Store is a [consumer.Store] on SQLite or PostgreSQL, and the collected
+// view of what it stored: a [provider.DataSource], [provider.RawSource] and
+// [provider.RawGetter] whose tenants are the source names. It is safe for
+// concurrent use; several processes may share one database.
+type Store struct {
+	db          *sqldb.DB
+	ownDB       bool // opened by Open: Close closes it
+	asyncCommit bool
+	stmts       sync.Map // query -> *sql.Stmt
+}
+
+var (
+	_ consumer.Store      = (*Store)(nil)
+	_ provider.DataSource = (*Store)(nil)
+	_ provider.RawSource  = (*Store)(nil)
+	_ provider.RawGetter  = (*Store)(nil)
+)
+
+// Option configures a [Store].
+type Option func(*Store) error
+
+// WithAsyncCommit makes [Store.SavePage] and [Store.EndRun] commit on
+// PostgreSQL without waiting for the commit's WAL to reach the disk (SET
+// LOCAL synchronous_commit = off), which saves that wait on every page. A
+// crash of the database server may then lose the last commits (those of
+// about the last three wal_writer_delay), never part of one: records and
+// checkpoints roll back together, so the poller fetches those pages again.
+// The default waits. It has no effect on SQLite, where a URL such as
+// "sqlite:PATH?_pragma=synchronous(NORMAL)" makes the same trade for the
+// whole database.
+func WithAsyncCommit() Option {
+	return func(s *Store) error {
+		s.asyncCommit = true
+		return nil
+	}
+}
+
+// New returns a Store over db, first applying its migrations (component
+// [Component]; idempotent, safe from several processes at once). The Store
+// does not own db: close db after the last use of the Store.
+func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlstore: New: db is nil")
+	}
+	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
+		return nil, fmt.Errorf("sqlstore: New: unsupported dialect %q", db.Dialect)
+	}
+	s := &Store{db: db}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	return s, nil
+}
+
+// Open opens the database at databaseURL ("sqlite:PATH", "sqlite::memory:"
+// or "postgres://...", see [sqldb.Open]) and returns a Store over it, as
+// [New] does. The Store owns the database: [Store.Close] closes it.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	db, err := sqldb.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	s, err := New(ctx, db, opts...)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// DB returns the database the Store works on.
+func (s *Store) DB() *sqldb.DB { return s.db }
+
+// Close releases the statements the Store prepared and, for a Store from
+// [Open], closes its database; a database given to [New] stays open. The
+// Store must not be used afterwards.
+func (s *Store) Close() error {
+	var errs []error
+	s.stmts.Range(func(k, v any) bool {
+		errs = append(errs, v.(*sql.Stmt).Close())
+		s.stmts.Delete(k)
+		return true
+	})
+	if s.ownDB {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// prepared returns the statement for query, prepared once per Store.
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		_ = st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// dbError turns an error of the database driver into one of the kit's: the
+// context's error when ctx ended, provider.ErrUnavailable for a lost
+// connection, otherwise an error carrying only the driver's message (never
+// its type).
+func dbError(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("sqlstore: %s: %w", op, cerr)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("sqlstore: %s: %w", op, context.Canceled)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("sqlstore: %s: %w", op, context.DeadlineExceeded)
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), isNetError(err):
+		return fmt.Errorf("sqlstore: %s: %w: %v", op, provider.ErrUnavailable, err)
+	}
+	return fmt.Errorf("sqlstore: %s: %v", op, err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// checkResource returns an error unless r is one of [consumer.Resources].
+func checkResource(op string, r consumer.Resource) error {
+	if !slices.Contains(consumer.Resources, r) {
+		return fmt.Errorf("sqlstore: %s: unknown resource %q", op, r)
+	}
+	return nil
+}
+
+// ms returns t as milliseconds since the Unix epoch, rounded down.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// msCeil returns t as milliseconds since the Unix epoch, rounded up.
+func msCeil(t time.Time) int64 {
+	m := t.UnixMilli()
+	if time.UnixMilli(m).Before(t) {
+		m++
+	}
+	return m
+}
+
+// fromMS returns the UTC time of m milliseconds since the Unix epoch.
+func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }
+
+// nullMS returns t in milliseconds, or nil (NULL) for the zero time.
+func nullMS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return ms(t)
+}
+
+// fromNullMS returns the time of a nullable millisecond column, the zero
+// time for NULL.
+func fromNullMS(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromMS(n.Int64)
+}

@@ -1,0 +1,227 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// Bucket widths in milliseconds.
+const (
+	hourMS = int64(time.Hour / time.Millisecond)
+	dayMS  = int64(24 * time.Hour / time.Millisecond)
+)
+
+// Columns of consumer_records holding the dimensions, by index of
+// spec.Dimensions.
+var usageColumns = [4]string{"model", "assistant_id", "user_id", "department"}
+
+// usagePlan is a usage query resolved to SQL terms.
+type usagePlan struct {
+	granularity string
+	width       int64   // bucket width, ms
+	lo, hi      int64   // bucket range [lo, hi), ms, on bucket boundaries
+	grouped     [4]bool // by index of spec.Dimensions
+	after       *provider.UsageKey
+	source      string
+	limit       int
+	postgres    bool
+}
+
+func planUsage(q *provider.UsageQuery) (*usagePlan, error) {
+	p := &usagePlan{granularity: q.Granularity, source: q.Tenant, after: q.After, limit: q.Limit}
+	switch q.Granularity {
+	case spec.GranularityHour:
+		p.width = hourMS
+	case spec.GranularityDay:
+		p.width = dayMS
+	default:
+		return nil, provider.Invalid("granularity", "must be %q or %q, not %q", spec.GranularityHour, spec.GranularityDay, q.Granularity)
+	}
+	for _, d := range q.GroupBy {
+		i := slices.Index(spec.Dimensions, d)
+		if i < 0 {
+			return nil, provider.Invalid("groupBy", "unknown dimension %q: want any of %s", d, strings.Join(spec.Dimensions, ", "))
+		}
+		if p.grouped[i] {
+			return nil, provider.Invalid("groupBy", "dimension %q given twice", d)
+		}
+		p.grouped[i] = true
+	}
+	if err := checkLimit(q.Limit); err != nil {
+		return nil, err
+	}
+	// Buckets b with Start <= b < End: from Start rounded up to a bucket
+	// boundary, to End rounded up; none before the position's bucket.
+	p.lo = ceilTo(msCeil(q.Start), p.width)
+	p.hi = ceilTo(msCeil(q.End), p.width)
+	if q.After != nil {
+		p.lo = max(p.lo, ceilTo(msCeil(q.After.Start), p.width))
+	}
+	return p, nil
+}
+
+// ceilTo rounds m up to a multiple of w.
+func ceilTo(m, w int64) int64 { return -floorTo(-m, w) }
+
+// floorTo rounds m down to a multiple of w.
+func floorTo(m, w int64) int64 {
+	r := m % w
+	if r < 0 {
+		r += w
+	}
+	return m - r
+}
+
+// floorSQL is the SQL of floorTo(col, w).
+func floorSQL(col string, w int64) string {
+	return fmt.Sprintf("(%[1]s - ((%[1]s %% %[2]d) + %[2]d) %% %[2]d)", col, w)
+}
+
+// sql returns the query aggregating the stored buckets into at most
+// p.limit+1 groups in UsageKey order (dimensions compare byte by byte:
+// BINARY on SQLite, COLLATE "C" columns on PostgreSQL), after the keyset
+// position.
+//
+// Hour groups add up the stored hour buckets. Day groups add up the stored
+// day buckets of each day, or, for a day without any, its hour buckets.
+// Buckets marked Missing count for nothing. ActiveUsers counts the distinct
+// non-empty userId values of the buckets grouped by userId that have
+// requests, plus the activeUsers of the buckets not grouped by userId.
+func (p *usagePlan) sql() (string, []any) {
+	args := []any{p.source, p.lo, p.hi}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	key := []string{"b"}
+	for i, c := range usageColumns {
+		if p.grouped[i] {
+			key = append(key, c)
+		}
+	}
+	keyList := strings.Join(key, ", ")
+
+	var b strings.Builder
+	b.WriteString("SELECT " + keyList + `, CAST(sum(requests) AS BIGINT), CAST(sum(conversations) AS BIGINT),` +
+		` count(DISTINCT CASE WHEN by_user = 1 AND requests > 0 AND user_id <> '' THEN user_id END)` +
+		` + CAST(sum(CASE WHEN by_user = 1 THEN 0 ELSE active_users END) AS BIGINT),` +
+		` CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), `)
+	if p.postgres {
+		// A floating-point sum depends on the order of its terms, which
+		// varies with the plan: summed as NUMERIC, a bucket's cost is the
+		// same number on every page and every run.
+		b.WriteString(`CAST(sum(CAST(cost AS NUMERIC)) AS DOUBLE PRECISION)`)
+	} else {
+		b.WriteString(`sum(cost)`)
+	}
+	b.WriteString("\nFROM (SELECT " + floorSQL("r.time_ms", p.width) + ` AS b, r.model, r.assistant_id, r.user_id, r.department,
+	r.requests, r.conversations, r.active_users, r.input_tokens, r.output_tokens, r.cost,
+	CASE WHEN (',' || r.grouped || ',') LIKE '%,userId,%' THEN 1 ELSE 0 END AS by_user
+	FROM consumer_records r
+	WHERE r.source = $1 AND r.resource = 'usage' AND r.missing_at IS NULL AND r.time_ms >= $2 AND r.time_ms < $3`)
+	if p.width == hourMS {
+		b.WriteString(` AND r.granularity = 'hour'`)
+	} else {
+		b.WriteString(` AND (r.granularity = 'day' OR (r.granularity = 'hour' AND NOT EXISTS (SELECT 1 FROM consumer_records d
+		WHERE d.source = r.source AND d.resource = 'usage' AND d.time_ms = ` + floorSQL("r.time_ms", dayMS) + `
+		AND d.granularity = 'day' AND d.missing_at IS NULL)))`)
+	}
+	b.WriteString(") t")
+	if p.after != nil && p.lo <= ms(p.after.Start) {
+		a := []string{arg(ms(p.after.Start))}
+		vals := [4]string{p.after.Model, p.after.AssistantID, p.after.UserID, p.after.Department}
+		for i := range vals {
+			if p.grouped[i] {
+				a = append(a, arg(vals[i]))
+			}
+		}
+		// Every row of a group has the group's key: the position filters
+		// rows before they are summed.
+		fmt.Fprintf(&b, "\nWHERE (%s) > (%s)", keyList, strings.Join(a, ", "))
+	}
+	fmt.Fprintf(&b, "\nGROUP BY %s ORDER BY %s LIMIT %s", keyList, keyList, arg(p.limit+1))
+	return b.String(), args
+}
+
+// Usage returns a page of usage buckets of q.Granularity aggregated from the
+// buckets collected from source q.Tenant, with q.Start <= startAt < q.End,
+// one per combination of the grouped dimensions, in [provider.UsageKey]
+// order, starting after q.After. Dimensions hold exactly the grouped keys;
+// a dimension the stored buckets did not carry counts as "". See the
+// package documentation for how metrics are summed and where ActiveUsers
+// and Conversations are approximations. An unknown source has no buckets. A
+// bad granularity, groupBy or limit is [provider.ErrInvalid]. It implements
+// [provider.DataSource].
+func (s *Store) Usage(ctx context.Context, q provider.UsageQuery) (provider.Page[spec.UsageBucket], error) {
+	p, err := planUsage(&q)
+	if err != nil {
+		return provider.Page[spec.UsageBucket]{}, err
+	}
+	p.postgres = s.db.Dialect == sqldb.Postgres
+	if p.lo >= p.hi {
+		return provider.Page[spec.UsageBucket]{Items: []spec.UsageBucket{}}, nil
+	}
+	query, args := p.sql()
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
+	}
+	defer rows.Close()
+
+	width := time.Duration(p.width) * time.Millisecond
+	items := make([]spec.UsageBucket, 0, min(p.limit+1, 128))
+	var dimVals [4]string
+	dest := make([]any, 0, 11)
+	for rows.Next() {
+		var (
+			bucket int64
+			m      spec.UsageMetrics
+		)
+		dest = append(dest[:0], &bucket)
+		for i := range dimVals {
+			if p.grouped[i] {
+				dest = append(dest, &dimVals[i])
+			}
+		}
+		dest = append(dest, &m.Requests, &m.Conversations, &m.ActiveUsers, &m.InputTokens, &m.OutputTokens, &m.Cost)
+		if err := rows.Scan(dest...); err != nil {
+			return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
+		}
+		m.Cost = provider.RoundCost(m.Cost)
+		start := fromMS(bucket)
+		dim := func(i int) *string {
+			if !p.grouped[i] {
+				return nil
+			}
+			v := dimVals[i]
+			return &v
+		}
+		items = append(items, spec.UsageBucket{
+			StartAt:     spec.NewTime(start),
+			EndAt:       spec.NewTime(start.Add(width)),
+			Granularity: p.granularity,
+			Dimensions:  spec.UsageDimensions{Model: dim(0), AssistantID: dim(1), UserID: dim(2), Department: dim(3)},
+			Metrics:     m,
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
+	}
+	page := provider.Page[spec.UsageBucket]{Items: items}
+	if len(items) > p.limit {
+		page.Items, page.HasMore = items[:p.limit], true
+	}
+	return page, nil
+}

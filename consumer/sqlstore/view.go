@@ -1,0 +1,332 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// maxLimit is the largest page a list returns.
+const maxLimit = 1000
+
+func checkLimit(limit int) error {
+	if limit < 1 || limit > maxLimit {
+		return provider.Invalid("limit", "must be between 1 and %d, not %d", maxLimit, limit)
+	}
+	return nil
+}
+
+// keyset describes one keyset query of the collected view: a page of one
+// source's records of one resource in (pos_ms, id) order.
+type keyset struct {
+	resource string // conversations, assistants, events
+	source   string
+	after    *provider.Key
+	// since bounds pos_ms from below: inclusive (updatedSince) or exclusive
+	// (occurredAfter). Zero: no bound.
+	since     time.Time
+	inclusive bool
+	// startedAfter keeps rows with started_ms > startedAfter (exclusive).
+	startedAfter time.Time
+	category     string
+	limit        int
+}
+
+// sql returns the query and its arguments. It reads one range of the index
+// (source, resource, pos_ms, id): the lower bound is whichever of the
+// keyset position and the time filter is the tighter. Conversations marked
+// Missing stay in (served as tombstones); other records marked Missing are
+// left out.
+func (k *keyset) sql() (string, []any) {
+	var b strings.Builder
+	args := []any{k.source}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	// The resource is a literal: one of three constants.
+	fmt.Fprintf(&b, "SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records WHERE source = $1 AND resource = '%s'", k.resource)
+	if k.resource != "conversations" {
+		b.WriteString(" AND missing_at IS NULL")
+	}
+	if k.category != "" {
+		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
+	}
+	var lo int64
+	hasLo := !k.since.IsZero()
+	if hasLo {
+		if k.inclusive {
+			lo = msCeil(k.since)
+		} else {
+			lo = ms(k.since) + 1
+		}
+	}
+	useAfter := k.after != nil
+	if useAfter && hasLo && ms(k.after.Time) < lo {
+		useAfter = false // every row with pos_ms >= lo follows the position
+	}
+	switch {
+	case useAfter:
+		fmt.Fprintf(&b, " AND (pos_ms, id) > (%s, %s)", arg(ms(k.after.Time)), arg(k.after.ID))
+	case hasLo:
+		fmt.Fprintf(&b, " AND pos_ms >= %s", arg(lo))
+	}
+	if !k.startedAfter.IsZero() {
+		fmt.Fprintf(&b, " AND started_ms > %s", arg(ms(k.startedAfter)))
+	}
+	fmt.Fprintf(&b, " ORDER BY pos_ms, id LIMIT %s", arg(k.limit+1))
+	return b.String(), args
+}
+
+// listRaw runs a keyset query. The records' bytes share one buffer per
+// page.
+func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
+	if err := checkLimit(k.limit); err != nil {
+		return provider.Page[provider.RawRecord]{}, err
+	}
+	query, args := k.sql()
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	defer rows.Close()
+
+	n := min(k.limit, 128)
+	keys := make([]provider.Key, 0, n)
+	ends := make([]int, 0, n)
+	var (
+		buf     []byte
+		hasMore bool
+	)
+	for rows.Next() {
+		if len(keys) == k.limit {
+			hasMore = true
+			break
+		}
+		var r storedRow
+		if err := rows.Scan(&r.pos, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started); err != nil {
+			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		}
+		body, err := r.served()
+		if err != nil {
+			return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: %w", op, err)
+		}
+		if buf == nil {
+			buf = make([]byte, 0, len(body)*n+len(body)*n/4)
+		}
+		buf = append(buf, body...)
+		keys = append(keys, provider.Key{Time: fromMS(r.pos), ID: r.id})
+		ends = append(ends, len(buf))
+	}
+	if err := rows.Err(); err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	if cap(buf) > len(buf)+len(buf)/2 {
+		buf = bytes.Clone(buf) // a short page: keep no more than its bytes
+	}
+	items := make([]provider.RawRecord, len(keys))
+	start := 0
+	for i, end := range ends {
+		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[start:end:end])}
+		start = end
+	}
+	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, nil
+}
+
+// storedRow is a record of the collected view as read.
+type storedRow struct {
+	pos       int64
+	id        string
+	body      sql.RawBytes
+	missingAt sql.NullInt64
+	deleted   bool
+	started   int64
+}
+
+// served returns the JSON the collected view serves for r: the stored body,
+// or for a conversation marked Missing that was not a tombstone, a
+// tombstone deleted (and updated) at the Missing time. The result may
+// alias r.body.
+func (r *storedRow) served() ([]byte, error) {
+	if !r.missingAt.Valid || r.deleted {
+		return r.body, nil
+	}
+	var c struct {
+		ConversationID string    `json:"conversationId"`
+		StartedAt      spec.Time `json:"startedAt"`
+	}
+	if err := json.Unmarshal(r.body, &c); err != nil {
+		return nil, fmt.Errorf("stored conversation %q: %v", r.id, err)
+	}
+	if c.StartedAt.IsZero() {
+		c.StartedAt = spec.NewTime(fromMS(r.started))
+	}
+	at := spec.NewTime(fromMS(r.missingAt.Int64))
+	b, err := json.Marshal(spec.Conversation{
+		ID: r.id, ConversationID: c.ConversationID, StartedAt: c.StartedAt, UpdatedAt: at, DeletedAt: at,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tombstone of conversation %q: %v", r.id, err)
+	}
+	return b, nil
+}
+
+// decodePage decodes a page of stored JSON into records.
+func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error) (provider.Page[T], error) {
+	if err != nil {
+		return provider.Page[T]{}, err
+	}
+	items := make([]T, len(p.Items))
+	for i, r := range p.Items {
+		if err := json.Unmarshal(r.JSON, &items[i]); err != nil {
+			return provider.Page[T]{}, fmt.Errorf("sqlstore: %s: stored record %q: %v", op, r.Key.ID, err)
+		}
+	}
+	return provider.Page[T]{Items: items, HasMore: p.HasMore}, nil
+}
+
+// ListConversationsRaw returns a page of the conversations collected from
+// source q.Tenant as stored JSON, in (updatedAt, id) order, with the
+// semantics of [Store.ListConversations]. It implements
+// [provider.RawSource].
+func (s *Store) ListConversationsRaw(ctx context.Context, q provider.ConversationQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list conversations", &keyset{
+		resource: "conversations", source: q.Tenant, after: q.After,
+		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit,
+	})
+}
+
+// ListAssistantsRaw returns a page of the assistants collected from source
+// q.Tenant as stored JSON, in (updatedAt, id) order. It implements
+// [provider.RawSource].
+func (s *Store) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list assistants", &keyset{
+		resource: "assistants", source: q.Tenant, after: q.After, since: q.UpdatedSince, inclusive: true, limit: q.Limit,
+	})
+}
+
+// ListEventsRaw returns a page of the events collected from source q.Tenant
+// as stored JSON, in (occurredAt, id) order. It implements
+// [provider.RawSource].
+func (s *Store) ListEventsRaw(ctx context.Context, q provider.EventQuery) (provider.Page[provider.RawRecord], error) {
+	return s.listRaw(ctx, "list events", &keyset{
+		resource: "events", source: q.Tenant, after: q.After, since: q.OccurredAfter, category: q.Category, limit: q.Limit,
+	})
+}
+
+// ListConversations returns a page of the conversations collected from
+// source q.Tenant in (updatedAt, id) order, starting after q.After, keeping
+// those with updatedAt >= q.UpdatedSince and startedAt > q.StartedAfter.
+// Tombstones are listed, and so are conversations a full re-pull no longer
+// found (marked Missing): as tombstones deleted at the Missing time, listed
+// at that time. An unknown source has no conversations. A limit outside
+// 1..1000 is [provider.ErrInvalid]. It implements [provider.DataSource].
+func (s *Store) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
+	p, err := s.ListConversationsRaw(ctx, q)
+	return decodePage[spec.Conversation]("list conversations", p, err)
+}
+
+// ListAssistants returns a page of the assistants collected from source
+// q.Tenant in (updatedAt, id) order, starting after q.After, keeping those
+// with updatedAt >= q.UpdatedSince. Assistants marked Missing are left out.
+// It implements [provider.DataSource].
+func (s *Store) ListAssistants(ctx context.Context, q provider.AssistantQuery) (provider.Page[spec.Assistant], error) {
+	p, err := s.ListAssistantsRaw(ctx, q)
+	return decodePage[spec.Assistant]("list assistants", p, err)
+}
+
+// ListEvents returns a page of the events collected from source q.Tenant in
+// (occurredAt, id) order, starting after q.After, keeping those with
+// occurredAt > q.OccurredAfter and, when q.Category is set, of that
+// category. Events marked Missing are left out. It implements
+// [provider.DataSource].
+func (s *Store) ListEvents(ctx context.Context, q provider.EventQuery) (provider.Page[spec.Event], error) {
+	p, err := s.ListEventsRaw(ctx, q)
+	return decodePage[spec.Event]("list events", p, err)
+}
+
+const (
+	getConversationSQL = `SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
+WHERE source = $1 AND resource = 'conversations' AND id = $2`
+	getAssistantSQL = `SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
+WHERE source = $1 AND resource = 'assistants' AND id = $2 AND missing_at IS NULL`
+)
+
+// GetConversationRaw returns the JSON of conversation id collected from
+// source tenant, exactly as [Store.ListConversationsRaw] lists it. An
+// unknown id or source is [provider.ErrNotFound]. It implements
+// [provider.RawGetter].
+func (s *Store) GetConversationRaw(ctx context.Context, tenant, id string) (json.RawMessage, error) {
+	return s.getRaw(ctx, "conversation", getConversationSQL, tenant, id)
+}
+
+// GetAssistantRaw returns the stored JSON of assistant id collected from
+// source tenant. An unknown id or source, or an assistant marked Missing,
+// is [provider.ErrNotFound]. It implements [provider.RawGetter].
+func (s *Store) GetAssistantRaw(ctx context.Context, tenant, id string) (json.RawMessage, error) {
+	return s.getRaw(ctx, "assistant", getAssistantSQL, tenant, id)
+}
+
+// GetConversation returns conversation id collected from source tenant, or
+// its tombstone (see [Store.ListConversations]). An unknown id or source is
+// [provider.ErrNotFound]. It implements [provider.DataSource].
+func (s *Store) GetConversation(ctx context.Context, tenant, id string) (spec.Conversation, error) {
+	var c spec.Conversation
+	err := s.get(ctx, "conversation", getConversationSQL, tenant, id, &c)
+	return c, err
+}
+
+// GetAssistant returns assistant id collected from source tenant. An
+// unknown id or source, or an assistant marked Missing, is
+// [provider.ErrNotFound]. It implements [provider.DataSource].
+func (s *Store) GetAssistant(ctx context.Context, tenant, id string) (spec.Assistant, error) {
+	var a spec.Assistant
+	err := s.get(ctx, "assistant", getAssistantSQL, tenant, id, &a)
+	return a, err
+}
+
+func (s *Store) get(ctx context.Context, what, query, tenant, id string, v any) error {
+	body, err := s.getRaw(ctx, what, query, tenant, id)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("sqlstore: get %s: stored record %q: %v", what, id, err)
+	}
+	return nil
+}
+
+func (s *Store) getRaw(ctx context.Context, what, query, tenant, id string) (json.RawMessage, error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return nil, dbError(ctx, "get "+what, err)
+	}
+	var r storedRow
+	var body []byte
+	err = st.QueryRowContext(ctx, tenant, id).Scan(&r.pos, &r.id, &body, &r.missingAt, &r.deleted, &r.started)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &provider.Error{Kind: provider.ErrNotFound, Detail: fmt.Sprintf("no %s with id %q", what, id)}
+	}
+	if err != nil {
+		return nil, dbError(ctx, "get "+what, err)
+	}
+	r.body = body
+	out, err := r.served()
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get %s: %w", what, err)
+	}
+	return json.RawMessage(out), nil
+}
