@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -356,23 +357,6 @@ func (s *run) renew(ctx context.Context) error {
 	return nil
 }
 
-// fetched is a page fetched ahead of its processing.
-type fetched struct {
-	q    Query
-	page Page
-	err  error
-}
-
-// prefetch starts fetching q and returns where the page will arrive.
-func (s *run) prefetch(ctx context.Context, q Query) <-chan fetched {
-	ch := make(chan fetched, 1)
-	go func() {
-		page, err := s.p.src.Fetch(ctx, s.r, q)
-		ch <- fetched{q: q, page: page, err: err}
-	}()
-	return ch
-}
-
 // syncList syncs conversations, assistants or events.
 func (s *run) syncList(ctx context.Context) error {
 	cp, err := s.p.store.Checkpoint(ctx, s.p.cfg.Source, s.r)
@@ -426,56 +410,27 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 		}
 		return q
 	}
-	seen := map[string]bool{}
-	restarts := 0
-	pending := s.prefetch(wctx, query(cp.Cursor))
-	for {
-		var f fetched
-		select {
-		case f = <-pending:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if f.err != nil {
-			if errors.Is(f.err, provider.ErrInvalid) && f.q.Cursor != "" && restarts < s.p.cfg.MaxRestarts {
-				// The provider rejected the cursor (rotated key, expired,
-				// or issued by another deployment): start the walk over
-				// with the same filter. Records already committed stay;
-				// the run number stays, so a full walk still sweeps right.
-				restarts++
-				s.res.Restarts++
-				s.p.cfg.Logger.Debug("cursor rejected, walk restarts", "resource", s.r, "err", f.err)
-				clear(seen)
-				cp.Cursor = ""
-				pending = s.prefetch(wctx, query(""))
-				continue
+	parse := func(raw json.RawMessage) parsed { return parseRecord(s.r, raw) }
+	for it := range s.pipeline(wctx, query, cp.Cursor, parse) {
+		if it.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			return f.err
+			return it.err
 		}
-		page := f.page
-		more := page.HasMore
-		if more && page.NextCursor == "" {
-			return fmt.Errorf("the provider answered hasMore without a nextCursor (page %d of the walk)", cp.Pages+1)
+		if it.restarted {
+			s.res.Restarts++
 		}
-		if !page.Paginated {
+		if !it.page.Paginated {
 			s.needsFull(cp, "the provider does not paginate with cursors")
-			more = false
-		}
-		if more {
-			if seen[page.NextCursor] {
-				return fmt.Errorf("the provider returned cursor %.40q twice in one walk: its pagination loops", page.NextCursor)
-			}
-			seen[page.NextCursor] = true
-			pending = s.prefetch(wctx, query(page.NextCursor))
 		}
 		if err := s.renew(ctx); err != nil {
 			return err
 		}
 		w := PageWrite{}
-		for _, raw := range page.Records {
-			pr := parseRecord(s.r, raw)
+		for i, pr := range it.parsed {
 			if pr.reason != "" {
-				w.Quarantine = append(w.Quarantine, Quarantine{Source: s.p.cfg.Source, Resource: s.r, ID: pr.id, Reason: pr.reason, At: s.p.cfg.Now(), JSON: raw})
+				w.Quarantine = append(w.Quarantine, Quarantine{Source: s.p.cfg.Source, Resource: s.r, ID: pr.id, Reason: pr.reason, At: s.p.cfg.Now(), JSON: it.page.Records[i]})
 				continue
 			}
 			if pr.noUpdatedAt {
@@ -492,24 +447,15 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 		cp.Pages++
 		cp.Records += int64(len(w.Records))
 		cp.Cursor = ""
-		if more {
-			cp.Cursor = page.NextCursor
+		if it.more {
+			cp.Cursor = it.page.NextCursor
 		}
-		done := !more
+		done := !it.more
 		if done && !cp.Full {
 			s.finish(cp)
 		}
-		w.Lease = s.leaseFor()
-		w.Checkpoint = *cp
-		if err := s.p.store.SavePage(ctx, w); err != nil {
-			return fmt.Errorf("save page: %w", err)
-		}
-		s.res.Pages++
-		s.res.Records += len(w.Records)
-		s.res.Quarantined += len(w.Quarantine)
-		if s.p.cfg.OnPage != nil {
-			s.p.cfg.OnPage(PageProgress{Source: s.p.cfg.Source, Resource: s.r, Full: cp.Full, Page: s.res.Pages,
-				Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
+		if err := s.save(ctx, cp, w); err != nil {
+			return err
 		}
 		if !done {
 			continue
@@ -523,6 +469,27 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 		}
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("the walk ended without its last page") // unreachable: the pipeline ends with a last page or an error
+}
+
+// save commits a page with checkpoint cp and reports it.
+func (s *run) save(ctx context.Context, cp *Checkpoint, w PageWrite) error {
+	w.Lease = s.leaseFor()
+	w.Checkpoint = *cp
+	if err := s.p.store.SavePage(ctx, w); err != nil {
+		return fmt.Errorf("save page: %w", err)
+	}
+	s.res.Pages++
+	s.res.Records += len(w.Records)
+	s.res.Quarantined += len(w.Quarantine)
+	if s.p.cfg.OnPage != nil {
+		s.p.cfg.OnPage(PageProgress{Source: s.p.cfg.Source, Resource: s.r, Full: cp.Full, Page: s.res.Pages,
+			Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
+	}
+	return nil
 }
 
 func filterName(r Resource) string {
@@ -610,73 +577,44 @@ func (s *run) usageWindow(ctx context.Context, cp *Checkpoint, g time.Duration, 
 		return Query{Cursor: cursor, Limit: cfg.PageSize, StartAt: cp.Since, EndAt: cp.Until,
 			Granularity: cfg.UsageGranularity, GroupBy: cfg.UsageGroupBy}
 	}
-	seen := map[string]bool{}
-	restarts := 0
-	pending := s.prefetch(wctx, query(cp.Cursor))
-	for {
-		var f fetched
-		select {
-		case f = <-pending:
-		case <-ctx.Done():
-			return ctx.Err()
+	parse := func(raw json.RawMessage) parsed {
+		pr := parseRecord(Usage, raw)
+		if pr.reason == "" {
+			pr.reason = s.checkBucket(pr.rec.Bucket, cp, g)
 		}
-		if f.err != nil {
-			if errors.Is(f.err, provider.ErrInvalid) && f.q.Cursor != "" && restarts < cfg.MaxRestarts {
-				restarts++
-				s.res.Restarts++
-				clear(seen)
-				cp.Cursor = ""
-				pending = s.prefetch(wctx, query(""))
-				continue
+		return pr
+	}
+	for it := range s.pipeline(wctx, query, cp.Cursor, parse) {
+		if it.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			return f.err
+			return it.err
 		}
-		page := f.page
-		more := page.HasMore && page.Paginated
-		if page.HasMore && page.NextCursor == "" {
-			return fmt.Errorf("the provider answered hasMore without a nextCursor (usage page %d of the window)", cp.Pages+1)
-		}
-		if more {
-			if seen[page.NextCursor] {
-				return fmt.Errorf("the provider returned usage cursor %.40q twice in one walk: its pagination loops", page.NextCursor)
-			}
-			seen[page.NextCursor] = true
-			pending = s.prefetch(wctx, query(page.NextCursor))
+		if it.restarted {
+			s.res.Restarts++
 		}
 		if err := s.renew(ctx); err != nil {
 			return err
 		}
 		w := PageWrite{}
-		for _, raw := range page.Records {
-			pr := parseRecord(Usage, raw)
-			if pr.reason == "" {
-				pr.reason = s.checkBucket(pr.rec.Bucket, cp, g)
-			}
+		for i, pr := range it.parsed {
 			if pr.reason != "" {
-				w.Quarantine = append(w.Quarantine, Quarantine{Source: cfg.Source, Resource: Usage, ID: pr.id, Reason: pr.reason, At: cfg.Now(), JSON: raw})
+				w.Quarantine = append(w.Quarantine, Quarantine{Source: cfg.Source, Resource: Usage, ID: pr.id, Reason: pr.reason, At: cfg.Now(), JSON: it.page.Records[i]})
 				continue
 			}
 			w.Records = append(w.Records, pr.rec)
 		}
 		cp.Pages++
 		cp.Records += int64(len(w.Records))
-		cp.Cursor = page.NextCursor
-		if !more {
-			cp.Cursor = ""
+		cp.Cursor = ""
+		if it.more {
+			cp.Cursor = it.page.NextCursor
 		}
-		w.Lease = s.leaseFor()
-		w.Checkpoint = *cp
-		if err := s.p.store.SavePage(ctx, w); err != nil {
-			return fmt.Errorf("save page: %w", err)
+		if err := s.save(ctx, cp, w); err != nil {
+			return err
 		}
-		s.res.Pages++
-		s.res.Records += len(w.Records)
-		s.res.Quarantined += len(w.Quarantine)
-		if cfg.OnPage != nil {
-			cfg.OnPage(PageProgress{Source: cfg.Source, Resource: Usage, Full: true, Page: s.res.Pages,
-				Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
-		}
-		if more {
+		if it.more {
 			continue
 		}
 		// The window is complete: sweep what it no longer holds, and move
@@ -695,6 +633,10 @@ func (s *run) usageWindow(ctx context.Context, cp *Checkpoint, g time.Duration, 
 		}
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("the usage walk ended without its last page")
 }
 
 // checkBucket returns why a bucket does not belong to the window asked
