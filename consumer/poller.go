@@ -364,24 +364,54 @@ func (s *run) syncList(ctx context.Context) error {
 		return fmt.Errorf("read checkpoint: %w", err)
 	}
 	resumed := cp.InProgress
+	resumedAt := cp.Watermark  // the watermark when the interrupted walk stopped
+	var followSince *time.Time // where the walk that follows a resumed one starts
 	for {
 		if !cp.InProgress {
+			previous := cp.Started
 			cp.Run++
 			cp.InProgress = true
 			cp.Cursor = ""
 			cp.Pages, cp.Records = 0, 0
+			cp.Started = s.p.cfg.Now().UTC()
 			cp.Full = cp.NeedsFull || cp.Watermark.IsZero()
 			cp.Since = time.Time{}
 			if !cp.Full {
+				// Reach back a lookback before the newest record seen, and
+				// before the start of the previous walk: a record the
+				// provider committed late, while that walk was past its
+				// position, is read again.
 				cp.Since = cp.Watermark.Add(-s.p.cfg.Lookback)
+				if !previous.IsZero() {
+					if t := previous.Add(-s.p.cfg.Lookback); t.Before(cp.Since) {
+						cp.Since = t
+					}
+				}
+				if followSince != nil && followSince.Before(cp.Since) {
+					cp.Since = *followSince
+				}
 			}
+			followSince = nil
 		}
 		wasFull := cp.Full
 		needed := cp.NeedsFull
 		if err := s.walk(ctx, &cp, resumed); err != nil {
 			return err
 		}
-		resumed = false
+		if resumed {
+			// The walk was interrupted (a crash, an error) and finished
+			// now from its checkpoint: records committed late meanwhile
+			// may sit behind its cursor. Walk again from its filter or,
+			// after a full walk, from a lookback before the newest record
+			// it had committed when it stopped.
+			resumed = false
+			since := cp.Since
+			if cp.Full && !resumedAt.IsZero() {
+				since = resumedAt.Add(-s.p.cfg.Lookback)
+			}
+			followSince = &since
+			continue
+		}
 		// A walk that discovered a missing sync feature was not a full
 		// re-pull: follow it with one, so deletions show at once.
 		if !wasFull && cp.NeedsFull && !needed {

@@ -98,6 +98,11 @@ type Checkpoint struct {
 	Since time.Time
 	// Until is the end of the usage window of the walk in progress.
 	Until time.Time
+	// Started is when the walk in progress, or the last one, started, by
+	// the poller's clock. The next incremental walk reaches back to it
+	// minus the lookback, so records a provider committed late while a
+	// long or interrupted walk was past their position are read again.
+	Started time.Time
 	// Watermark is the largest record Time committed (updatedAt,
 	// occurredAt; for usage the end of the last complete window).
 	Watermark time.Time

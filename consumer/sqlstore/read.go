@@ -11,14 +11,14 @@ import (
 
 const (
 	checkpointColumns = `run, cursor_token, in_progress, full_repull, since_ms, until_ms, watermark_ms, needs_full,
-	needs_full_reason, pages, records, last_success_ms, last_error, last_error_at_ms`
+	needs_full_reason, pages, records, last_success_ms, last_error, last_error_at_ms, started_ms`
 	checkpointSQL = `SELECT ` + checkpointColumns + ` FROM consumer_checkpoints WHERE source = $1 AND resource = $2`
 	// statusSQL lists the checkpoints in source order, then in the order of
 	// consumer.Resources, with the counts of their records.
 	statusSQL = `SELECT c.source, c.resource, COALESCE(r.total, 0), COALESCE(r.missing, 0),
 	(SELECT count(*) FROM consumer_quarantine q WHERE q.source = c.source AND q.resource = c.resource),
 	c.run, c.cursor_token, c.in_progress, c.full_repull, c.since_ms, c.until_ms, c.watermark_ms, c.needs_full,
-	c.needs_full_reason, c.pages, c.records, c.last_success_ms, c.last_error, c.last_error_at_ms
+	c.needs_full_reason, c.pages, c.records, c.last_success_ms, c.last_error, c.last_error_at_ms, c.started_ms
 FROM consumer_checkpoints c
 LEFT JOIN (SELECT source, resource, count(*) AS total, count(missing_at) AS missing
 	FROM consumer_records GROUP BY source, resource) r ON r.source = c.source AND r.resource = c.resource
@@ -30,11 +30,11 @@ ORDER BY c.source, CASE c.resource WHEN 'conversations' THEN 0 WHEN 'assistants'
 // checkpointDest returns the scan destinations of the checkpoint columns,
 // and a function that fills c from them once scanned.
 func checkpointDest(c *consumer.Checkpoint) ([]any, func()) {
-	var since, until, watermark, success, errAt sql.NullInt64
+	var since, until, watermark, success, errAt, started sql.NullInt64
 	dest := []any{&c.Run, &c.Cursor, &c.InProgress, &c.Full, &since, &until, &watermark, &c.NeedsFull,
-		&c.NeedsFullReason, &c.Pages, &c.Records, &success, &c.LastError, &errAt}
+		&c.NeedsFullReason, &c.Pages, &c.Records, &success, &c.LastError, &errAt, &started}
 	return dest, func() {
-		c.Since, c.Until, c.Watermark = fromNullMS(since), fromNullMS(until), fromNullMS(watermark)
+		c.Since, c.Until, c.Watermark, c.Started = fromNullMS(since), fromNullMS(until), fromNullMS(watermark), fromNullMS(started)
 		c.LastSuccess, c.LastErrorAt = fromNullMS(success), fromNullMS(errAt)
 	}
 }

@@ -247,6 +247,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			NeedsFullReason: "no nextCursor", Pages: 12, Records: 11_999,
 			LastSuccess: time.Date(1969, 12, 31, 23, 59, 59, 1_000_000, time.UTC), // before the epoch
 			LastError:   "500: boom", LastErrorAt: time.Date(2026, 3, 1, 0, 0, 0, 123_000_000, time.UTC),
+			Started: time.Date(2026, 2, 28, 23, 59, 0, 7_000_000, time.UTC),
 		}
 		require.NoError(t, s.SavePage(ctx, consumer.PageWrite{Lease: l, Checkpoint: full}))
 		cp, err = s.Checkpoint(ctx, "src", consumer.Usage)

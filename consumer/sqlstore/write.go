@@ -30,14 +30,14 @@ RETURNING EXISTS (SELECT 1 FROM consumer_quarantine q WHERE q.source = $1 AND q.
 
 	putCheckpointSQL = `INSERT INTO consumer_checkpoints (source, resource, run, cursor_token, in_progress, full_repull,
 	since_ms, until_ms, watermark_ms, needs_full, needs_full_reason, pages, records, last_success_ms, last_error,
-	last_error_at_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	last_error_at_ms, started_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT (source, resource) DO UPDATE SET run = excluded.run, cursor_token = excluded.cursor_token,
 	in_progress = excluded.in_progress, full_repull = excluded.full_repull, since_ms = excluded.since_ms,
 	until_ms = excluded.until_ms, watermark_ms = excluded.watermark_ms, needs_full = excluded.needs_full,
 	needs_full_reason = excluded.needs_full_reason, pages = excluded.pages, records = excluded.records,
 	last_success_ms = excluded.last_success_ms, last_error = excluded.last_error,
-	last_error_at_ms = excluded.last_error_at_ms`
+	last_error_at_ms = excluded.last_error_at_ms, started_ms = excluded.started_ms`
 	recordFailureSQL = `INSERT INTO consumer_checkpoints (source, resource, last_error, last_error_at_ms) VALUES ($1, $2, $3, $4)
 ON CONFLICT (source, resource) DO UPDATE SET last_error = excluded.last_error, last_error_at_ms = excluded.last_error_at_ms`
 
@@ -279,7 +279,7 @@ func (s *Store) RecordFailure(ctx context.Context, source string, r consumer.Res
 func (s *Store) putCheckpoint(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, c consumer.Checkpoint) error {
 	_, err := w.exec(ctx, putCheckpointSQL, source, string(r), c.Run, c.Cursor, c.InProgress, c.Full,
 		nullMS(c.Since), nullMS(c.Until), nullMS(c.Watermark), c.NeedsFull, c.NeedsFullReason, c.Pages, c.Records,
-		nullMS(c.LastSuccess), c.LastError, nullMS(c.LastErrorAt))
+		nullMS(c.LastSuccess), c.LastError, nullMS(c.LastErrorAt), nullMS(c.Started))
 	if err != nil {
 		return dbError(ctx, op, err)
 	}

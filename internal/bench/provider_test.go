@@ -42,6 +42,7 @@ var dataEnd = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 // built once per benchmark binary.
 type fixture struct {
 	srv      *httptest.Server
+	src      *sqlsource.Source // the provider's store, for writes
 	uncached *httptest.Server // the same, over a sqlsource without page cache
 	client   *http.Client
 	cursors  []string // cursors spread over the whole list, for limit=100 pages
@@ -93,7 +94,7 @@ func build() (*fixture, error) {
 	if err := src.WriteBatch(ctx, func(w provider.Writer) error { return demodata.Fill(ctx, cfg, tenant, w) }); err != nil {
 		return nil, err
 	}
-	f := &fixture{load: time.Since(start)}
+	f := &fixture{load: time.Since(start), src: src}
 	key, err := src.CursorKey(ctx)
 	if err != nil {
 		return nil, err

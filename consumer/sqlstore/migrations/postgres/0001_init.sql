@@ -65,6 +65,7 @@ CREATE TABLE consumer_checkpoints (
 	last_success_ms   BIGINT,
 	last_error        TEXT    NOT NULL DEFAULT '',
 	last_error_at_ms  BIGINT,
+	started_ms        BIGINT, -- when the walk in progress (or the last) started, by the poller's clock
 	PRIMARY KEY (source, resource)
 );
 

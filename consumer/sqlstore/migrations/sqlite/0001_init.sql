@@ -62,6 +62,7 @@ CREATE TABLE consumer_checkpoints (
 	last_success_ms   INTEGER,
 	last_error        TEXT    NOT NULL DEFAULT '',
 	last_error_at_ms  INTEGER,
+	started_ms        INTEGER, -- when the walk in progress (or the last) started, by the poller's clock
 	PRIMARY KEY (source, resource)
 ) WITHOUT ROWID;
 
