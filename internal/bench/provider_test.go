@@ -43,7 +43,7 @@ var dataEnd = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 type fixture struct {
 	srv      *httptest.Server
 	src      *sqlsource.Source // the provider's store, for writes
-	uncached *httptest.Server // the same, over a sqlsource without page cache
+	uncached *httptest.Server  // the same, over a sqlsource without page cache
 	client   *http.Client
 	cursors  []string // cursors spread over the whole list, for limit=100 pages
 	deep     string   // a cursor at 90% depth
