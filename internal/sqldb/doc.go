@@ -46,6 +46,7 @@
 //	PRAGMA busy_timeout = 5000   -- wait up to 5 s for a lock instead of failing with SQLITE_BUSY
 //	PRAGMA foreign_keys = ON
 //	PRAGMA journal_mode = WAL    -- file databases only
+//	PRAGMA synchronous = NORMAL  -- file databases only: a commit survives a killed process, not a power loss
 //
 // and the driver is told to start every read-write transaction with
 // BEGIN IMMEDIATE (modernc's "_txlock=immediate"), and to write time.Time values
@@ -78,7 +79,7 @@
 // memory databases. Since the held connection counts against the pool, do not
 // limit a memory database's pool below two open connections.
 //
-// Extra query parameters in a SQLite URL ("sqlite:x.db?_pragma=synchronous(NORMAL)")
+// Extra query parameters in a SQLite URL ("sqlite:x.db?_pragma=synchronous(FULL)")
 // are handed to modernc.org/sqlite after the defaults above; "_pragma" values
 // are added, other keys replace the defaults.
 //

@@ -86,10 +86,13 @@ func TestOpenSQLiteForms(t *testing.T) {
 
 	t.Run("extra parameters", func(t *testing.T) {
 		t.Parallel()
-		db := openURL(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db")+"?_pragma=synchronous(NORMAL)")
+		db := openURL(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
 		var sync int
 		require.NoError(t, db.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&sync))
-		require.Equal(t, 1, sync, "NORMAL")
+		require.Equal(t, 1, sync, "NORMAL by default")
+		db = openURL(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db")+"?_pragma=synchronous(FULL)")
+		require.NoError(t, db.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&sync))
+		require.Equal(t, 2, sync, "FULL from the URL")
 	})
 }
 

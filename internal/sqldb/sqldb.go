@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -87,7 +88,17 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout))
 	params.Add("_pragma", "foreign_keys(1)")
 	if !memory {
+		// WAL with synchronous=NORMAL: a commit survives the process
+		// being killed (it is in the WAL, handed to the OS); only a power
+		// loss or OS crash may roll back the last commits, never corrupt
+		// the database. FULL would sync the WAL on every commit, which
+		// costs more than the writes of a page.
 		params.Add("_pragma", "journal_mode(WAL)")
+		if !slices.ContainsFunc(extra["_pragma"], func(p string) bool {
+			return strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "synchronous")
+		}) { // the driver keeps the first value of a pragma
+			params.Add("_pragma", "synchronous(NORMAL)")
+		}
 	}
 	params.Set("_txlock", "immediate")
 	params.Set("_time_format", "sqlite")
