@@ -163,15 +163,15 @@ func (c *Client) Fetch(ctx context.Context, r Resource, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	body, err := c.get(ctx, r, "/"+string(r), v)
-	if err != nil {
-		return Page{}, err
-	}
-	p, err := decodeEnvelope(body)
-	if err != nil {
-		return Page{}, fmt.Errorf("consumer: %s: %w", r, err)
-	}
-	return p, nil
+	var p Page
+	_, err = c.get(ctx, r, "/"+string(r), v, func(body []byte) error {
+		var err error
+		if p, err = decodeEnvelope(body); err != nil {
+			return fmt.Errorf("consumer: %s: %w", r, err)
+		}
+		return nil
+	})
+	return p, err
 }
 
 // Get returns one record of r (conversations or assistants) by id, as
@@ -180,14 +180,12 @@ func (c *Client) Get(ctx context.Context, r Resource, id string) (json.RawMessag
 	if r != Conversations && r != Assistants {
 		return nil, provider.Invalid("resource", "only conversations and assistants are read by id")
 	}
-	body, err := c.get(ctx, r, "/"+string(r)+"/"+url.PathEscape(id), nil)
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("consumer: %s/%s: the body is not JSON", r, id)
-	}
-	return body, nil
+	return c.get(ctx, r, "/"+string(r)+"/"+url.PathEscape(id), nil, func(body []byte) error {
+		if !json.Valid(body) {
+			return errCutBody
+		}
+		return nil
+	})
 }
 
 // List is one page of typed records.
@@ -292,9 +290,21 @@ func queryValues(r Resource, q Query) (url.Values, error) {
 
 // envelope is the list envelope as received; pointers tell absent members.
 type envelope struct {
-	Data       *[]json.RawMessage `json:"data"`
-	HasMore    *bool              `json:"hasMore"`
-	NextCursor *string            `json:"nextCursor"`
+	Data       *[]rawRef `json:"data"`
+	HasMore    *bool     `json:"hasMore"`
+	NextCursor *string   `json:"nextCursor"`
+}
+
+// rawRef is a json.RawMessage that keeps a reference into the document
+// json.Unmarshal decodes instead of a copy: json.Unmarshal hands
+// UnmarshalJSON a slice of its input, which decodeEnvelope's caller owns and
+// never changes, so the records of a page share the body's memory.
+type rawRef []byte
+
+// UnmarshalJSON implements [json.Unmarshaler].
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b[:len(b):len(b)]
+	return nil
 }
 
 // decodeEnvelope reads a list answer. A bare JSON array is accepted as the
@@ -315,7 +325,10 @@ func decodeEnvelope(body []byte) (Page, error) {
 	if env.Data == nil {
 		return Page{}, errors.New(`the list answer has no "data" array`)
 	}
-	p := Page{Records: *env.Data}
+	p := Page{Records: make([]json.RawMessage, len(*env.Data))}
+	for i, r := range *env.Data {
+		p.Records[i] = json.RawMessage(r)
+	}
 	if env.HasMore != nil {
 		p.Paginated = true
 		p.HasMore = *env.HasMore
@@ -336,9 +349,11 @@ func decodeEnvelope(body []byte) (Page, error) {
 // the network, so the request is retried.
 var errCutBody = errors.New("the body is not complete JSON")
 
-// get sends a GET of path (escaped, below the base) and returns the body of its 2xx answer, retrying what is
-// worth retrying.
-func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values) ([]byte, error) {
+// get sends a GET of path (escaped, below the base) and returns the body of
+// its 2xx answer once decode accepts it, retrying what is worth retrying: a
+// decode error wrapping errCutBody (a body cut by the network) is retried,
+// any other is returned.
+func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values, decode func([]byte) error) ([]byte, error) {
 	u := *c.base
 	unescaped, err := url.PathUnescape(path)
 	if err != nil {
@@ -351,13 +366,12 @@ func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values)
 	for attempt := 0; ; attempt++ {
 		body, status, retryAfter, err := c.attempt(ctx, target)
 		if err == nil && status/100 == 2 {
-			if q != nil { // a list: a cut body shows as invalid JSON
-				if !json.Valid(body) {
-					err = errCutBody
-				}
-			}
+			err = decode(body)
 			if err == nil {
 				return body, nil
+			}
+			if !errors.Is(err, errCutBody) {
+				return nil, err
 			}
 		}
 		if ctx.Err() != nil {

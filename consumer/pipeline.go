@@ -11,6 +11,9 @@ import (
 	"github.com/aiusage/kit/provider"
 )
 
+// pipelineDepth is how many pages may wait between two stages.
+const pipelineDepth = 4
+
 // item is a page on its way through a walk's pipeline.
 type item struct {
 	page   Page
@@ -34,8 +37,8 @@ type item struct {
 // When the provider rejects a cursor (400), the fetcher starts the walk
 // over from the first page with the same filters, up to MaxRestarts times.
 func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cursor string, parse func(json.RawMessage) parsed) <-chan item {
-	fetched := make(chan item, 2)
-	out := make(chan item, 2)
+	fetched := make(chan item, pipelineDepth)
+	out := make(chan item, pipelineDepth)
 	send := func(ch chan<- item, it item) bool {
 		select {
 		case ch <- it:

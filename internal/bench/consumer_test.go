@@ -23,7 +23,8 @@ import (
 //
 //   - sync/walk: the record rate of a full sync of the conversations into a
 //     fresh SQLite store, as a ratio of the rate of a client that only walks
-//     the same pages and discards them (target >= 0.6);
+//     the same pages and discards them (target >= 0.6); the best of three
+//     rounds of each;
 //   - incr/full: the time of an incremental sync after 1% of the
 //     conversations changed, as a ratio of the full sync's (target <= 0.05);
 //   - heap-MB and heap-growth: the peak heap during the full sync, and the
@@ -31,49 +32,70 @@ import (
 //     (flat memory: about 1).
 func BenchmarkConsumerSync(b *testing.B) {
 	f := getFixture(b)
+	b.ResetTimer()
 	ctx := context.Background()
 	client, err := consumer.NewClient(consumer.ClientConfig{URL: f.srv.URL, Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		// The walk that discards.
-		start := time.Now()
-		walked := 0
-		q := consumer.Query{Limit: 1000}
-		for {
-			p, err := client.Fetch(ctx, consumer.Conversations, q)
+		// Three rounds of a walk that discards and a full sync into a
+		// fresh store, alternating; the best of each is compared, so a
+		// burst of other work on the machine does not decide the ratio.
+		var walk, full time.Duration
+		var walked int
+		var peak, growth float64
+		var store *sqlstore.Store
+		var poller *consumer.Poller
+		for round := range 3 {
+			start := time.Now()
+			walked = 0
+			q := consumer.Query{Limit: 1000}
+			for {
+				p, err := client.Fetch(ctx, consumer.Conversations, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				walked += len(p.Records)
+				if !p.HasMore {
+					break
+				}
+				q.Cursor = p.NextCursor
+			}
+			if d := time.Since(start); round == 0 || d < walk {
+				walk = d
+			}
+
+			if store != nil {
+				_ = store.Close()
+			}
+			var err error
+			store, err = sqlstore.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), fmt.Sprintf("consumer-%d-%d.db", i, round)))
 			if err != nil {
 				b.Fatal(err)
 			}
-			walked += len(p.Records)
-			if !p.HasMore {
-				break
+			var pages atomic.Int64
+			poller, err = consumer.NewPoller(client, store, &consumer.Config{Source: "bench", Resources: []consumer.Resource{consumer.Conversations},
+				OnPage: func(consumer.PageProgress) { pages.Add(1) }})
+			if err != nil {
+				b.Fatal(err)
 			}
-			q.Cursor = p.NextCursor
-		}
-		walk := time.Since(start)
-
-		store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), fmt.Sprintf("consumer-%d.db", i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var pages atomic.Int64
-		poller, err := consumer.NewPoller(client, store, &consumer.Config{Source: "bench", Resources: []consumer.Resource{consumer.Conversations},
-			OnPage: func(consumer.PageProgress) { pages.Add(1) }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sampler := startHeapSampler(func() float64 { return float64(pages.Load()) / float64(walked/1000+1) })
-		start = time.Now()
-		res, err := poller.SyncOnce(ctx)
-		full := time.Since(start)
-		peak, growth := sampler.stop()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Records() != walked {
-			b.Fatalf("the sync stored %d conversations, the walk saw %d", res.Records(), walked)
+			runtime.GC()
+			sampler := startHeapSampler(func() float64 { return float64(pages.Load()) / float64(walked/1000+1) })
+			start = time.Now()
+			res, err := poller.SyncOnce(ctx)
+			d := time.Since(start)
+			pk, gr := sampler.stop()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Records() != walked {
+				b.Fatalf("the sync stored %d conversations, the walk saw %d", res.Records(), walked)
+			}
+			if round == 0 || d < full {
+				full = d
+			}
+			peak, growth = max(peak, pk), max(growth, gr)
 		}
 
 		// Change 1% of the conversations, then sync again.
@@ -81,8 +103,8 @@ func BenchmarkConsumerSync(b *testing.B) {
 		if err := touch(ctx, f, changed); err != nil {
 			b.Fatal(err)
 		}
-		start = time.Now()
-		res, err = poller.SyncOnce(ctx)
+		start := time.Now()
+		res, err := poller.SyncOnce(ctx)
 		incr := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
