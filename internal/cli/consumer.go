@@ -173,7 +173,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		for _, r := range res.Resources {
 			line := fmt.Sprintf("%s: %d records in %d pages, %d quarantined, %s", r.Resource, r.Records, r.Pages, r.Quarantined, r.Duration.Round(time.Millisecond))
 			if r.Full > 0 {
-				line += fmt.Sprintf(", %d full re-pull(s)", r.Full)
+				line += fmt.Sprintf(", %d full walk(s)", r.Full)
 			}
 			if r.NeedsFull {
 				line += " (" + r.Reason + ")"
