@@ -55,6 +55,9 @@ type ClientConfig struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Seed seeds the jitter; 0 picks a random seed.
 	Seed uint64
+	// Now is the clock against which a Retry-After date is read. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Retry describes a failed attempt that the [Client] retries.
@@ -69,7 +72,7 @@ type Retry struct {
 // Client is the REST transport of the AI usage data interface: a [Source]
 // with typed helpers. It sends the credential, asks for gzip, walks
 // cursors, maps problem bodies back to the error kinds of the provider
-// package, and retries 429, 5xx (but 501), network errors and cut bodies
+// package, and retries 408, 429, 5xx (but 501), network errors and cut bodies
 // with exponential backoff and jitter, honouring Retry-After. It is safe for
 // concurrent use.
 type Client struct {
@@ -98,8 +101,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if strings.ContainsAny(cfg.Token, "\r\n") {
 		return nil, errors.New("consumer: ClientConfig.Token contains a line break")
 	}
-	if cfg.Timeout < 0 || cfg.MinBackoff < 0 || cfg.MaxBackoff < 0 || cfg.MaxRetryAfter < 0 || cfg.MaxBody < 0 {
-		return nil, errors.New("consumer: ClientConfig durations and MaxBody must not be negative")
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"Timeout", int64(cfg.Timeout)}, {"MinBackoff", int64(cfg.MinBackoff)}, {"MaxBackoff", int64(cfg.MaxBackoff)},
+		{"MaxRetryAfter", int64(cfg.MaxRetryAfter)}, {"MaxBody", cfg.MaxBody}} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("consumer: ClientConfig.%s must not be negative", f.name)
+		}
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: &http.Transport{
@@ -138,6 +147,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	seed := cfg.Seed
 	if seed == 0 {
@@ -336,12 +348,12 @@ func decodeEnvelope(body []byte) (Page, error) {
 	if env.NextCursor != nil {
 		p.Paginated = true
 		p.NextCursor = *env.NextCursor
-	}
-	for i, rec := range p.Records {
-		if len(rec) == 0 || rec[0] != '{' {
-			return Page{}, fmt.Errorf("data[%d] is not a JSON object", i)
+		if env.HasMore == nil && p.NextCursor != "" {
+			p.HasMore = true // a cursor without hasMore: follow it
 		}
 	}
+	// An element that is not an object is the record parser's to
+	// quarantine: the others of the page are kept.
 	return p, nil
 }
 
@@ -377,7 +389,8 @@ func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		retryable := err != nil || status == http.StatusTooManyRequests || (status >= 500 && status != http.StatusNotImplemented)
+		retryable := err != nil || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+			(status >= 500 && status != http.StatusNotImplemented)
 		if !retryable || attempt >= c.cfg.MaxRetries {
 			if err != nil {
 				return nil, fmt.Errorf("consumer: GET %s: %w (after %d attempts)", path, err, attempt+1)
@@ -437,7 +450,7 @@ func (c *Client) attempt(ctx context.Context, target string) (body []byte, statu
 	if int64(len(body)) > c.cfg.MaxBody {
 		return nil, resp.StatusCode, -1, fmt.Errorf("the body exceeds %d bytes", c.cfg.MaxBody)
 	}
-	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), nil
+	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()), nil
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
@@ -495,7 +508,7 @@ func problemError(path string, status int, body []byte) error {
 	case http.StatusNotImplemented:
 		kind = provider.ErrUnsupported
 	default:
-		if status < 500 && status != http.StatusTooManyRequests {
+		if status < 500 && status != http.StatusTooManyRequests && status != http.StatusRequestTimeout {
 			kind = provider.ErrInvalid
 		}
 	}

@@ -178,7 +178,8 @@ func TestClientEnvelopes(t *testing.T) {
 		{`{"data":[]}`, consumer.Page{}, ""},
 		{`{"data":[],"hasMore":false,"nextCursor":null}`, consumer.Page{Paginated: true}, ""},
 		{`{"hasMore":false}`, consumer.Page{}, `no "data" array`},
-		{`{"data":[1]}`, consumer.Page{}, "data[0] is not a JSON object"},
+		{`{"data":[1,null,{"id":"a"}]}`, consumer.Page{}, ""},
+		{`{"data":[{"id":"a"}],"nextCursor":"c"}`, consumer.Page{Paginated: true, HasMore: true, NextCursor: "c"}, ""},
 		{`{"data":{}}`, consumer.Page{}, "not complete JSON"},
 	}
 	for _, tc := range cases {
@@ -194,7 +195,13 @@ func TestClientEnvelopes(t *testing.T) {
 		}
 		require.NoError(t, err, tc.body)
 		require.Equal(t, tc.want.Paginated, p.Paginated, tc.body)
-		require.Equal(t, strings.Count(tc.body, "{\"id\""), len(p.Records), tc.body)
+		require.Equal(t, tc.want.HasMore, p.HasMore, tc.body)
+		require.Equal(t, tc.want.NextCursor, p.NextCursor, tc.body)
+		if tc.body != `{"data":[1,null,{"id":"a"}]}` {
+			require.Equal(t, strings.Count(tc.body, "{\"id\""), len(p.Records), tc.body)
+		} else {
+			require.Len(t, p.Records, 3, "elements that are not objects are the parser's to quarantine")
+		}
 	}
 }
 

@@ -34,8 +34,9 @@ type item struct {
 // after the last page or after an item carrying an error; cancelling ctx
 // stops both stages.
 //
-// When the provider rejects a cursor (400), the fetcher starts the walk
-// over from the first page with the same filters, up to MaxRestarts times.
+// When the provider rejects a cursor (400, or 404/410 as some answer for an
+// expired one), the fetcher starts the walk over from the first page with
+// the same filters, up to MaxRestarts times.
 func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cursor string, parse func(json.RawMessage) parsed) <-chan item {
 	fetched := make(chan item, pipelineDepth)
 	out := make(chan item, pipelineDepth)
@@ -52,11 +53,28 @@ func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cur
 		seen := map[string]bool{}
 		restarts := 0
 		restarted := false
-		q := query(cursor)
+		defaultLimit := false // the provider refused our page size
+		next := func(cursor string) Query {
+			q := query(cursor)
+			if defaultLimit {
+				q.Limit = 0
+			}
+			return q
+		}
+		q := next(cursor)
 		for {
 			page, err := s.p.src.Fetch(ctx, s.r, q)
+			var pe *provider.Error
+			if err != nil && q.Limit != 0 && errors.As(err, &pe) && pe.Kind == provider.ErrInvalid && pe.Field == "limit" {
+				// A provider with a smaller maximum page size that
+				// answers 400 rather than clamping: use its default.
+				defaultLimit = true
+				q.Limit = 0
+				continue
+			}
 			if err != nil {
-				if errors.Is(err, provider.ErrInvalid) && q.Cursor != "" && restarts < s.p.cfg.MaxRestarts && ctx.Err() == nil {
+				cursorRefused := q.Cursor != "" && (errors.Is(err, provider.ErrInvalid) || errors.Is(err, provider.ErrNotFound))
+				if cursorRefused && restarts < s.p.cfg.MaxRestarts && ctx.Err() == nil {
 					// A rotated cursor key, an expired cursor, a cursor of
 					// another deployment: start over with the same
 					// filters. Committed records stay; the run number
@@ -65,8 +83,13 @@ func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cur
 					restarted = true
 					s.p.cfg.Logger.Debug("cursor rejected, walk restarts", "source", s.p.cfg.Source, "resource", s.r, "err", err)
 					clear(seen)
-					q = query("")
+					q = next("")
 					continue
+				}
+				if cursorRefused {
+					// Not "the resource is not offered": its first page
+					// was served. Report it without the error kind.
+					err = fmt.Errorf("the provider keeps refusing the cursors of this walk: %v", err)
 				}
 				send(fetched, item{err: err})
 				return
@@ -87,7 +110,7 @@ func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cur
 			if !send(fetched, it) || !it.more {
 				return
 			}
-			q = query(page.NextCursor)
+			q = next(page.NextCursor)
 		}
 	}()
 	go func() {

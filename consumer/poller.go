@@ -2,13 +2,10 @@ package consumer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -53,8 +50,15 @@ type Config struct {
 	// 7 days, within every limit the kit's provider sets.
 	UsageWindow time.Duration
 	// LeaseTTL is how long a lease lasts without renewal; the poller renews
-	// it with every page. Default 2m.
+	// it with every page. Default 2m. A lease held by a process of this host
+	// that no longer runs (a killed sync) is taken over at once.
 	LeaseTTL time.Duration
+	// FullEvery is how often a list resource is re-pulled in full even
+	// though the provider offers incremental sync, so that records it
+	// deleted without a tombstone (a removed assistant) are marked missing;
+	// also how long a missing sync feature is believed before an
+	// incremental walk is tried again. Default 24h; negative means never.
+	FullEvery time.Duration
 	// MaxRestarts bounds how often a walk starts over after the provider
 	// rejects its cursor (an expired or rotated cursor key). Default 3.
 	MaxRestarts int
@@ -148,10 +152,7 @@ func NewPoller(src Source, store Store, cfg *Config) (*Poller, error) {
 		}
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		c.Owner = defaultOwner()
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 1000
@@ -169,6 +170,9 @@ func NewPoller(src Source, store Store, cfg *Config) (*Poller, error) {
 		{"UsageBackfill", &c.UsageBackfill, 30 * 24 * time.Hour},
 		{"UsageWindow", &c.UsageWindow, 7 * 24 * time.Hour},
 		{"LeaseTTL", &c.LeaseTTL, 2 * time.Minute},
+	}
+	if c.FullEvery == 0 {
+		c.FullEvery = 24 * time.Hour
 	}
 	for _, d := range defaults {
 		if *d.d < 0 {
@@ -294,8 +298,27 @@ func (p *Poller) syncResource(ctx context.Context, r Resource) (rr ResourceResul
 		return rr
 	}
 	if !ok {
-		rr.Skipped = "another poller holds the lease"
-		return rr
+		holder, held, err := p.store.LeaseHolder(ctx, p.cfg.Source, r)
+		if err != nil {
+			rr.Err = fmt.Errorf("read lease: %w", err)
+			return rr
+		}
+		if held && ownerDead(holder.Owner) {
+			// A sync of this host that was killed: take its lease over.
+			l.TakeOver = holder.Owner
+			if ok, err = p.store.AcquireLease(ctx, l); err != nil {
+				rr.Err = fmt.Errorf("acquire lease: %w", err)
+				return rr
+			}
+			l.TakeOver = ""
+		}
+		if !ok {
+			rr.Skipped = "another poller holds the lease"
+			if held {
+				rr.Skipped = fmt.Sprintf("another poller (%s) holds the lease until %s", holder.Owner, holder.Expires.UTC().Format(time.RFC3339))
+			}
+			return rr
+		}
 	}
 	defer func() {
 		// Release with a context of its own: ctx may be done already.
@@ -364,60 +387,84 @@ func (s *run) syncList(ctx context.Context) error {
 		return fmt.Errorf("read checkpoint: %w", err)
 	}
 	resumed := cp.InProgress
-	resumedAt := cp.Watermark  // the watermark when the interrupted walk stopped
 	var followSince *time.Time // where the walk that follows a resumed one starts
 	for {
 		if !cp.InProgress {
-			previous := cp.Started
-			cp.Run++
-			cp.InProgress = true
-			cp.Cursor = ""
-			cp.Pages, cp.Records = 0, 0
-			cp.Started = s.p.cfg.Now().UTC()
-			cp.Full = cp.NeedsFull || cp.Watermark.IsZero()
-			cp.Since = time.Time{}
-			if !cp.Full {
-				// Reach back a lookback before the newest record seen, and
-				// before the start of the previous walk: a record the
-				// provider committed late, while that walk was past its
-				// position, is read again.
-				cp.Since = cp.Watermark.Add(-s.p.cfg.Lookback)
-				if !previous.IsZero() {
-					if t := previous.Add(-s.p.cfg.Lookback); t.Before(cp.Since) {
-						cp.Since = t
-					}
-				}
-				if followSince != nil && followSince.Before(cp.Since) {
-					cp.Since = *followSince
-				}
-			}
+			s.startWalk(&cp, followSince)
 			followSince = nil
 		}
 		wasFull := cp.Full
 		needed := cp.NeedsFull
-		if err := s.walk(ctx, &cp, resumed); err != nil {
+		err := s.walk(ctx, &cp, resumed)
+		if errors.Is(err, errFilterRejected) {
+			// The provider refuses the incremental filter: re-pull in full.
+			s.needsFull(&cp, "the provider rejects the "+filterName(s.r)+" filter")
+			cp.InProgress = false
+			resumed = false
+			continue
+		}
+		if err != nil {
 			return err
 		}
-		if resumed {
-			// The walk was interrupted (a crash, an error) and finished
-			// now from its checkpoint: records committed late meanwhile
-			// may sit behind its cursor. Walk again from its filter or,
-			// after a full walk, from a lookback before the newest record
-			// it had committed when it stopped.
+		if resumed && !wasFull {
+			// The incremental walk was interrupted (a crash, an error) and
+			// finished now from its checkpoint: records committed late
+			// meanwhile may sit behind its cursor. Walk again from its
+			// filter. (After a resumed full walk, the next walk reaches
+			// back to that walk's start instead; see startWalk.)
 			resumed = false
 			since := cp.Since
-			if cp.Full && !resumedAt.IsZero() {
-				since = resumedAt.Add(-s.p.cfg.Lookback)
-			}
 			followSince = &since
 			continue
 		}
+		resumed = false
 		// A walk that discovered a missing sync feature was not a full
 		// re-pull: follow it with one, so deletions show at once.
 		if !wasFull && cp.NeedsFull && !needed {
 			continue
 		}
 		return nil
+	}
+}
+
+// errFilterRejected is a 400 to the first page of an incremental walk.
+var errFilterRejected = errors.New("the provider rejected the incremental filter")
+
+// startWalk begins a new walk in cp: a full re-pull when there is no
+// watermark yet, the provider lacks a sync feature, or the last full walk
+// is older than FullEvery; otherwise an incremental walk from a lookback
+// before the newest record seen and before the start of the previous walk
+// (so a record the provider committed late, while that walk was past its
+// position, is read again), or from follow when that is earlier.
+func (s *run) startWalk(cp *Checkpoint, follow *time.Time) {
+	cfg := s.p.cfg
+	now := cfg.Now().UTC()
+	previous := cp.Started
+	cp.Run++
+	cp.InProgress = true
+	cp.Cursor = ""
+	cp.Pages, cp.Records = 0, 0
+	cp.Started = now
+	if cp.NeedsFull && cfg.FullEvery > 0 && !cp.NeedsFullSince.IsZero() && now.Sub(cp.NeedsFullSince) >= cfg.FullEvery {
+		// Try incremental again: the provider may have gained the
+		// feature. A walk that finds it still missing says so again and
+		// is followed by a full one.
+		cp.NeedsFull, cp.NeedsFullReason, cp.NeedsFullSince = false, "", time.Time{}
+	}
+	due := cfg.FullEvery > 0 && !cp.LastFull.IsZero() && now.Sub(cp.LastFull) >= cfg.FullEvery
+	cp.Full = cp.NeedsFull || cp.Watermark.IsZero() || due
+	cp.Since = time.Time{}
+	if cp.Full {
+		return
+	}
+	cp.Since = cp.Watermark.Add(-cfg.Lookback)
+	if !previous.IsZero() {
+		if t := previous.Add(-cfg.Lookback); t.Before(cp.Since) {
+			cp.Since = t
+		}
+	}
+	if follow != nil && follow.Before(cp.Since) {
+		cp.Since = *follow
 	}
 }
 
@@ -441,13 +488,18 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 		return q
 	}
 	parse := func(raw json.RawMessage) parsed { return parseRecord(s.r, raw) }
+	first := cp.Cursor == ""
 	for it := range s.pipeline(wctx, query, cp.Cursor, parse) {
 		if it.err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if first && !cp.Since.IsZero() && errors.Is(it.err, provider.ErrInvalid) {
+				return fmt.Errorf("%w: %v", errFilterRejected, it.err)
+			}
 			return it.err
 		}
+		first = false
 		if it.restarted {
 			s.res.Restarts++
 		}
@@ -466,7 +518,9 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 			if pr.noUpdatedAt {
 				s.needsFull(cp, "records carry no updatedAt")
 			}
-			if !cp.Since.IsZero() && (pr.rec.Time.Before(cp.Since) || (s.r == Events && pr.rec.Time.Equal(cp.Since))) {
+			// Compared at the provider's own precision: a filter sent in
+			// milliseconds is met by 10:55:00.000456 > 10:55:00.000.
+			if !cp.Since.IsZero() && (pr.exact.Before(cp.Since) || (s.r == Events && pr.exact.Equal(cp.Since))) {
 				s.needsFull(cp, "the provider ignores the "+filterName(s.r)+" filter")
 			}
 			if pr.rec.Time.After(cp.Watermark) {
@@ -481,22 +535,24 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 			cp.Cursor = it.page.NextCursor
 		}
 		done := !it.more
-		if done && !cp.Full {
-			s.finish(cp)
-		}
-		if err := s.save(ctx, cp, w); err != nil {
-			return err
-		}
 		if !done {
+			if err := s.save(ctx, cp, w); err != nil {
+				return err
+			}
 			continue
 		}
-		if cp.Full {
-			s.finish(cp)
-			end := RunEnd{Lease: s.leaseFor(), At: s.p.cfg.Now(), Sweep: true, Checkpoint: *cp}
-			if err := s.p.store.EndRun(ctx, end); err != nil {
-				return fmt.Errorf("end run: %w", err)
-			}
+		s.finish(cp)
+		if !cp.Full {
+			return s.save(ctx, cp, w)
 		}
+		// The last page of a full walk commits with the sweep: records
+		// the walk did not see are marked missing.
+		cp.LastFull = cp.LastSuccess
+		end := RunEnd{Lease: s.leaseFor(), At: s.p.cfg.Now(), Page: w, Sweep: true, Checkpoint: *cp}
+		if err := s.p.store.EndRun(ctx, end); err != nil {
+			return fmt.Errorf("end run: %w", err)
+		}
+		s.counted(cp, w)
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -512,6 +568,12 @@ func (s *run) save(ctx context.Context, cp *Checkpoint, w PageWrite) error {
 	if err := s.p.store.SavePage(ctx, w); err != nil {
 		return fmt.Errorf("save page: %w", err)
 	}
+	s.counted(cp, w)
+	return nil
+}
+
+// counted adds a committed page to the result and reports it.
+func (s *run) counted(cp *Checkpoint, w PageWrite) {
 	s.res.Pages++
 	s.res.Records += len(w.Records)
 	s.res.Quarantined += len(w.Quarantine)
@@ -519,7 +581,6 @@ func (s *run) save(ctx context.Context, cp *Checkpoint, w PageWrite) error {
 		s.p.cfg.OnPage(PageProgress{Source: s.p.cfg.Source, Resource: s.r, Full: cp.Full, Page: s.res.Pages,
 			Records: len(w.Records), Quarantined: len(w.Quarantine), Total: s.res.Records})
 	}
-	return nil
 }
 
 func filterName(r Resource) string {
@@ -542,6 +603,7 @@ func (s *run) needsFull(cp *Checkpoint, reason string) {
 	if !cp.NeedsFull {
 		cp.NeedsFull = true
 		cp.NeedsFullReason = reason
+		cp.NeedsFullSince = s.p.cfg.Now().UTC()
 	}
 	s.res.NeedsFull = true
 	s.res.Reason = cp.NeedsFullReason
@@ -640,11 +702,9 @@ func (s *run) usageWindow(ctx context.Context, cp *Checkpoint, g time.Duration, 
 		cp.Cursor = ""
 		if it.more {
 			cp.Cursor = it.page.NextCursor
-		}
-		if err := s.save(ctx, cp, w); err != nil {
-			return err
-		}
-		if it.more {
+			if err := s.save(ctx, cp, w); err != nil {
+				return err
+			}
 			continue
 		}
 		// The window is complete: sweep what it no longer holds, and move
@@ -657,10 +717,11 @@ func (s *run) usageWindow(ctx context.Context, cp *Checkpoint, g time.Duration, 
 		if wm.After(cp.Watermark) {
 			cp.Watermark = wm
 		}
-		end := RunEnd{Lease: s.leaseFor(), At: cfg.Now(), Sweep: true, SweepFrom: cp.Since, SweepUntil: cp.Until, Checkpoint: *cp}
+		end := RunEnd{Lease: s.leaseFor(), At: cfg.Now(), Page: w, Sweep: true, SweepFrom: cp.Since, SweepUntil: cp.Until, Checkpoint: *cp}
 		if err := s.p.store.EndRun(ctx, end); err != nil {
 			return fmt.Errorf("end run: %w", err)
 		}
+		s.counted(cp, w)
 		return nil
 	}
 	if err := ctx.Err(); err != nil {

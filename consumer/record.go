@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -31,7 +33,19 @@ type parsed struct {
 	id     string
 	// noUpdatedAt reports a conversation or assistant without updatedAt.
 	noUpdatedAt bool
+	// exact is the record's Time before truncation to milliseconds, what
+	// the provider's filters compare.
+	exact time.Time
 }
+
+// Limits beyond the schemas, so that every record the engine stores can be
+// indexed on every database (PostgreSQL refuses index entries over about
+// 2.7 KB) and summed in the collected view without overflow.
+const (
+	maxDimensionLength = 512
+	maxMetric          = 1 << 50
+	maxCost            = 1e15
+)
 
 // parseRecord validates raw against the schema of r (in lenient mode:
 // values outside an extensible enum are kept, as the spec allows additions)
@@ -47,7 +61,7 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 	obj, _ := inst.(map[string]any)
 	id, _ := obj["id"].(string)
 	p := parsed{id: id}
-	if id == "" || !storable(id) {
+	if id == "" || !storable(id) || len(id) > provider.MaxIDLength {
 		p.id = digestID(raw)
 	}
 	findings, err := spec.ValidateValue(schemaOf[r], inst, spec.WithMode(spec.Lenient))
@@ -60,7 +74,7 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		return p
 	}
 	p.rec.JSON = raw
-	ts := func(name string) time.Time {
+	exact := func(name string) time.Time {
 		s, _ := obj[name].(string)
 		if s == "" {
 			return time.Time{}
@@ -69,28 +83,32 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		if err != nil {
 			return time.Time{}
 		}
-		return t.UTC().Truncate(time.Millisecond)
+		return t.UTC()
 	}
+	ts := func(name string) time.Time { return exact(name).Truncate(time.Millisecond) }
 	switch r {
 	case Conversations:
 		p.rec.ID = id
 		p.rec.StartedAt = ts("startedAt")
-		p.rec.Time = ts("updatedAt")
-		if p.rec.Time.IsZero() {
+		p.exact = exact("updatedAt")
+		if p.exact.IsZero() {
 			p.noUpdatedAt = true
-			p.rec.Time = p.rec.StartedAt
+			p.exact = exact("startedAt")
 		}
+		p.rec.Time = p.exact.Truncate(time.Millisecond)
 		_, p.rec.Deleted = obj["deletedAt"]
 	case Assistants:
 		p.rec.ID = id
-		p.rec.Time = ts("updatedAt")
-		if p.rec.Time.IsZero() {
+		p.exact = exact("updatedAt")
+		if p.exact.IsZero() {
 			p.noUpdatedAt = true
-			p.rec.Time = ts("createdAt")
+			p.exact = exact("createdAt")
 		}
+		p.rec.Time = p.exact.Truncate(time.Millisecond)
 	case Events:
 		p.rec.ID = id
-		p.rec.Time = ts("occurredAt")
+		p.exact = exact("occurredAt")
+		p.rec.Time = p.exact.Truncate(time.Millisecond)
 		p.rec.Category, _ = obj["category"].(string)
 	case Usage:
 		b := &BucketKey{Start: ts("startAt"), End: ts("endAt")}
@@ -115,7 +133,22 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		p.rec.ID = string(k)
 		p.id = p.rec.ID
 		p.rec.Time = b.Start
+		p.exact = b.Start
 		p.rec.Bucket = b
+		if reason := checkMetrics(obj["metrics"]); reason != "" {
+			return parsed{id: p.id, reason: reason}
+		}
+		for _, v := range []string{b.Model, b.AssistantID, b.UserID, b.Department} {
+			if len(v) > maxDimensionLength {
+				return parsed{id: digestID(raw), reason: fmt.Sprintf("/dimensions: a value is %d bytes long; at most %d are kept", len(v), maxDimensionLength)}
+			}
+		}
+	}
+	if len(p.rec.ID) > provider.MaxIDLength && r != Usage {
+		return parsed{id: p.id, reason: fmt.Sprintf("/id: %d bytes long; ids are at most %d bytes", len(p.rec.ID), provider.MaxIDLength)}
+	}
+	if len(p.rec.Category) > maxDimensionLength {
+		return parsed{id: p.id, reason: fmt.Sprintf("/category: %d bytes long; at most %d are kept", len(p.rec.Category), maxDimensionLength)}
 	}
 	for _, s := range []string{p.rec.ID, p.rec.Category} {
 		if !storable(s) {
@@ -126,6 +159,26 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		return parsed{id: p.id, reason: "an id, category or dimension holds a NUL character"}
 	}
 	return p
+}
+
+// checkMetrics returns why a usage bucket's metrics cannot be kept, or "":
+// integer metrics must be whole numbers up to 2^50, cost at most 1e15, so
+// that sums over any grouping stay exact enough and never overflow.
+func checkMetrics(v any) string {
+	m, _ := v.(map[string]any)
+	for _, k := range []string{"requests", "conversations", "activeUsers", "inputTokens", "outputTokens"} {
+		f, ok := m[k].(float64)
+		if !ok {
+			continue
+		}
+		if f != math.Trunc(f) || f > maxMetric {
+			return fmt.Sprintf("/metrics/%s: %v is not a whole number up to 2^50", k, f)
+		}
+	}
+	if f, ok := m["cost"].(float64); ok && f > maxCost {
+		return fmt.Sprintf("/metrics/cost: %v exceeds %g", f, maxCost)
+	}
+	return ""
 }
 
 // storable reports whether s can be an indexed column on every database:

@@ -19,8 +19,12 @@ var ErrLeaseLost = errors.New("consumer: lease lost")
 type Store interface {
 	// AcquireLease takes or renews the lease of (source, resource) for owner
 	// until expires. It reports false, with no error, when another owner
-	// holds an unexpired lease (expiry is compared with now).
+	// holds an unexpired lease (expiry is compared with now) and that owner
+	// is not l.TakeOver.
 	AcquireLease(ctx context.Context, l Lease) (bool, error)
+	// LeaseHolder returns the lease of (source, resource) as stored (Owner
+	// and Expires set), and false when there is none.
+	LeaseHolder(ctx context.Context, source string, r Resource) (Lease, bool, error)
 	// ReleaseLease gives up owner's lease; releasing a lease not held is not
 	// an error.
 	ReleaseLease(ctx context.Context, source string, r Resource, owner string) error
@@ -38,9 +42,14 @@ type Store interface {
 	// replaces the stored record only when the new one's Time is not older
 	// (a late page never overwrites a newer version), but it always sets the
 	// record's run to p.Checkpoint.Run and clears its Missing mark. A stored
-	// record of an ID that arrives valid leaves quarantine.
+	// record of an ID that arrives valid leaves quarantine; a stored record
+	// whose ID arrives quarantined keeps its last valid version, and its run
+	// is set too (it still exists at the provider, so no sweep marks it
+	// Missing).
 	SavePage(ctx context.Context, p PageWrite) error
-	// EndRun ends a run in one transaction. When e.Sweep is set (the run was
+	// EndRun ends a run in one transaction. It first writes e.Page, when it
+	// holds records or quarantined ones, as SavePage would (the last page of
+	// a walk commits with the end of its run). When e.Sweep is set (the run was
 	// a complete full re-pull), every record of (source, resource) whose run
 	// is older than e.Checkpoint.Run, is not already Missing and, when
 	// SweepFrom or SweepUntil are set, whose Time lies in [SweepFrom,
@@ -76,6 +85,9 @@ type Lease struct {
 	// compared.
 	Now     time.Time
 	Expires time.Time
+	// TakeOver, when set, names an owner whose lease may be taken even
+	// before it expires: a poller that found that owner's process dead.
+	TakeOver string
 }
 
 // Checkpoint is the sync state of one source and resource.
@@ -107,9 +119,14 @@ type Checkpoint struct {
 	// occurredAt; for usage the end of the last complete window).
 	Watermark time.Time
 	// NeedsFull reports that the provider lacks a sync feature, so every
-	// run is a full re-pull; NeedsFullReason says which.
+	// run is a full re-pull; NeedsFullReason says which, NeedsFullSince
+	// since when. The poller tries an incremental walk again after
+	// Config.FullEvery, in case the provider gained the feature.
 	NeedsFull       bool
 	NeedsFullReason string
+	NeedsFullSince  time.Time
+	// LastFull is when a full walk last ended complete (a sweep).
+	LastFull time.Time
 	// Pages and Records count what the walk in progress has committed.
 	Pages, Records int64
 	// LastSuccess is when a walk last ended complete; LastError and
@@ -180,6 +197,9 @@ type PageWrite struct {
 // RunEnd ends a walk.
 type RunEnd struct {
 	Lease Lease
+	// Page is the walk's last page, committed with the end of the run
+	// (Page.Lease and Page.Checkpoint are not used).
+	Page PageWrite
 	// At is when the run ended; the Missing mark of swept records.
 	At time.Time
 	// Sweep marks records not seen in this run Missing (see Store.EndRun).

@@ -31,14 +31,18 @@
 // re-pull no longer found, the Missing time. Usage buckets keep their key
 // and metrics in columns for aggregation. Pages of the collected view are
 // keyset queries on (source, resource, pos_ms, id), where pos_ms is the
-// record's Time except for conversations marked Missing (below); usage
-// buckets have a partial index in [provider.UsageKey] order.
+// record's Time except for conversations marked Missing, or that came back
+// since (below); usage buckets have a partial index in [provider.UsageKey]
+// order. The sweep of a usage window reads one range of either index.
 // consumer_checkpoints, consumer_leases and consumer_quarantine hold the
 // rest, one row per (source, resource) or per quarantined record.
+// [Store.Status] counts with index ranges (the Missing records have a small
+// partial index of their own).
 //
-// [Store.SavePage] and [Store.EndRun] run in one transaction that first
-// checks and extends the lease (an UPDATE of the lease row, which also
-// locks it until the commit), then writes. Records are upserted with
+// [Store.SavePage] and [Store.EndRun] (which commits the walk's last page
+// with its sweep and checkpoint) run in one transaction that first checks
+// and extends the lease (an UPDATE of the lease row, which also locks it
+// until the commit), then writes. Records are upserted with
 // INSERT ... ON CONFLICT statements that keep a stored record whose Time is
 // newer: on PostgreSQL one statement per page, its columns passed as
 // arrays; on SQLite multi-row statements of a few records. Writing the
@@ -56,9 +60,12 @@
 // is served as a tombstone {id, conversationId, startedAt, updatedAt,
 // deletedAt} with updatedAt and deletedAt the Missing time, and listed at
 // that time; one that already was a tombstone is served unchanged. Should
-// it reappear, it is served again as received, at its own updatedAt. With
-// includeMissing, [Store.Export] writes Missing records as received, at
-// their own Time.
+// it reappear, it is served again as received, but it never moves back in
+// the list, where readers poll with updatedSince: when its updatedAt is
+// older than its Missing time, it stays listed there, and is served with
+// that time as updatedAt (the only member changed), until a newer version
+// comes. [Store.Export] writes records as received, in the order of their
+// own Time, and with includeMissing the Missing ones too.
 //
 // [Store.Usage] aggregates the stored buckets, which are already
 // aggregates, so two metrics are approximations when buckets are combined:
@@ -67,7 +74,10 @@
 //     or, for a day without any, from the sum of its hour buckets (UTC
 //     days). Hour buckets come from hour buckets only.
 //   - Requests, tokens and cost are exact sums (cost rounded with
-//     [provider.RoundCost]).
+//     [provider.RoundCost]) up to 2^53. Every metric, stored or served,
+//     lies in [0, 2^53]: a negative stored metric counts as 0, and a sum
+//     saturates at 2^53, so that no stored value fails a query or wraps
+//     around.
 //   - Conversations is the sum of the stored buckets' counts: a conversation
 //     spanning several stored buckets (hours, or groups) counts once in
 //     each.

@@ -11,31 +11,39 @@ import (
 
 const (
 	checkpointColumns = `run, cursor_token, in_progress, full_repull, since_ms, until_ms, watermark_ms, needs_full,
-	needs_full_reason, pages, records, last_success_ms, last_error, last_error_at_ms, started_ms`
+	needs_full_reason, pages, records, last_success_ms, last_error, last_error_at_ms, started_ms,
+	needs_full_since_ms, last_full_ms`
 	checkpointSQL = `SELECT ` + checkpointColumns + ` FROM consumer_checkpoints WHERE source = $1 AND resource = $2`
 	// statusSQL lists the checkpoints in source order, then in the order of
-	// consumer.Resources, with the counts of their records.
-	statusSQL = `SELECT c.source, c.resource, COALESCE(r.total, 0), COALESCE(r.missing, 0),
+	// consumer.Resources, with the counts of their records: each count reads
+	// one range of an index (of the records, the small partial index of the
+	// Missing ones, the quarantine's primary key), never the records of
+	// other sources and resources nor the records' rows.
+	statusSQL = `SELECT c.source, c.resource,
+	(SELECT count(*) FROM consumer_records r WHERE r.source = c.source AND r.resource = c.resource),
+	(SELECT count(*) FROM consumer_records r WHERE r.source = c.source AND r.resource = c.resource
+		AND r.missing_at IS NOT NULL),
 	(SELECT count(*) FROM consumer_quarantine q WHERE q.source = c.source AND q.resource = c.resource),
 	c.run, c.cursor_token, c.in_progress, c.full_repull, c.since_ms, c.until_ms, c.watermark_ms, c.needs_full,
-	c.needs_full_reason, c.pages, c.records, c.last_success_ms, c.last_error, c.last_error_at_ms, c.started_ms
+	c.needs_full_reason, c.pages, c.records, c.last_success_ms, c.last_error, c.last_error_at_ms, c.started_ms,
+	c.needs_full_since_ms, c.last_full_ms
 FROM consumer_checkpoints c
-LEFT JOIN (SELECT source, resource, count(*) AS total, count(missing_at) AS missing
-	FROM consumer_records GROUP BY source, resource) r ON r.source = c.source AND r.resource = c.resource
 ORDER BY c.source, CASE c.resource WHEN 'conversations' THEN 0 WHEN 'assistants' THEN 1 WHEN 'events' THEN 2
 	WHEN 'usage' THEN 3 ELSE 4 END, c.resource`
+	sourcesSQL     = `SELECT DISTINCT source FROM consumer_checkpoints ORDER BY source`
 	quarantinedSQL = `SELECT source, resource, id, reason, at_ms, body FROM consumer_quarantine`
 )
 
 // checkpointDest returns the scan destinations of the checkpoint columns,
 // and a function that fills c from them once scanned.
 func checkpointDest(c *consumer.Checkpoint) ([]any, func()) {
-	var since, until, watermark, success, errAt, started sql.NullInt64
+	var since, until, watermark, success, errAt, started, needsFullSince, lastFull sql.NullInt64
 	dest := []any{&c.Run, &c.Cursor, &c.InProgress, &c.Full, &since, &until, &watermark, &c.NeedsFull,
-		&c.NeedsFullReason, &c.Pages, &c.Records, &success, &c.LastError, &errAt, &started}
+		&c.NeedsFullReason, &c.Pages, &c.Records, &success, &c.LastError, &errAt, &started, &needsFullSince, &lastFull}
 	return dest, func() {
 		c.Since, c.Until, c.Watermark, c.Started = fromNullMS(since), fromNullMS(until), fromNullMS(watermark), fromNullMS(started)
 		c.LastSuccess, c.LastErrorAt = fromNullMS(success), fromNullMS(errAt)
+		c.NeedsFullSince, c.LastFull = fromNullMS(needsFullSince), fromNullMS(lastFull)
 	}
 }
 
@@ -96,6 +104,29 @@ func (s *Store) Status(ctx context.Context) ([]consumer.Status, error) {
 	return out, nil
 }
 
+// Sources returns the sources that have a checkpoint (of any resource),
+// sorted byte by byte, without duplicates; an empty list when there is
+// none. It reads consumer_checkpoints only.
+func (s *Store) Sources(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, sourcesSQL)
+	if err != nil {
+		return nil, dbError(ctx, "sources", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var source string
+		if err := rows.Scan(&source); err != nil {
+			return nil, dbError(ctx, "sources", err)
+		}
+		out = append(out, source)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError(ctx, "sources", err)
+	}
+	return out, nil
+}
+
 // Export calls fn for each stored record of (source, r), with its JSON
 // exactly as received (fn may keep it), in the provider's order: (Time,
 // ID) for conversations, assistants and events, the bucket key for usage
@@ -125,12 +156,13 @@ func (s *Store) Export(ctx context.Context, source string, r consumer.Resource, 
 	switch {
 	case r == consumer.Usage:
 		query += ` ORDER BY time_ms, model, assistant_id, user_id, department, id`
-	case r == consumer.Conversations && includeMissing:
-		// A conversation marked Missing is listed at its Missing time
-		// (pos_ms) but exported at its own Time.
+	case r == consumer.Conversations:
+		// A conversation marked Missing, or one that came back since, is
+		// listed at a later position (pos_ms) but exported at its own
+		// Time: this order is not the index's, so it costs a sort.
 		query += ` ORDER BY time_ms, id`
 	default:
-		// pos_ms is time_ms for every other record.
+		// pos_ms is time_ms for assistants and events.
 		query += ` ORDER BY pos_ms, id`
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)

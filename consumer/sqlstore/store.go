@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +112,73 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.ownDB = true
 	return s, nil
+}
+
+// ErrNoStore is returned, wrapped, by [OpenExisting] when the database holds
+// no consumer store: a SQLite file that does not exist, a memory database,
+// or a database where the migrations of this package are not all applied.
+var ErrNoStore = errors.New("sqlstore: no consumer store in the database")
+
+// OpenExisting opens the store in the database at databaseURL (see [Open]),
+// for commands that read or manage what a consumer collected: unlike
+// [Open], it creates nothing, neither a SQLite file nor a table, and applies
+// no migration. It returns an error wrapping [ErrNoStore] when there is no
+// store there: a "sqlite:PATH" whose file does not exist or is empty (the
+// path is looked up before the database is opened), "sqlite::memory:"
+// (always new, so always empty), or a database where the migrations of
+// [Component] are not all applied. Opening an existing SQLite file still
+// sets it to WAL mode, as [sqldb.Open] does. The Store owns the database:
+// [Store.Close] closes it.
+func OpenExisting(ctx context.Context, databaseURL string) (*Store, error) {
+	if rest, ok := strings.CutPrefix(databaseURL, "sqlite:"); ok {
+		path, query, _ := strings.Cut(rest, "?")
+		_, qerr := url.ParseQuery(query)
+		switch {
+		case path == "" || strings.HasPrefix(path, "//") || qerr != nil:
+			// A malformed URL: sqldb.Open reports it (sqldb.ErrURL) before
+			// it opens anything.
+		case path == ":memory:":
+			return nil, fmt.Errorf("%w: %s is a new, empty memory database", ErrNoStore, databaseURL)
+		default:
+			fi, err := os.Stat(path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil, fmt.Errorf("%w: %s: no such file", ErrNoStore, databaseURL)
+			case err != nil:
+				return nil, fmt.Errorf("sqlstore: %w", err)
+			case fi.Mode().IsRegular() && fi.Size() == 0:
+				// An empty database, which opening would write a header to.
+				return nil, fmt.Errorf("%w: %s: empty file", ErrNoStore, databaseURL)
+			}
+		}
+	}
+	db, err := sqldb.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	s, err := existing(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// existing returns a Store over db, whose migrations must all be applied.
+func existing(ctx context.Context, db *sqldb.DB) (*Store, error) {
+	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
+		return nil, fmt.Errorf("sqlstore: unsupported dialect %q", db.Dialect)
+	}
+	// Reads schema_migrations only when it exists: creates nothing.
+	ok, err := db.MigrationsApplied(ctx, Component, Migrations())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: the %s migrations are not all applied", ErrNoStore, db.URL(), Component)
+	}
+	return &Store{db: db}, nil
 }
 
 // DB returns the database the Store works on.

@@ -247,14 +247,30 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			NeedsFullReason: "no nextCursor", Pages: 12, Records: 11_999,
 			LastSuccess: time.Date(1969, 12, 31, 23, 59, 59, 1_000_000, time.UTC), // before the epoch
 			LastError:   "500: boom", LastErrorAt: time.Date(2026, 3, 1, 0, 0, 0, 123_000_000, time.UTC),
-			Started: time.Date(2026, 2, 28, 23, 59, 0, 7_000_000, time.UTC),
+			Started:        time.Date(2026, 2, 28, 23, 59, 0, 7_000_000, time.UTC),
+			NeedsFullSince: time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, paris),
+			LastFull:       time.Date(2026, 2, 27, 12, 0, 0, 999_000_000, time.UTC),
 		}
 		require.NoError(t, s.SavePage(ctx, consumer.PageWrite{Lease: l, Checkpoint: full}))
 		cp, err = s.Checkpoint(ctx, "src", consumer.Usage)
 		require.NoError(t, err)
 		want := full
-		want.Until = full.Until.UTC()
+		want.Until, want.NeedsFullSince = full.Until.UTC(), full.NeedsFullSince.UTC()
 		require.Equal(t, want, cp)
+		st, err := s.Status(ctx)
+		require.NoError(t, err)
+		require.Len(t, st, 1)
+		require.Equal(t, want, st[0].Checkpoint, "Status carries every field")
+
+		// EndRun stores the same.
+		want.Run, want.InProgress, want.LastFull = 9, false, at(time.Hour)
+		require.NoError(t, s.EndRun(ctx, consumer.RunEnd{Lease: l, At: at(time.Hour), Checkpoint: want}))
+		cp, err = s.Checkpoint(ctx, "src", consumer.Usage)
+		require.NoError(t, err)
+		require.Equal(t, want, cp)
+		st, err = s.Status(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, st[0].Checkpoint)
 
 		// Zero values stay zero.
 		require.NoError(t, s.SavePage(ctx, consumer.PageWrite{Lease: l, Checkpoint: consumer.Checkpoint{Run: 8}}))

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,19 +110,25 @@ func (p *usagePlan) sql() (string, []any) {
 	}
 	keyList := strings.Join(key, ", ")
 
-	var b strings.Builder
-	b.WriteString("SELECT " + keyList + `, CAST(sum(requests) AS BIGINT), CAST(sum(conversations) AS BIGINT),` +
-		` count(DISTINCT CASE WHEN by_user = 1 AND requests > 0 AND user_id <> '' THEN user_id END)` +
-		` + CAST(sum(CASE WHEN by_user = 1 THEN 0 ELSE active_users END) AS BIGINT),` +
-		` CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), `)
-	if p.postgres {
-		// A floating-point sum depends on the order of its terms, which
-		// varies with the plan: summed as NUMERIC, a bucket's cost is the
-		// same number on every page and every run.
-		b.WriteString(`CAST(sum(CAST(cost AS NUMERIC)) AS DOUBLE PRECISION)`)
-	} else {
-		b.WriteString(`sum(cost)`)
+	// Every sum is of terms within [0, maxMetric] and never fails: as
+	// NUMERIC on PostgreSQL (exact, unbounded), with total() on SQLite
+	// (a float, exact for integers up to 2^53); Usage clamps it to
+	// maxMetric. Whatever the stored metrics, no sum overflows or turns
+	// negative.
+	sum := func(col string) string {
+		if p.postgres {
+			// Summed as NUMERIC, a floating-point sum does not depend on
+			// the order of its terms, which varies with the plan: a
+			// bucket's cost is the same number on every page and run.
+			return fmt.Sprintf("CAST(sum(CAST(LEAST(GREATEST(%s, 0), %d) AS NUMERIC)) AS DOUBLE PRECISION)", col, maxMetric)
+		}
+		return fmt.Sprintf("total(min(max(%s, 0), %d))", col, maxMetric)
 	}
+	var b strings.Builder
+	b.WriteString("SELECT " + keyList + ", " + sum("requests") + ", " + sum("conversations") + "," +
+		" count(DISTINCT CASE WHEN by_user = 1 AND requests > 0 AND user_id <> '' THEN user_id END)" +
+		" + " + sum("CASE WHEN by_user = 1 THEN 0 ELSE active_users END") + ", " +
+		sum("input_tokens") + ", " + sum("output_tokens") + ", " + sum("cost"))
 	b.WriteString("\nFROM (SELECT " + floorSQL("r.time_ms", p.width) + ` AS b, r.model, r.assistant_id, r.user_id, r.department,
 	r.requests, r.conversations, r.active_users, r.input_tokens, r.output_tokens, r.cost,
 	CASE WHEN (',' || r.grouped || ',') LIKE '%,userId,%' THEN 1 ELSE 0 END AS by_user
@@ -150,6 +157,10 @@ func (p *usagePlan) sql() (string, []any) {
 	fmt.Fprintf(&b, "\nGROUP BY %s ORDER BY %s LIMIT %s", keyList, keyList, arg(p.limit+1))
 	return b.String(), args
 }
+
+// sumInt returns a sum of metrics as served: rounded and clamped to [0,
+// maxMetric].
+func sumInt(f float64) int64 { return int64(math.Round(clampMetric(f))) }
 
 // Usage returns a page of usage buckets of q.Granularity aggregated from the
 // buckets collected from source q.Tenant, with q.Start <= startAt < q.End,
@@ -186,8 +197,9 @@ func (s *Store) Usage(ctx context.Context, q provider.UsageQuery) (provider.Page
 	dest := make([]any, 0, 11)
 	for rows.Next() {
 		var (
-			bucket int64
-			m      spec.UsageMetrics
+			bucket                       int64
+			m                            spec.UsageMetrics
+			reqs, convs, active, in, out float64
 		)
 		dest = append(dest[:0], &bucket)
 		for i := range dimVals {
@@ -195,11 +207,13 @@ func (s *Store) Usage(ctx context.Context, q provider.UsageQuery) (provider.Page
 				dest = append(dest, &dimVals[i])
 			}
 		}
-		dest = append(dest, &m.Requests, &m.Conversations, &m.ActiveUsers, &m.InputTokens, &m.OutputTokens, &m.Cost)
+		dest = append(dest, &reqs, &convs, &active, &in, &out, &m.Cost)
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
 		}
-		m.Cost = provider.RoundCost(m.Cost)
+		m.Requests, m.Conversations, m.ActiveUsers = sumInt(reqs), sumInt(convs), sumInt(active)
+		m.InputTokens, m.OutputTokens = sumInt(in), sumInt(out)
+		m.Cost = provider.RoundCost(clampMetric(m.Cost))
 		start := fromMS(bucket)
 		dim := func(i int) *string {
 			if !p.grouped[i] {

@@ -54,7 +54,7 @@ func (k *keyset) sql() (string, []any) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	// The resource is a literal: one of three constants.
-	fmt.Fprintf(&b, "SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records WHERE source = $1 AND resource = '%s'", k.resource)
+	fmt.Fprintf(&b, "SELECT pos_ms, time_ms, id, body, missing_at, deleted, started_ms FROM consumer_records WHERE source = $1 AND resource = '%s'", k.resource)
 	if k.resource != "conversations" {
 		b.WriteString(" AND missing_at IS NULL")
 	}
@@ -117,7 +117,7 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 			break
 		}
 		var r storedRow
-		if err := rows.Scan(&r.pos, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started); err != nil {
+		if err := rows.Scan(&r.pos, &r.time, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started); err != nil {
 			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
 		body, err := r.served()
@@ -148,7 +148,7 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 
 // storedRow is a record of the collected view as read.
 type storedRow struct {
-	pos       int64
+	pos, time int64
 	id        string
 	body      sql.RawBytes
 	missingAt sql.NullInt64
@@ -156,14 +156,32 @@ type storedRow struct {
 	started   int64
 }
 
-// served returns the JSON the collected view serves for r: the stored body,
-// or for a conversation marked Missing that was not a tombstone, a
-// tombstone deleted (and updated) at the Missing time. The result may
-// alias r.body.
+// served returns the JSON the collected view serves for r: the stored body;
+// for a conversation marked Missing that was not a tombstone, a tombstone
+// deleted (and updated) at the Missing time; for a conversation listed
+// later than its Time (one that came back after it was marked Missing), the
+// stored body with updatedAt set to its position, so that a reader polling
+// with updatedSince sees it where it is listed. The result may alias
+// r.body.
 func (r *storedRow) served() ([]byte, error) {
-	if !r.missingAt.Valid || r.deleted {
+	if r.missingAt.Valid && !r.deleted {
+		return r.tombstone()
+	}
+	if r.pos == r.time { // always, but for conversations that came back
 		return r.body, nil
 	}
+	at, err := spec.NewTime(fromMS(r.pos)).MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("stored conversation %q: position: %v", r.id, err)
+	}
+	b, err := setMember(r.body, "updatedAt", at)
+	if err != nil {
+		return nil, fmt.Errorf("stored conversation %q: %v", r.id, err)
+	}
+	return b, nil
+}
+
+func (r *storedRow) tombstone() ([]byte, error) {
 	var c struct {
 		ConversationID string    `json:"conversationId"`
 		StartedAt      spec.Time `json:"startedAt"`
@@ -182,6 +200,51 @@ func (r *storedRow) served() ([]byte, error) {
 		return nil, fmt.Errorf("tombstone of conversation %q: %v", r.id, err)
 	}
 	return b, nil
+}
+
+// setMember returns a copy of the JSON object obj in which the value of
+// every top-level member named name (compared once unescaped) is value,
+// every other byte as it was; when there is no such member, it is added
+// last (name must need no escaping).
+func setMember(obj []byte, name string, value []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	var (
+		out     []byte
+		copied  int // obj[:copied] is in out
+		members int
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		members++
+		if key, _ := tok.(string); key == name {
+			end := int(dec.InputOffset())
+			out = append(append(out, obj[copied:end-len(v)]...), value...)
+			copied = end
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if out == nil {
+		closing := int(dec.InputOffset()) - 1
+		out = append(out, obj[:closing]...)
+		if members > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), name...), `":`...), value...)
+		copied = closing
+	}
+	return append(out, obj[copied:]...), nil
 }
 
 // decodePage decodes a page of stored JSON into records.
@@ -259,9 +322,9 @@ func (s *Store) ListEvents(ctx context.Context, q provider.EventQuery) (provider
 }
 
 const (
-	getConversationSQL = `SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
+	getConversationSQL = `SELECT pos_ms, time_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
 WHERE source = $1 AND resource = 'conversations' AND id = $2`
-	getAssistantSQL = `SELECT pos_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
+	getAssistantSQL = `SELECT pos_ms, time_ms, id, body, missing_at, deleted, started_ms FROM consumer_records
 WHERE source = $1 AND resource = 'assistants' AND id = $2 AND missing_at IS NULL`
 )
 
@@ -316,7 +379,7 @@ func (s *Store) getRaw(ctx context.Context, what, query, tenant, id string) (jso
 	}
 	var r storedRow
 	var body []byte
-	err = st.QueryRowContext(ctx, tenant, id).Scan(&r.pos, &r.id, &body, &r.missingAt, &r.deleted, &r.started)
+	err = st.QueryRowContext(ctx, tenant, id).Scan(&r.pos, &r.time, &r.id, &body, &r.missingAt, &r.deleted, &r.started)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &provider.Error{Kind: provider.ErrNotFound, Detail: fmt.Sprintf("no %s with id %q", what, id)}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,15 +210,42 @@ func TestViewMissingAndTombstones(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []provider.Key{{Time: missingAt, ID: "c1"}}, keysOf(p.Items))
 
-		// Seen again, even in the same version: served as received, at its
-		// own time.
+		// Seen again in the same version: it does not move back before its
+		// tombstone (a reader polling with updatedSince saw it there), and
+		// is served as received but for updatedAt, its position.
 		save(t, s, lc, 3, c1)
+		live := strings.Replace(string(c1.JSON), `"updatedAt":"2026-03-01T00:00:10.000Z"`, `"updatedAt":"2026-03-02T04:05:06.789Z"`, 1)
+		require.NotEqual(t, string(c1.JSON), live)
 		raw, err = s.GetConversationRaw(ctx, "src", "c1")
 		require.NoError(t, err)
-		require.Equal(t, string(c1.JSON), string(raw))
+		require.Equal(t, live, string(raw))
+		p, err = s.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: "src", Limit: 10, UpdatedSince: missingAt})
+		require.NoError(t, err)
+		require.Equal(t, []provider.Key{{Time: missingAt, ID: "c1"}}, keysOf(p.Items), "found by a reader polling since the tombstone")
+		require.Equal(t, live, string(p.Items[0].JSON))
+		c, err = s.GetConversation(ctx, "src", "c1")
+		require.NoError(t, err)
+		require.False(t, c.Deleted())
+		require.Equal(t, missingAt, c.UpdatedAt.Time)
+		require.JSONEq(t, `{"note":"hello"}`, string(c.Metadata))
+		// Export writes it as received, at its own Time.
+		require.Equal(t, []string{string(c1.JSON), string(c3.JSON)}, exported(t, s, "src", consumer.Conversations, false))
+
+		// A later version older than the position keeps it; a newer one
+		// takes its own.
+		c1b := conv("c1", started, at(time.Hour), "later")
+		save(t, s, lc, 4, c1b)
+		raw, err = s.GetConversationRaw(ctx, "src", "c1")
+		require.NoError(t, err)
+		require.JSONEq(t, strings.Replace(string(c1b.JSON), `"2026-03-01T01:00:00.000Z"`, `"2026-03-02T04:05:06.789Z"`, 1), string(raw))
+		c1c := conv("c1", started, missingAt.Add(time.Millisecond), "newest")
+		save(t, s, lc, 5, c1c)
 		p, err = s.ListConversationsRaw(ctx, convQuery("src", 10))
 		require.NoError(t, err)
-		require.Equal(t, []string{"c2", "c1", "c3"}, idsOf(p.Items))
+		require.Equal(t, []provider.Key{
+			{Time: at(5 * time.Second), ID: "c2"}, {Time: at(20 * time.Second), ID: "c3"}, {Time: missingAt.Add(time.Millisecond), ID: "c1"},
+		}, keysOf(p.Items))
+		require.Equal(t, string(c1c.JSON), string(p.Items[2].JSON))
 
 		// Assistants and events marked Missing are left out.
 		la := acquire(t, s, lease("src", consumer.Assistants, "p1"))

@@ -21,7 +21,9 @@ import (
 const (
 	acquireLeaseSQL = `INSERT INTO consumer_leases (source, resource, owner, expires_ms) VALUES ($1, $2, $3, $4)
 ON CONFLICT (source, resource) DO UPDATE SET owner = excluded.owner, expires_ms = excluded.expires_ms
-WHERE consumer_leases.owner = excluded.owner OR consumer_leases.expires_ms <= $5`
+WHERE consumer_leases.owner = excluded.owner OR consumer_leases.expires_ms <= $5
+	OR ($6 <> '' AND consumer_leases.owner = $6)`
+	leaseHolderSQL  = `SELECT owner, expires_ms FROM consumer_leases WHERE source = $1 AND resource = $2`
 	releaseLeaseSQL = `DELETE FROM consumer_leases WHERE source = $1 AND resource = $2 AND owner = $3`
 	// extendLeaseSQL also reports whether the source and resource have
 	// quarantined records, saving SavePage a round trip.
@@ -30,14 +32,15 @@ RETURNING EXISTS (SELECT 1 FROM consumer_quarantine q WHERE q.source = $1 AND q.
 
 	putCheckpointSQL = `INSERT INTO consumer_checkpoints (source, resource, run, cursor_token, in_progress, full_repull,
 	since_ms, until_ms, watermark_ms, needs_full, needs_full_reason, pages, records, last_success_ms, last_error,
-	last_error_at_ms, started_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+	last_error_at_ms, started_ms, needs_full_since_ms, last_full_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (source, resource) DO UPDATE SET run = excluded.run, cursor_token = excluded.cursor_token,
 	in_progress = excluded.in_progress, full_repull = excluded.full_repull, since_ms = excluded.since_ms,
 	until_ms = excluded.until_ms, watermark_ms = excluded.watermark_ms, needs_full = excluded.needs_full,
 	needs_full_reason = excluded.needs_full_reason, pages = excluded.pages, records = excluded.records,
 	last_success_ms = excluded.last_success_ms, last_error = excluded.last_error,
-	last_error_at_ms = excluded.last_error_at_ms, started_ms = excluded.started_ms`
+	last_error_at_ms = excluded.last_error_at_ms, started_ms = excluded.started_ms,
+	needs_full_since_ms = excluded.needs_full_since_ms, last_full_ms = excluded.last_full_ms`
 	recordFailureSQL = `INSERT INTO consumer_checkpoints (source, resource, last_error, last_error_at_ms) VALUES ($1, $2, $3, $4)
 ON CONFLICT (source, resource) DO UPDATE SET last_error = excluded.last_error, last_error_at_ms = excluded.last_error_at_ms`
 
@@ -54,8 +57,8 @@ WHERE source = $1 AND resource = $2 AND run < $4 AND missing_at IS NULL`
 
 // AcquireLease takes or renews the lease of (l.Source, l.Resource) for
 // l.Owner until l.Expires, in one statement. It reports false, with no
-// error, when another owner holds a lease that expires after l.Now. It
-// implements [consumer.Store].
+// error, when another owner holds a lease that expires after l.Now, unless
+// that owner is l.TakeOver (when not ""). It implements [consumer.Store].
 func (s *Store) AcquireLease(ctx context.Context, l consumer.Lease) (bool, error) {
 	if err := checkLease("acquire lease", l); err != nil {
 		return false, err
@@ -64,7 +67,7 @@ func (s *Store) AcquireLease(ctx context.Context, l consumer.Lease) (bool, error
 	if err != nil {
 		return false, dbError(ctx, "acquire lease", err)
 	}
-	res, err := st.ExecContext(ctx, l.Source, string(l.Resource), l.Owner, ms(l.Expires), ms(l.Now))
+	res, err := st.ExecContext(ctx, l.Source, string(l.Resource), l.Owner, ms(l.Expires), ms(l.Now), l.TakeOver)
 	if err != nil {
 		return false, dbError(ctx, "acquire lease", err)
 	}
@@ -73,6 +76,28 @@ func (s *Store) AcquireLease(ctx context.Context, l consumer.Lease) (bool, error
 		return false, dbError(ctx, "acquire lease", err)
 	}
 	return n == 1, nil
+}
+
+// LeaseHolder returns the lease of (source, r) as stored, with Source,
+// Resource, Owner and Expires set (Now and TakeOver zero), and false when
+// there is none. An expired lease that no one released is still returned.
+// It implements [consumer.Store].
+func (s *Store) LeaseHolder(ctx context.Context, source string, r consumer.Resource) (consumer.Lease, bool, error) {
+	if err := checkResource("lease holder", r); err != nil {
+		return consumer.Lease{}, false, err
+	}
+	var (
+		owner   string
+		expires int64
+	)
+	err := s.db.QueryRowContext(ctx, leaseHolderSQL, source, string(r)).Scan(&owner, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return consumer.Lease{}, false, nil
+	}
+	if err != nil {
+		return consumer.Lease{}, false, dbError(ctx, "lease holder", err)
+	}
+	return consumer.Lease{Source: source, Resource: r, Owner: owner, Expires: fromMS(expires)}, true, nil
 }
 
 // ReleaseLease gives up owner's lease of (source, r); releasing a lease not
@@ -184,51 +209,102 @@ func (s *Store) write(ctx context.Context, op string, queries []string, fn func(
 // An upsert replaces a stored record only when the new one's Time is not
 // older; it always sets the record's run to p.Checkpoint.Run and clears its
 // Missing mark. When a page holds one ID twice, the later of the two
-// (by Time, then by position) is kept. It implements [consumer.Store].
+// (by Time, then by position) is kept. A stored record whose ID is
+// quarantined keeps its version and its Missing mark, and gets the run too,
+// so that the sweep of a full re-pull in which it arrived invalid leaves it
+// alone. It implements [consumer.Store].
+//
+// A conversation never moves back in the collected view: one that comes
+// back after it was marked Missing (and served as a tombstone at its
+// Missing time) keeps that position when its Time is older, and is then
+// served with updatedAt set to it.
 func (s *Store) SavePage(ctx context.Context, p consumer.PageWrite) error {
 	const op = "save page"
 	if err := checkLease(op, p.Lease); err != nil {
 		return err
 	}
-	rows, err := recordRows(p.Lease.Resource, p.Records)
+	rows, err := recordRows(op, p.Lease.Resource, p.Records)
 	if err != nil {
 		return err
 	}
 	l := p.Lease
-	queries := []string{extendLeaseSQL, putCheckpointSQL}
-	if len(p.Quarantine) > 0 {
-		queries = append(queries, quarantineSQL)
-	}
-	queries = append(queries, s.upsertQueries(len(rows))...)
+	queries := append([]string{extendLeaseSQL, putCheckpointSQL}, s.pageQueries(len(rows), len(p.Quarantine))...)
 	return s.write(ctx, op, queries, func(w *writeTx) error {
 		quarantined, err := s.extendLease(ctx, w, op, l)
 		if err != nil {
 			return err
 		}
-		if err := s.upsertRecords(ctx, w, l.Source, l.Resource, p.Checkpoint.Run, rows); err != nil {
+		if err := s.writePage(ctx, w, op, l, p.Checkpoint.Run, rows, p.Quarantine, quarantined); err != nil {
 			return err
-		}
-		if quarantined && len(rows) > 0 {
-			if err := unquarantine(ctx, w, l.Source, l.Resource, rows); err != nil {
-				return err
-			}
-		}
-		for _, q := range p.Quarantine {
-			if _, err := w.exec(ctx, quarantineSQL, l.Source, string(l.Resource), q.ID, q.Reason, ms(q.At), append([]byte{}, q.JSON...)); err != nil { // never nil: NULL is not a body
-				return dbError(ctx, op, err)
-			}
 		}
 		return s.putCheckpoint(ctx, w, op, l.Source, l.Resource, p.Checkpoint)
 	})
 }
 
+// pageQueries returns the statements writePage runs for a page of n records
+// and q quarantined ones, to prepare before the transaction.
+func (s *Store) pageQueries(n, q int) []string {
+	queries := s.upsertQueries(n)
+	if q > 0 {
+		queries = append(queries, quarantineSQL)
+	}
+	return queries
+}
+
+// writePage writes the records and the quarantined records of a page of
+// run in w, after the lease was checked: the part of SavePage, and of
+// EndRun, before the checkpoint. quarantined reports whether the source and
+// resource had quarantined records before the page.
+func (s *Store) writePage(ctx context.Context, w *writeTx, op string, l consumer.Lease, run int64, rows []recordRow,
+	quarantine []consumer.Quarantine, quarantined bool,
+) error {
+	if err := s.upsertRecords(ctx, w, op, l.Source, l.Resource, run, rows); err != nil {
+		return err
+	}
+	if quarantined && len(rows) > 0 {
+		if err := unquarantine(ctx, w, op, l.Source, l.Resource, rows); err != nil {
+			return err
+		}
+	}
+	if len(quarantine) == 0 {
+		return nil
+	}
+	for _, q := range quarantine {
+		if _, err := w.exec(ctx, quarantineSQL, l.Source, string(l.Resource), q.ID, q.Reason, ms(q.At), append([]byte{}, q.JSON...)); err != nil { // never nil: NULL is not a body
+			return dbError(ctx, op, err)
+		}
+	}
+	return markSeen(ctx, w, op, l.Source, l.Resource, run, quarantine)
+}
+
+// markSeen sets the run of the stored records of the quarantined ids to run:
+// they still exist at the provider, so no sweep must mark them Missing.
+// Their version and Missing mark stay. It is rare enough to run unprepared
+// statements.
+func markSeen(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, run int64, quarantine []consumer.Quarantine) error {
+	return chunks(len(quarantine), maxDeleteRows, func(from, n int) error {
+		args := make([]any, 0, 3+n)
+		args = append(args, source, string(r), run)
+		for _, q := range quarantine[from : from+n] {
+			args = append(args, q.ID)
+		}
+		if _, err := w.exec(ctx, inListSQL(markSeenPrefix, 4, n), args...); err != nil {
+			return dbError(ctx, op, err)
+		}
+		return nil
+	})
+}
+
 // EndRun ends a run in one transaction: it checks and extends e.Lease
-// (otherwise it writes nothing and returns [consumer.ErrLeaseLost]); when
-// e.Sweep is set, it marks Missing at e.At every record of the source and
-// resource whose run is older than e.Checkpoint.Run, that is not Missing
+// (otherwise it writes nothing and returns [consumer.ErrLeaseLost]); it
+// writes e.Page's records and quarantined records as [Store.SavePage] does,
+// in run e.Checkpoint.Run (so the sweep that follows does not mark them);
+// when e.Sweep is set, it marks Missing at e.At every record of the source
+// and resource whose run is older than e.Checkpoint.Run, that is not Missing
 // already and, when e.SweepFrom or e.SweepUntil are set, whose Time lies in
 // [SweepFrom, SweepUntil); then it replaces the checkpoint with
-// e.Checkpoint. It implements [consumer.Store].
+// e.Checkpoint. e.Page.Lease and e.Page.Checkpoint are not read. It
+// implements [consumer.Store].
 //
 // Swept records stay stored. The collected view leaves out assistants,
 // events and usage buckets marked Missing and serves a conversation marked
@@ -240,27 +316,54 @@ func (s *Store) EndRun(ctx context.Context, e consumer.RunEnd) error {
 		return err
 	}
 	l := e.Lease
-	return s.write(ctx, op, []string{extendLeaseSQL, putCheckpointSQL}, func(w *writeTx) error {
-		if _, err := s.extendLease(ctx, w, op, l); err != nil {
+	rows, err := recordRows(op, l.Resource, e.Page.Records)
+	if err != nil {
+		return err
+	}
+	queries := append([]string{extendLeaseSQL, putCheckpointSQL}, s.pageQueries(len(rows), len(e.Page.Quarantine))...)
+	return s.write(ctx, op, queries, func(w *writeTx) error {
+		quarantined, err := s.extendLease(ctx, w, op, l)
+		if err != nil {
+			return err
+		}
+		if err := s.writePage(ctx, w, op, l, e.Checkpoint.Run, rows, e.Page.Quarantine, quarantined); err != nil {
 			return err
 		}
 		if e.Sweep {
-			query := sweepSQL
-			args := []any{l.Source, string(l.Resource), ms(e.At), e.Checkpoint.Run}
-			if !e.SweepFrom.IsZero() {
-				args = append(args, msCeil(e.SweepFrom))
-				query += " AND time_ms >= $" + strconv.Itoa(len(args))
-			}
-			if !e.SweepUntil.IsZero() {
-				args = append(args, msCeil(e.SweepUntil))
-				query += " AND time_ms < $" + strconv.Itoa(len(args))
-			}
+			query, args := sweepQuery(&e)
 			if _, err := w.exec(ctx, query, args...); err != nil {
 				return dbError(ctx, op, err)
 			}
 		}
 		return s.putCheckpoint(ctx, w, op, l.Source, l.Resource, e.Checkpoint)
 	})
+}
+
+// sweepQuery returns the statement and arguments of e's sweep. The bounds
+// of its window also bound pos_ms, so that the statement reads one range of
+// the index (source, resource, pos_ms, id) rather than every record of the
+// source and resource: pos_ms is time_ms for assistants, events and usage
+// buckets, and is never below time_ms for a record not marked Missing
+// (a conversation that came back after it was marked Missing may keep a
+// later position), so for conversations only the lower bound carries over.
+func sweepQuery(e *consumer.RunEnd) (string, []any) {
+	l := &e.Lease
+	query := sweepSQL
+	args := []any{l.Source, string(l.Resource), ms(e.At), e.Checkpoint.Run}
+	if !e.SweepFrom.IsZero() {
+		args = append(args, msCeil(e.SweepFrom))
+		n := "$" + strconv.Itoa(len(args))
+		query += " AND time_ms >= " + n + " AND pos_ms >= " + n
+	}
+	if !e.SweepUntil.IsZero() {
+		args = append(args, msCeil(e.SweepUntil))
+		n := "$" + strconv.Itoa(len(args))
+		query += " AND time_ms < " + n
+		if l.Resource != consumer.Conversations {
+			query += " AND pos_ms < " + n
+		}
+	}
+	return query, args
 }
 
 // RecordFailure stores err as the last error of (source, r) at time at,
@@ -279,7 +382,8 @@ func (s *Store) RecordFailure(ctx context.Context, source string, r consumer.Res
 func (s *Store) putCheckpoint(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, c consumer.Checkpoint) error {
 	_, err := w.exec(ctx, putCheckpointSQL, source, string(r), c.Run, c.Cursor, c.InProgress, c.Full,
 		nullMS(c.Since), nullMS(c.Until), nullMS(c.Watermark), c.NeedsFull, c.NeedsFullReason, c.Pages, c.Records,
-		nullMS(c.LastSuccess), c.LastError, nullMS(c.LastErrorAt), nullMS(c.Started))
+		nullMS(c.LastSuccess), c.LastError, nullMS(c.LastErrorAt), nullMS(c.Started), nullMS(c.NeedsFullSince),
+		nullMS(c.LastFull))
 	if err != nil {
 		return dbError(ctx, op, err)
 	}
@@ -288,15 +392,15 @@ func (s *Store) putCheckpoint(ctx context.Context, w *writeTx, op, source string
 
 // unquarantine deletes the quarantined records of the ids of rows. It is
 // rare enough to run unprepared statements.
-func unquarantine(ctx context.Context, w *writeTx, source string, r consumer.Resource, rows []recordRow) error {
+func unquarantine(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, rows []recordRow) error {
 	return chunks(len(rows), maxDeleteRows, func(from, n int) error {
 		args := make([]any, 0, 2+n)
 		args = append(args, source, string(r))
 		for _, row := range rows[from : from+n] {
 			args = append(args, row.id)
 		}
-		if _, err := w.exec(ctx, deleteQuarantineSQL(n), args...); err != nil {
-			return dbError(ctx, "save page", err)
+		if _, err := w.exec(ctx, inListSQL(deleteQuarantinePrefix, 3, n), args...); err != nil {
+			return dbError(ctx, op, err)
 		}
 		return nil
 	})
@@ -352,22 +456,38 @@ const (
 
 // onConflictSQL ends an upsert of consumer_records: it always sets the run
 // and clears the Missing mark, and replaces the rest only when the new
-// version's Time is not older than the stored one's.
+// version's Time is not older than the stored one's. pos_ms then becomes
+// the new time_ms, except that a conversation keeps a later position: the
+// Missing time of its tombstone, or one kept that way before. pos_ms stays
+// time_ms for the other resources, and never falls below time_ms.
 var onConflictSQL = func() string {
 	var b strings.Builder
 	b.WriteString("\nON CONFLICT (source, resource, id) DO UPDATE SET run = excluded.run, missing_at = NULL")
 	for _, c := range []string{"time_ms", "pos_ms", "started_ms", "deleted", "category", "body", "granularity",
 		"end_ms", "grouped", "model", "assistant_id", "user_id", "department", "requests", "conversations",
 		"active_users", "input_tokens", "output_tokens", "cost"} {
+		if c == "pos_ms" {
+			// A conversation never moves back in the view: it keeps a later
+			// position, such as the Missing time of its tombstone.
+			b.WriteString(",\n\tpos_ms = CASE WHEN excluded.time_ms < consumer_records.time_ms THEN consumer_records.pos_ms" +
+				"\n\t\tWHEN consumer_records.resource = 'conversations' AND consumer_records.pos_ms > excluded.time_ms" +
+				" THEN consumer_records.pos_ms ELSE excluded.time_ms END")
+			continue
+		}
 		fmt.Fprintf(&b, ",\n\t%[1]s = CASE WHEN excluded.time_ms >= consumer_records.time_ms THEN excluded.%[1]s ELSE consumer_records.%[1]s END", c)
 	}
 	return b.String()
 }()
 
+type inListKey struct {
+	prefix string
+	n      int
+}
+
 var (
 	upsertMu    sync.Mutex
 	upsertCache = map[int]string{}
-	deleteCache = map[int]string{}
+	inListCache = map[inListKey]string{}
 )
 
 // upsertRecordsSQL returns the statement upserting n records on SQLite.
@@ -402,24 +522,32 @@ func upsertRecordsSQL(n int) string {
 	return q
 }
 
-// deleteQuarantineSQL returns the statement deleting n ids from quarantine.
-func deleteQuarantineSQL(n int) string {
+// Statements on a list of ids, completed by inListSQL.
+const (
+	deleteQuarantinePrefix = "DELETE FROM consumer_quarantine WHERE source = $1 AND resource = $2 AND id IN ("
+	markSeenPrefix         = "UPDATE consumer_records SET run = $3 WHERE source = $1 AND resource = $2 AND id IN ("
+)
+
+// inListSQL returns prefix followed by n parameters, numbered from first,
+// and a closing parenthesis.
+func inListSQL(prefix string, first, n int) string {
+	key := inListKey{prefix, n}
 	upsertMu.Lock()
 	defer upsertMu.Unlock()
-	if q, ok := deleteCache[n]; ok {
+	if q, ok := inListCache[key]; ok {
 		return q
 	}
 	var b strings.Builder
-	b.WriteString("DELETE FROM consumer_quarantine WHERE source = $1 AND resource = $2 AND id IN (")
+	b.WriteString(prefix)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("$" + strconv.Itoa(3+i))
+		b.WriteString("$" + strconv.Itoa(first+i))
 	}
 	b.WriteString(")")
 	q := b.String()
-	deleteCache[n] = q
+	inListCache[key] = q
 	return q
 }
 
@@ -443,12 +571,12 @@ func (s *Store) upsertQueries(n int) []string {
 
 // upsertRecords upserts rows: on PostgreSQL with one statement taking
 // arrays, on SQLite with multi-row statements of a few records.
-func (s *Store) upsertRecords(ctx context.Context, w *writeTx, source string, r consumer.Resource, run int64, rows []recordRow) error {
+func (s *Store) upsertRecords(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, run int64, rows []recordRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	if s.db.Dialect == sqldb.Postgres {
-		return upsertRecordsArrays(ctx, w, source, r, run, rows)
+		return upsertRecordsArrays(ctx, w, op, source, r, run, rows)
 	}
 	args := make([]any, 0, 3+perRow*sqliteBatchRows)
 	return chunks(len(rows), sqliteBatchRows, func(from, n int) error {
@@ -460,7 +588,7 @@ func (s *Store) upsertRecords(ctx context.Context, w *writeTx, source string, r 
 				row.active, row.in, row.out, row.cost)
 		}
 		if _, err := w.exec(ctx, upsertRecordsSQL(n), args...); err != nil {
-			return dbError(ctx, "save page", err)
+			return dbError(ctx, op, err)
 		}
 		return nil
 	})
@@ -470,7 +598,7 @@ func (s *Store) upsertRecords(ctx context.Context, w *writeTx, source string, r 
 // one ID, the one with the later Time, or the later one on a tie, as
 // upserting them one after the other would keep. A statement may not
 // upsert one row twice on PostgreSQL.
-func recordRows(r consumer.Resource, records []consumer.Record) ([]recordRow, error) {
+func recordRows(op string, r consumer.Resource, records []consumer.Record) ([]recordRow, error) {
 	rows := make([]recordRow, 0, len(records))
 	var index map[string]int
 	if len(records) > 1 {
@@ -478,7 +606,7 @@ func recordRows(r consumer.Resource, records []consumer.Record) ([]recordRow, er
 	}
 	for i := range records {
 		rec := &records[i]
-		row, err := rowOf(r, rec)
+		row, err := rowOf(op, r, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -499,21 +627,22 @@ func recordRows(r consumer.Resource, records []consumer.Record) ([]recordRow, er
 }
 
 // bucketMetrics is what a usage bucket's JSON contributes to aggregation.
-// Numbers decode as float64 so that a value written 1.0 is accepted.
+// Numbers are read as float64, so that a value written 1.0 is accepted, and
+// one beyond the range of float64 saturates rather than failing the page.
 type bucketMetrics struct {
 	Metrics struct {
-		Requests      float64 `json:"requests"`
-		Conversations float64 `json:"conversations"`
-		ActiveUsers   float64 `json:"activeUsers"`
-		InputTokens   float64 `json:"inputTokens"`
-		OutputTokens  float64 `json:"outputTokens"`
-		Cost          float64 `json:"cost"`
+		Requests      json.Number `json:"requests"`
+		Conversations json.Number `json:"conversations"`
+		ActiveUsers   json.Number `json:"activeUsers"`
+		InputTokens   json.Number `json:"inputTokens"`
+		OutputTokens  json.Number `json:"outputTokens"`
+		Cost          json.Number `json:"cost"`
 	} `json:"metrics"`
 }
 
-func rowOf(r consumer.Resource, rec *consumer.Record) (recordRow, error) {
+func rowOf(op string, r consumer.Resource, rec *consumer.Record) (recordRow, error) {
 	if rec.ID == "" {
-		return recordRow{}, errors.New("sqlstore: save page: a record has no ID")
+		return recordRow{}, fmt.Errorf("sqlstore: %s: a record has no ID", op)
 	}
 	row := recordRow{
 		id: rec.ID, time: ms(rec.Time), deleted: rec.Deleted, category: rec.Category, body: string(rec.JSON),
@@ -526,12 +655,13 @@ func rowOf(r consumer.Resource, rec *consumer.Record) (recordRow, error) {
 	}
 	b := rec.Bucket
 	if b == nil {
-		return recordRow{}, fmt.Errorf("sqlstore: save page: usage record %q has no Bucket", rec.ID)
+		return recordRow{}, fmt.Errorf("sqlstore: %s: usage record %q has no Bucket", op, rec.ID)
 	}
 	var m bucketMetrics
 	if err := json.Unmarshal(rec.JSON, &m); err != nil {
-		return recordRow{}, fmt.Errorf("sqlstore: save page: usage record %q: metrics: %v", rec.ID, err)
+		return recordRow{}, fmt.Errorf("sqlstore: %s: usage record %q: metrics: %v", op, rec.ID, err)
 	}
+	// pos_ms takes the value of time_ms, the bucket's start.
 	row.time = ms(b.Start)
 	row.end = ms(b.End)
 	row.granularity = b.Granularity
@@ -547,12 +677,38 @@ func rowOf(r consumer.Resource, rec *consumer.Record) (recordRow, error) {
 	row.grouped = strings.Join(b.Grouped, ",")
 	row.model, row.assistantID, row.userID, row.dept = b.Model, b.AssistantID, b.UserID, b.Department
 	mm := &m.Metrics
-	row.requests, row.convs, row.active = toInt(mm.Requests), toInt(mm.Conversations), toInt(mm.ActiveUsers)
-	row.in, row.out, row.cost = toInt(mm.InputTokens), toInt(mm.OutputTokens), mm.Cost
+	row.requests, row.convs, row.active = metricInt(mm.Requests), metricInt(mm.Conversations), metricInt(mm.ActiveUsers)
+	row.in, row.out, row.cost = metricInt(mm.InputTokens), metricInt(mm.OutputTokens), metricFloat(mm.Cost)
 	return row, nil
 }
 
-func toInt(x float64) int64 { return int64(math.Round(x)) }
+// maxMetric bounds every stored metric and every sum the collected view
+// serves: 2^53, the largest integer a float64 (and so a JSON number read by
+// most clients) holds exactly.
+const maxMetric = 1 << 53
+
+// metricFloat returns the value of n within [0, maxMetric]: NaN, negative
+// values and values out of range saturate (0 for an absent metric).
+func metricFloat(n json.Number) float64 {
+	if n == "" {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(string(n), 64) // ±Inf when out of range; n is a valid number
+	return clampMetric(f)
+}
+
+func clampMetric(f float64) float64 {
+	switch {
+	case !(f > 0): // NaN too
+		return 0
+	case f > maxMetric:
+		return maxMetric
+	}
+	return f
+}
+
+// metricInt returns metricFloat(n) rounded to an integer.
+func metricInt(n json.Number) int64 { return int64(math.Round(metricFloat(n))) }
 
 // upsertArraysSQL upserts the records whose columns are passed as arrays
 // ($4...), on PostgreSQL: one statement, planned once, for any number of
@@ -572,7 +728,7 @@ var upsertArraysSQL = func() string {
 }()
 
 // upsertRecordsArrays upserts rows on PostgreSQL with [upsertArraysSQL].
-func upsertRecordsArrays(ctx context.Context, w *writeTx, source string, r consumer.Resource, run int64, rows []recordRow) error {
+func upsertRecordsArrays(ctx context.Context, w *writeTx, op, source string, r consumer.Resource, run int64, rows []recordRow) error {
 	n := len(rows)
 	var (
 		ids, cats, bodies, grans, groupeds = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -592,7 +748,7 @@ func upsertRecordsArrays(ctx context.Context, w *writeTx, source string, r consu
 	_, err := w.exec(ctx, upsertArraysSQL, source, string(r), run, ids, times, starteds, deleted, cats, bodies, grans, ends,
 		groupeds, models, assistants, users, depts, reqs, convs, actives, ins, outs, costs)
 	if err != nil {
-		return dbError(ctx, "save page", err)
+		return dbError(ctx, op, err)
 	}
 	return nil
 }

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
@@ -34,6 +36,7 @@ type syncFlags struct {
 	databaseURL, source, url, token, resources, owner string
 	usageGranularity, usageGroupBy                    string
 	every, lookback, usageTrailing, usageBackfill     time.Duration
+	fullEvery                                         time.Duration
 	timeout                                           time.Duration
 	pageSize, maxRetries                              int
 	apiKeyHeader, quiet                               bool
@@ -70,6 +73,7 @@ command line.`,
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
 			fs.DurationVar(&f.every, "every", 0, "sync again every `DURATION` until stopped; 0 syncs once")
 			fs.DurationVar(&f.lookback, "lookback", 5*time.Minute, "overlap of an incremental sync before the watermark")
+			fs.DurationVar(&f.fullEvery, "full-every", 24*time.Hour, "re-pull lists in full this often, to notice records deleted without a tombstone; 0 never")
 			fs.StringVar(&f.usageGranularity, "usage-granularity", "hour", "`GRANULARITY` of the usage collected: hour or day")
 			fs.StringVar(&f.usageGroupBy, "usage-group-by", "model,assistantId,userId,department", "comma-separated `DIMENSIONS` usage is collected by (\"none\" for totals)")
 			fs.DurationVar(&f.usageTrailing, "usage-trailing", 48*time.Hour, "trailing window of usage re-pulled by every sync")
@@ -146,18 +150,25 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if err != nil {
 		return usagef("consumer sync: %v", strings.TrimPrefix(err.Error(), "consumer: "))
 	}
+	if f.fullEvery < 0 {
+		return usagef("consumer sync: --full-every must not be negative")
+	}
+	fullEvery := f.fullEvery
+	if fullEvery == 0 {
+		fullEvery = -1 // the poller's "never"
+	}
 	store, err := sqlstore.Open(ctx, f.databaseURL)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if errors.Is(err, sqldb.ErrURL) {
+			return usagef("consumer sync: --database-url: %v", err)
 		}
-		return usagef("consumer sync: --database-url %s: %v", sqldb.MaskURL(f.databaseURL), err)
+		return fmt.Errorf("consumer sync: the store at %s: %w", sqldb.MaskURL(f.databaseURL), err)
 	}
 	defer store.Close()
 	poller, err := consumer.NewPoller(client, store, &consumer.Config{
 		Source: f.source, Resources: resources, Owner: f.owner, PageSize: f.pageSize, Lookback: f.lookback,
 		UsageGranularity: f.usageGranularity, UsageGroupBy: groupBy, UsageTrailing: f.usageTrailing,
-		UsageBackfill: f.usageBackfill,
+		UsageBackfill: f.usageBackfill, FullEvery: fullEvery,
 		OnPage: func(p consumer.PageProgress) {
 			kind := "incremental"
 			if p.Full {
@@ -182,6 +193,8 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 				line += fmt.Sprintf(", %d walk restart(s) after a rejected cursor", r.Restarts)
 			}
 			switch {
+			case r.Err != nil && errors.Is(r.Err, context.Canceled):
+				line += ": interrupted"
 			case r.Err != nil:
 				line += ": FAILED: " + r.Err.Error()
 			case r.Skipped != "":
@@ -201,29 +214,42 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	report(res, err)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			fmt.Fprintf(e.stderr, "sync of %s interrupted; the next sync resumes where it stopped\n", f.source)
 		}
+		return &exitError{code: ExitFailure}
+	}
+	if offered := offeredCount(res); offered == 0 && len(res.Resources) > 0 {
+		fmt.Fprintf(e.stderr, "the provider at %s offers none of the resources synced: is --url its base address?\n", f.url)
 		return &exitError{code: ExitFailure}
 	}
 	return nil
 }
 
-func openStore(ctx context.Context, cmd, url string) (*sqlstore.Store, error) {
-	if !strings.HasPrefix(url, "postgres") {
-		if path, ok := strings.CutPrefix(url, "sqlite:"); ok && path != ":memory:" && !strings.HasPrefix(path, "file:") {
-			if i := strings.IndexByte(path, '?'); i >= 0 {
-				path = path[:i]
-			}
-			if _, err := os.Stat(path); err != nil {
-				return nil, usagef("%s: --database-url %s: no store there (%v)", cmd, url, errors.Unwrap(err))
-			}
+// offeredCount is the number of resources the provider did not refuse as
+// not offered.
+func offeredCount(res consumer.Result) int {
+	n := 0
+	for _, r := range res.Resources {
+		if !strings.HasPrefix(r.Skipped, "the provider does not offer") {
+			n++
 		}
 	}
-	s, err := sqlstore.Open(ctx, url)
-	if err != nil {
-		return nil, usagef("%s: --database-url %s: %v", cmd, sqldb.MaskURL(url), err)
+	return n
+}
+
+// openStore opens an existing store for reading: a URL naming no store is
+// a usage error, and nothing is created there.
+func openStore(ctx context.Context, cmd, url string) (*sqlstore.Store, error) {
+	s, err := sqlstore.OpenExisting(ctx, url)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, sqldb.ErrURL):
+		return nil, usagef("%s: --database-url: %v", cmd, err)
+	case errors.Is(err, sqlstore.ErrNoStore):
+		return nil, usagef("%s: --database-url %s: no consumer store there (run 'aiusage consumer sync' first)", cmd, sqldb.MaskURL(url))
 	}
-	return s, nil
+	return nil, fmt.Errorf("%s: the store at %s: %w", cmd, sqldb.MaskURL(url), err)
 }
 
 type statusFlags struct {
@@ -396,18 +422,12 @@ re-pull no longer returned them are left out unless --include-missing.`,
 // checkSource is a usage error naming the known sources when source has
 // never been synced into store.
 func checkSource(ctx context.Context, store *sqlstore.Store, source string) error {
-	st, err := store.Status(ctx)
+	known, err := store.Sources(ctx)
 	if err != nil {
 		return err
 	}
-	var known []string
-	for _, s := range st {
-		if s.Source == source {
-			return nil
-		}
-		if len(known) == 0 || known[len(known)-1] != s.Source {
-			known = append(known, s.Source)
-		}
+	if slices.Contains(known, source) {
+		return nil
 	}
 	if len(known) == 0 {
 		return usagef("no source %q: nothing has been synced into this store", source)
@@ -448,7 +468,7 @@ func consumerQuarantineCommand() *command {
 		summary: "list the records that failed their schema, with the reason",
 		long: `Writes the quarantined records as NDJSON, oldest first: one object a line with
 the source, resource, id, reason, when it was quarantined, and the record as
-received. A record leaves quarantine when the provider later sends it valid.`,
+received ("record"; "recordBase64" when it is not UTF-8 JSON). A record leaves quarantine when the provider later sends it valid.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
 			fs.StringVar(&f.source, "source", "", "only the records of source `NAME`")
@@ -465,19 +485,23 @@ received. A record leaves quarantine when the provider later sends it valid.`,
 			return writeTo(e.stdout, "", func(w *bufio.Writer) error {
 				enc := json.NewEncoder(w)
 				return store.Quarantined(ctx, f.source, func(q consumer.Quarantine) error {
-					rec := q.JSON
-					if !json.Valid(rec) {
-						b, _ := json.Marshal(string(rec))
-						rec = b
-					}
-					return enc.Encode(struct {
+					line := struct {
 						Source   string          `json:"source"`
 						Resource string          `json:"resource"`
 						ID       string          `json:"id"`
 						Reason   string          `json:"reason"`
 						At       string          `json:"at"`
-						Record   json.RawMessage `json:"record"`
-					}{q.Source, string(q.Resource), q.ID, q.Reason, q.At.UTC().Format(spec.TimeLayout), rec})
+						Record   json.RawMessage `json:"record,omitempty"`
+						// RecordBase64 holds a record that is not JSON (or
+						// not UTF-8), byte for byte.
+						RecordBase64 []byte `json:"recordBase64,omitempty"`
+					}{Source: q.Source, Resource: string(q.Resource), ID: q.ID, Reason: q.Reason, At: q.At.UTC().Format(spec.TimeLayout)}
+					if utf8.Valid(q.JSON) && json.Valid(q.JSON) {
+						line.Record = q.JSON
+					} else {
+						line.RecordBase64 = q.JSON
+					}
+					return enc.Encode(line)
 				})
 			})
 		},

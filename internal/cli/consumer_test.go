@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
 )
 
@@ -106,6 +108,41 @@ func TestConsumerSyncStatusExport(t *testing.T) {
 	}
 }
 
+// TestConsumerReadersCreateNothing: status, export and quarantine on a
+// database that holds no store say so (exit 2) and create nothing there.
+func TestConsumerReadersCreateNothing(t *testing.T) {
+	t.Parallel()
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			url := sqldbtest.URL(t, d)
+			if d == sqldb.SQLite {
+				url = "sqlite:" + filepath.Join(t.TempDir(), "none.db")
+			}
+			for _, args := range [][]string{
+				{"consumer", "status", "--database-url", url},
+				{"consumer", "export", "--database-url", url, "--source", "s", "--resource", "events"},
+				{"consumer", "quarantine", "--database-url", url},
+			} {
+				r := runCLI(t, "", nil, args...)
+				require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+				require.Contains(t, r.stderr, "no consumer store there (run 'aiusage consumer sync' first)")
+			}
+			if d == sqldb.SQLite {
+				_, err := os.Stat(strings.TrimPrefix(url, "sqlite:"))
+				require.True(t, os.IsNotExist(err), "the SQLite file was created")
+			} else {
+				db, err := sqldb.Open(t.Context(), url)
+				require.NoError(t, err)
+				defer db.Close()
+				var n int
+				require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n))
+				require.Zero(t, n, "tables were created")
+			}
+		})
+	}
+}
+
 func TestConsumerSyncFailures(t *testing.T) {
 	t.Parallel()
 	base, _, _ := startServe(t, "--database-url", "sqlite:"+filepath.Join(t.TempDir(), "p.db"), "--token", "tok", "--token", "usage-only=read:usage", "--demo", "20")
@@ -126,6 +163,15 @@ func TestConsumerSyncFailures(t *testing.T) {
 	require.Equal(t, ExitFailure, r.code, r.stderr)
 	require.Contains(t, r.stderr, "events: retry 1")
 
+	// A URL where no provider is: every resource answers 404.
+	r = runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "v", "--url", base+"nope/")
+	require.Equal(t, ExitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, "offers none of the resources synced: is --url its base address?")
+	// A store that cannot be reached is a failure, not a usage error.
+	r = runCLI(t, "", nil, "consumer", "sync", "--database-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "--source", "v", "--url", base)
+	require.Equal(t, ExitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, "consumer sync: the store at postgres://nobody@127.0.0.1:1/x")
+
 	usage := [][]string{
 		{"consumer", "sync", "--url", base},
 		{"consumer", "sync", "--source", "v"},
@@ -140,6 +186,8 @@ func TestConsumerSyncFailures(t *testing.T) {
 		{"consumer", "status", "--format", "xml"},
 		{"consumer", "export", "--source", "v"},
 		{"consumer", "export", "--source", "v", "--resource", "chats"},
+		{"consumer", "sync", "--source", "v", "--url", base, "--full-every", "-1h"},
+		{"consumer", "export", "--source", "v", "--resource", "events", "--database-url", "sqlite::memory:"},
 	}
 	for _, args := range usage {
 		if !slices.Contains(args, "--database-url") {

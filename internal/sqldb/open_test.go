@@ -374,3 +374,15 @@ func TestEachRunsBothDialects(t *testing.T) {
 		require.True(t, seen[sqldb.Postgres])
 	}
 }
+
+func TestOpenTellsURLErrorsFromUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, u := range []string{"", "mysql://x", "sqlite://x.db", "sqlite:", "sqlite:x.db?%zz", "postgres://[::1"} {
+		_, err := sqldb.Open(ctx, u)
+		require.ErrorIs(t, err, sqldb.ErrURL, "%q", u)
+	}
+	_, err := sqldb.Open(ctx, "postgres://nobody@127.0.0.1:1/x?connect_timeout=2")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, sqldb.ErrURL, "a database that cannot be reached")
+}

@@ -31,6 +31,15 @@ const (
 // lock held by another connection before failing with SQLITE_BUSY.
 const BusyTimeout = 5000
 
+// ErrURL marks an error of [Open] caused by the URL itself (its form, an
+// unsupported scheme), as opposed to a database that cannot be reached.
+var ErrURL = errors.New("bad database URL")
+
+// urlError wraps an error about the URL's form with ErrURL.
+func urlError(format string, a ...any) error {
+	return fmt.Errorf("%w: %w", ErrURL, fmt.Errorf(format, a...))
+}
+
 // acceptedForms is quoted by the error for an unsupported URL.
 const acceptedForms = `want "sqlite:PATH", "sqlite::memory:", "postgres://..." or "postgresql://..."`
 
@@ -62,25 +71,25 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		return openPostgres(ctx, rawURL)
 	case rawURL == "":
-		return nil, fmt.Errorf("sqldb: empty database URL: %s", acceptedForms)
+		return nil, urlError("sqldb: empty database URL: %s", acceptedForms)
 	default:
 		scheme, _, _ := strings.Cut(rawURL, ":")
-		return nil, fmt.Errorf("sqldb: unsupported database URL scheme %q: %s", scheme, acceptedForms)
+		return nil, urlError("sqldb: unsupported database URL scheme %q: %s", scheme, acceptedForms)
 	}
 }
 
 func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	rest := strings.TrimPrefix(rawURL, "sqlite:")
 	if strings.HasPrefix(rest, "//") {
-		return nil, fmt.Errorf("sqldb: SQLite URL %q: write sqlite:PATH (sqlite:/abs/path.db or sqlite:rel/path.db), not sqlite://", rawURL)
+		return nil, urlError("sqldb: SQLite URL %q: write sqlite:PATH (sqlite:/abs/path.db or sqlite:rel/path.db), not sqlite://", rawURL)
 	}
 	path, rawQuery, _ := strings.Cut(rest, "?")
 	if path == "" {
-		return nil, fmt.Errorf("sqldb: SQLite URL %q has no path: %s", rawURL, acceptedForms)
+		return nil, urlError("sqldb: SQLite URL %q has no path: %s", rawURL, acceptedForms)
 	}
 	extra, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("sqldb: SQLite URL %q: query: %w", rawURL, err)
+		return nil, urlError("sqldb: SQLite URL %q: query: %w", rawURL, err)
 	}
 	memory := path == ":memory:"
 
@@ -149,7 +158,7 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		// pgx redacts the password in its parse errors.
-		return nil, fmt.Errorf("sqldb: %w", err)
+		return nil, urlError("sqldb: %w", err)
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked}

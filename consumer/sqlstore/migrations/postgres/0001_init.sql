@@ -18,7 +18,11 @@ CREATE TABLE consumer_records (
 	-- what an upsert compares.
 	time_ms       BIGINT  NOT NULL,
 	-- The list position in the collected view: time_ms, except for a
-	-- conversation marked missing, served as a tombstone at missing_at.
+	-- conversation marked missing, served as a tombstone at missing_at,
+	-- and for one that came back since: its position never moves back, so
+	-- it may stay later than time_ms (and is served updated at pos_ms).
+	-- Never below time_ms unless marked missing; equal to it for the other
+	-- resources.
 	pos_ms        BIGINT  NOT NULL,
 	started_ms    BIGINT  NOT NULL DEFAULT 0,
 	deleted       BOOLEAN NOT NULL DEFAULT FALSE,
@@ -47,25 +51,29 @@ CREATE INDEX consumer_records_pos ON consumer_records (source, resource, pos_ms,
 -- Usage buckets in provider.UsageKey order: Export and Usage.
 CREATE INDEX consumer_records_usage ON consumer_records (source, time_ms, model, assistant_id, user_id, department, id)
 	WHERE resource = 'usage';
+-- Status counts the records marked Missing: few, so a small index.
+CREATE INDEX consumer_records_missing ON consumer_records (source, resource, missing_at) WHERE missing_at IS NOT NULL;
 
 CREATE TABLE consumer_checkpoints (
-	source            TEXT COLLATE "C" NOT NULL,
-	resource          TEXT COLLATE "C" NOT NULL,
-	run               BIGINT  NOT NULL DEFAULT 0,
-	cursor_token      TEXT    NOT NULL DEFAULT '',
-	in_progress       BOOLEAN NOT NULL DEFAULT FALSE,
-	full_repull       BOOLEAN NOT NULL DEFAULT FALSE,
-	since_ms          BIGINT, -- NULL: the zero time
-	until_ms          BIGINT,
-	watermark_ms      BIGINT,
-	needs_full        BOOLEAN NOT NULL DEFAULT FALSE,
-	needs_full_reason TEXT    NOT NULL DEFAULT '',
-	pages             BIGINT  NOT NULL DEFAULT 0,
-	records           BIGINT  NOT NULL DEFAULT 0,
-	last_success_ms   BIGINT,
-	last_error        TEXT    NOT NULL DEFAULT '',
-	last_error_at_ms  BIGINT,
-	started_ms        BIGINT, -- when the walk in progress (or the last) started, by the poller's clock
+	source              TEXT COLLATE "C" NOT NULL,
+	resource            TEXT COLLATE "C" NOT NULL,
+	run                 BIGINT  NOT NULL DEFAULT 0,
+	cursor_token        TEXT    NOT NULL DEFAULT '',
+	in_progress         BOOLEAN NOT NULL DEFAULT FALSE,
+	full_repull         BOOLEAN NOT NULL DEFAULT FALSE,
+	since_ms            BIGINT, -- NULL: the zero time
+	until_ms            BIGINT,
+	watermark_ms        BIGINT,
+	needs_full          BOOLEAN NOT NULL DEFAULT FALSE,
+	needs_full_reason   TEXT    NOT NULL DEFAULT '',
+	pages               BIGINT  NOT NULL DEFAULT 0,
+	records             BIGINT  NOT NULL DEFAULT 0,
+	last_success_ms     BIGINT,
+	last_error          TEXT    NOT NULL DEFAULT '',
+	last_error_at_ms    BIGINT,
+	started_ms          BIGINT, -- when the walk in progress (or the last) started, by the poller's clock
+	needs_full_since_ms BIGINT, -- since when needs_full holds
+	last_full_ms        BIGINT, -- when a full walk last ended complete
 	PRIMARY KEY (source, resource)
 );
 
