@@ -62,8 +62,9 @@ Several processes syncing into one PostgreSQL store share the work: a lease in
 the database keeps two of them from syncing the same source and resource at once.
 
 Progress goes to standard error. Exit status: 0 when every resource synced (or
-was skipped because another process holds it), 1 when one failed, 2 for a bad
-command line.`,
+was skipped because another process holds it, or the provider does not offer
+it), 1 when one failed, the sync was interrupted, the store cannot be reached
+or the provider offers none of the resources, 2 for a bad command line.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.StringVar(&f.source, "source", "", "`NAME` the provider's records are kept under (required)")
