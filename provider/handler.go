@@ -106,6 +106,12 @@ func (h *Handler) routes() chi.Router {
 		r.With(h.requireScope(ScopeEvents)).Get("/events", h.adapt(h.listEvents))
 		r.With(h.requireScope(ScopeUsage)).Get("/usage", h.adapt(h.usage))
 	})
+	for _, m := range h.cfg.mounts {
+		// Not compressed here: a mounted protocol (MCP's event streams)
+		// manages its own responses.
+		r.With(h.authenticate).Handle(m.pattern, m.h)
+		r.With(h.authenticate).Handle(m.pattern+"/*", m.h)
+	}
 	return r
 }
 

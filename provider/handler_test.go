@@ -430,3 +430,30 @@ func TestRawGetterServesStoredBytes(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	require.NotContains(t, string(body), `{"id":`)
 }
+
+func TestMountIsBehindAuthentication(t *testing.T) {
+	t.Parallel()
+	var seen *provider.Principal
+	mounted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen, _ = provider.PrincipalFrom(r.Context())
+		_, _ = w.Write([]byte("mounted " + r.Method + " " + r.URL.Path))
+	})
+	srv := newServer(t, memsource.New(), provider.WithMount("/mcp", mounted))
+	resp, body := do(t, http.MethodPost, srv.URL+"/mcp", nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate")[:6])
+	require.Contains(t, string(body), "No credential")
+	require.Nil(t, seen)
+	resp, body = do(t, http.MethodPost, srv.URL+"/mcp", map[string]string{"Authorization": "Bearer usage-only"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "mounted POST /mcp", string(body))
+	require.Equal(t, "t1", seen.Tenant)
+	require.Equal(t, []string{provider.ScopeUsage}, seen.Scopes)
+	_, body = do(t, http.MethodGet, srv.URL+"/mcp/x", auth)
+	require.Equal(t, "mounted GET /mcp/x", string(body))
+
+	for _, bad := range []string{"mcp", "/", "/mcp/", "/conversations", "/usage/x", "/a/{id}"} {
+		_, err := provider.NewHandler(memsource.New(), provider.WithTokens(provider.Token{Secret: "a"}), provider.WithMount(bad, mounted))
+		require.Error(t, err, bad)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,6 +20,37 @@ type config struct {
 	cursorKey []byte
 	now       func() time.Time
 	gzipLevel int
+	mounts    []mount
+}
+
+// mount is a handler served under a path prefix behind authentication.
+type mount struct {
+	pattern string
+	h       http.Handler
+}
+
+// WithMount serves h at path (and below it), behind the same authentication
+// as the REST endpoints: a request without a valid credential gets the 401
+// problem with WWW-Authenticate before h runs, and h finds the caller with
+// [PrincipalFrom]. Scopes are h's to enforce. It is how the MCP binding is
+// mounted at /mcp beside the REST interface. path starts with "/" and must
+// not be one of the REST paths.
+func WithMount(path string, h http.Handler) Option {
+	return func(c *config) error {
+		switch {
+		case h == nil:
+			return errors.New("provider: WithMount: nil handler")
+		case !strings.HasPrefix(path, "/") || path == "/" || strings.HasSuffix(path, "/") || strings.ContainsAny(path, "{}*"):
+			return fmt.Errorf("provider: WithMount: path %q must look like /mcp", path)
+		}
+		for _, rest := range []string{"/conversations", "/assistants", "/events", "/usage"} {
+			if path == rest || strings.HasPrefix(path, rest+"/") {
+				return fmt.Errorf("provider: WithMount: path %q is a REST path", path)
+			}
+		}
+		c.mounts = append(c.mounts, mount{pattern: path, h: h})
+		return nil
+	}
 }
 
 // WithTokens accepts the given static tokens (see [NewStaticTokens]). It may
