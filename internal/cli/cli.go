@@ -77,6 +77,7 @@ func root() *command {
 		subs: []*command{
 			conformanceCommand(),
 			consumerCommand(),
+			mcpCommand(),
 			providerCommand(),
 			specCommand(),
 			versionCommand(),

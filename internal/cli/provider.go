@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/internal/demodata"
 	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
 )
@@ -61,6 +62,10 @@ AIUSAGE_TOKEN separate them with spaces. --token credentials read the data of
 --demo N fills an empty database with N generated conversations and the
 matching assistants, events and usage (deterministic for a --seed). A database
 that already holds conversations is served as it is.
+
+The same data is served over MCP (streamable HTTP) at /mcp, with the same
+credentials and scopes: tools list_conversations, get_conversation,
+list_assistants, get_assistant, list_events and get_usage.
 
 Cursors are sealed with a key kept in the database, so several processes
 serving one PostgreSQL database accept each other's cursors.
@@ -147,12 +152,18 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	h, err := provider.NewHandler(src, provider.WithTokens(tokens...), provider.WithLogger(log), provider.WithCursorKey(key))
+	// The MCP binding at /mcp: the same data, credentials and scopes.
+	m, err := mcp.NewServer(src, mcp.WithCursorKey(key))
+	if err != nil {
+		return err
+	}
+	h, err := provider.NewHandler(src, provider.WithTokens(tokens...), provider.WithLogger(log), provider.WithCursorKey(key),
+		provider.WithMount("/mcp", m.HTTPHandler()))
 	if err != nil {
 		return err
 	}
 	return serve(ctx, log, f.addr, h, f.shutdownTimeout, "provider serving",
-		slog.String("database", db.URL()), slog.Int("tokens", len(tokens)))
+		slog.String("database", db.URL()), slog.Int("tokens", len(tokens)), slog.String("mcp", "/mcp"))
 }
 
 // fillDemo loads generated data into an empty database.
