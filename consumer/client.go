@@ -348,8 +348,10 @@ func decodeEnvelope(body []byte) (Page, error) {
 	if env.NextCursor != nil {
 		p.Paginated = true
 		p.NextCursor = *env.NextCursor
-		if env.HasMore == nil && p.NextCursor != "" {
-			p.HasMore = true // a cursor without hasMore: follow it
+		if env.HasMore == nil && p.NextCursor != "" && len(p.Records) > 0 {
+			// A cursor without hasMore: follow it, until a page comes
+			// back empty (such providers end their lists that way).
+			p.HasMore = true
 		}
 	}
 	// An element that is not an object is the record parser's to

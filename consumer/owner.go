@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,24 +12,51 @@ import (
 	"syscall"
 )
 
-// defaultOwner names this process in leases: host:pid:random.
+// defaultOwner names this process in leases: host:pid:random, with the
+// random part prefixed by a tag of the process's pid namespace and boot
+// when they are known ("host:pid:tag.random").
 func defaultOwner() string {
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	suffix := hex.EncodeToString(b[:])
+	if tag := pidSpace(); tag != "" {
+		suffix = tag + "." + suffix
+	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), suffix)
 }
 
-// ownerDead reports whether owner names a process of this host (in the
-// form of defaultOwner) that no longer runs: its lease may be taken over
-// without waiting for it to expire. Owners of other hosts, or in another
-// form, are never judged dead.
+// pidSpace identifies the space in which this process's pid means
+// something: the boot and the pid namespace (Linux), hashed; "" where they
+// cannot be read. Host names alone are not unique (containers sharing the
+// host network, cloned machines).
+func pidSpace() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + "|" + ns))
+	return hex.EncodeToString(sum[:6])
+}
+
+// ownerDead reports whether owner names a process of this host and pid
+// namespace (in the form of defaultOwner, with the same pid-space tag) that
+// no longer runs: its lease may be taken over without waiting for it to
+// expire. Any other owner is never judged dead: its lease expires.
 func ownerDead(owner string) bool {
 	i := strings.LastIndexByte(owner, ':')
 	if i < 0 {
 		return false
 	}
-	rest := owner[:i]
+	rest, suffix := owner[:i], owner[i+1:]
+	tag, _, ok := strings.Cut(suffix, ".")
+	if mine := pidSpace(); !ok || mine == "" || tag != mine {
+		return false
+	}
 	j := strings.LastIndexByte(rest, ':')
 	if j < 0 {
 		return false

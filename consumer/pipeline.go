@@ -24,6 +24,9 @@ type item struct {
 	// a cursor) before this page.
 	restarted bool
 	err       error
+	// firstPage reports that the failed request asked for a walk's first
+	// page (no cursor).
+	firstPage bool
 }
 
 // pipeline walks pages in three stages so that the network, the checks
@@ -91,7 +94,7 @@ func (s *run) pipeline(ctx context.Context, query func(cursor string) Query, cur
 					// was served. Report it without the error kind.
 					err = fmt.Errorf("the provider keeps refusing the cursors of this walk: %v", err)
 				}
-				send(fetched, item{err: err})
+				send(fetched, item{err: err, firstPage: q.Cursor == ""})
 				return
 			}
 			it := item{page: page, restarted: restarted, more: page.HasMore && page.Paginated}

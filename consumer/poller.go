@@ -53,9 +53,10 @@ type Config struct {
 	// it with every page. Default 2m. A lease held by a process of this host
 	// that no longer runs (a killed sync) is taken over at once.
 	LeaseTTL time.Duration
-	// FullEvery is how often a list resource is re-pulled in full even
-	// though the provider offers incremental sync, so that records it
-	// deleted without a tombstone (a removed assistant) are marked missing;
+	// FullEvery is how often conversations and assistants are re-pulled in
+	// full even though the provider offers incremental sync, so that
+	// records it deleted without a tombstone (a removed assistant) are
+	// marked missing (events, an append-only trail, are not);
 	// also how long a missing sync feature is believed before an
 	// incremental walk is tried again. Default 24h; negative means never.
 	FullEvery time.Duration
@@ -451,7 +452,9 @@ func (s *run) startWalk(cp *Checkpoint, follow *time.Time) {
 		// is followed by a full one.
 		cp.NeedsFull, cp.NeedsFullReason, cp.NeedsFullSince = false, "", time.Time{}
 	}
-	due := cfg.FullEvery > 0 && !cp.LastFull.IsZero() && now.Sub(cp.LastFull) >= cfg.FullEvery
+	// Events are an append-only audit trail: a periodic full re-pull would
+	// only mark those a provider's retention dropped as missing.
+	due := s.r != Events && cfg.FullEvery > 0 && !cp.LastFull.IsZero() && now.Sub(cp.LastFull) >= cfg.FullEvery
 	cp.Full = cp.NeedsFull || cp.Watermark.IsZero() || due
 	cp.Since = time.Time{}
 	if cp.Full {
@@ -488,18 +491,16 @@ func (s *run) walk(ctx context.Context, cp *Checkpoint, resumed bool) error {
 		return q
 	}
 	parse := func(raw json.RawMessage) parsed { return parseRecord(s.r, raw) }
-	first := cp.Cursor == ""
 	for it := range s.pipeline(wctx, query, cp.Cursor, parse) {
 		if it.err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if first && !cp.Since.IsZero() && errors.Is(it.err, provider.ErrInvalid) {
+			if it.firstPage && !cp.Since.IsZero() && errors.Is(it.err, provider.ErrInvalid) {
 				return fmt.Errorf("%w: %v", errFilterRejected, it.err)
 			}
 			return it.err
 		}
-		first = false
 		if it.restarted {
 			s.res.Restarts++
 		}

@@ -42,7 +42,7 @@ type parsed struct {
 // indexed on every database (PostgreSQL refuses index entries over about
 // 2.7 KB) and summed in the collected view without overflow.
 const (
-	maxDimensionLength = 512
+	maxDimensionLength = 256
 	maxMetric          = 1 << 50
 	maxCost            = 1e15
 )
@@ -129,19 +129,21 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 			*vals[d] = v
 			key = append(key, v)
 		}
+		for _, v := range []string{b.Model, b.AssistantID, b.UserID, b.Department} {
+			if len(v) > maxDimensionLength {
+				return parsed{id: digestID(raw), reason: fmt.Sprintf("/dimensions: a value is %d bytes long; at most %d are kept", len(v), maxDimensionLength)}
+			}
+		}
+		// The id of a bucket is a digest of its key (granularity, start,
+		// dimensions), short enough for any index.
 		k, _ := json.Marshal(key) // strings and nils only
-		p.rec.ID = string(k)
+		p.rec.ID = "bucket:" + digestID(k)[len("sha256:"):]
 		p.id = p.rec.ID
 		p.rec.Time = b.Start
 		p.exact = b.Start
 		p.rec.Bucket = b
 		if reason := checkMetrics(obj["metrics"]); reason != "" {
 			return parsed{id: p.id, reason: reason}
-		}
-		for _, v := range []string{b.Model, b.AssistantID, b.UserID, b.Department} {
-			if len(v) > maxDimensionLength {
-				return parsed{id: digestID(raw), reason: fmt.Sprintf("/dimensions: a value is %d bytes long; at most %d are kept", len(v), maxDimensionLength)}
-			}
 		}
 	}
 	if len(p.rec.ID) > provider.MaxIDLength && r != Usage {

@@ -261,19 +261,80 @@ func TestLeaseOfAKilledSyncIsTakenOver(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	require.NoError(t, cmd.Run())
 	host, _ := os.Hostname()
-	dead := fmt.Sprintf("%s:%d:deadbeef", host, cmd.Process.Pid)
-	ok, err := store.AcquireLease(context.Background(), consumer.Lease{Source: "fake", Resource: consumer.Conversations, Owner: dead, Now: testEnd, Expires: testEnd.Add(time.Hour)})
+	// The owner form of this host and pid namespace: host:pid:tag.random.
+	own := consumer.DefaultOwnerForTest()
+	tag, _, found := strings.Cut(own[strings.LastIndexByte(own, ':')+1:], ".")
+	if !found {
+		t.Skip("no pid namespace to tell processes apart on this system: leases only expire")
+	}
+	dead := fmt.Sprintf("%s:%d:%s.deadbeef", host, cmd.Process.Pid, tag)
+	// The same dead pid in another pid namespace (another container with
+	// the same host name) is not judged dead.
+	elsewhere := fmt.Sprintf("%s:%d:000000000000.deadbeef", host, cmd.Process.Pid)
+	ok, err := store.AcquireLease(context.Background(), consumer.Lease{Source: "fake", Resource: consumer.Events, Owner: elsewhere, Now: testEnd, Expires: testEnd.Add(time.Hour)})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = store.AcquireLease(context.Background(), consumer.Lease{Source: "fake", Resource: consumer.Conversations, Owner: dead, Now: testEnd, Expires: testEnd.Add(time.Hour)})
 	require.NoError(t, err)
 	require.True(t, ok)
 	// A live owner elsewhere is respected.
 	ok, err = store.AcquireLease(context.Background(), consumer.Lease{Source: "fake", Resource: consumer.Assistants, Owner: "other-host:1:x", Now: testEnd, Expires: testEnd.Add(time.Hour)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	f := &fakeProvider{pageSize: 4, records: map[string][]string{"/conversations": fakeConversations(5, testEnd.Add(-time.Hour)), "/assistants": nil}}
+	f := &fakeProvider{pageSize: 4, records: map[string][]string{"/conversations": fakeConversations(5, testEnd.Add(-time.Hour)), "/assistants": nil, "/events": nil}}
 	res := syncFake(t, f, store, func(c *consumer.Config) {
-		c.Resources = []consumer.Resource{consumer.Conversations, consumer.Assistants}
+		c.Resources = []consumer.Resource{consumer.Conversations, consumer.Assistants, consumer.Events}
 	})
 	require.Empty(t, res.Resources[0].Skipped)
 	require.Equal(t, 5, res.Resources[0].Records)
 	require.Contains(t, res.Resources[1].Skipped, "another poller (other-host:1:x) holds the lease until ")
+	require.Contains(t, res.Resources[2].Skipped, "another poller ("+elsewhere+")", "a dead pid of another pid namespace")
+}
+
+func TestCursorOnEveryPageEndsOnAnEmptyPage(t *testing.T) {
+	t.Parallel()
+	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite))
+	require.NoError(t, err)
+	ts := testEnd.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		if r.URL.Query().Get("cursor") == "" {
+			fmt.Fprintf(w, `{"data":[{"id":"a","startedAt":%q,"updatedAt":%q}],"nextCursor":"p2"}`, ts, ts)
+			return
+		}
+		fmt.Fprintf(w, `{"data":[],"nextCursor":"p%d"}`, n) // a fresh cursor, and nothing more
+	}))
+	defer srv.Close()
+	c, err := consumer.NewClient(consumer.ClientConfig{URL: srv.URL})
+	require.NoError(t, err)
+	p, err := consumer.NewPoller(c, store, &consumer.Config{Source: "s", Resources: []consumer.Resource{consumer.Conversations}})
+	require.NoError(t, err)
+	res, err := p.SyncOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Resources[0].Records)
+	require.Equal(t, 2, n, "the empty page ends the walk")
+}
+
+func TestUsageBucketsWithLongDimensionsOnEveryDatabase(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		store, err := sqlstore.New(context.Background(), db)
+		require.NoError(t, err)
+		hour := testEnd.Add(-2 * time.Hour).Format("2006-01-02T15:04:05.000Z")
+		hourEnd := testEnd.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")
+		v := strings.Repeat("v", 256)
+		ok := fmt.Sprintf(`{"startAt":%q,"endAt":%q,"granularity":"hour","dimensions":{"model":%q,"assistantId":%q,"userId":%q,"department":%q},"metrics":{"requests":1}}`, hour, hourEnd, v, v, v, v)
+		big := fmt.Sprintf(`{"startAt":%q,"endAt":%q,"granularity":"hour","dimensions":{"model":%q,"assistantId":%q,"userId":%q,"department":%q},"metrics":{"requests":3000000000000000}}`, hour, hourEnd, "m", v, v, v)
+		w := strings.Repeat("w", 500)
+		wide := fmt.Sprintf(`{"startAt":%q,"endAt":%q,"granularity":"hour","dimensions":{"model":%q,"assistantId":%q,"userId":%q,"department":%q},"metrics":{"requests":1}}`, hour, hourEnd, w, w, w, w)
+		f := &fakeProvider{pageSize: 10, records: map[string][]string{"/usage": {ok, big, wide}}}
+		res := syncFake(t, f, store, func(c *consumer.Config) {
+			c.Resources = []consumer.Resource{consumer.Usage}
+			c.UsageBackfill = 24 * time.Hour
+		})
+		require.NoError(t, res.Resources[0].Err)
+		require.Equal(t, 1, res.Resources[0].Records)
+		require.Equal(t, 2, res.Resources[0].Quarantined)
+	})
 }

@@ -74,7 +74,7 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
 			fs.DurationVar(&f.every, "every", 0, "sync again every `DURATION` until stopped; 0 syncs once")
 			fs.DurationVar(&f.lookback, "lookback", 5*time.Minute, "overlap of an incremental sync before the watermark")
-			fs.DurationVar(&f.fullEvery, "full-every", 24*time.Hour, "re-pull lists in full this often, to notice records deleted without a tombstone; 0 never")
+			fs.DurationVar(&f.fullEvery, "full-every", 24*time.Hour, "re-pull conversations and assistants in full this often, to notice records deleted without a tombstone; 0 never")
 			fs.StringVar(&f.usageGranularity, "usage-granularity", "hour", "`GRANULARITY` of the usage collected: hour or day")
 			fs.StringVar(&f.usageGroupBy, "usage-group-by", "model,assistantId,userId,department", "comma-separated `DIMENSIONS` usage is collected by (\"none\" for totals)")
 			fs.DurationVar(&f.usageTrailing, "usage-trailing", 48*time.Hour, "trailing window of usage re-pulled by every sync")
