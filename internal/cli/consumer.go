@@ -19,6 +19,7 @@ import (
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -34,6 +35,7 @@ func consumerCommand() *command {
 
 type syncFlags struct {
 	databaseURL, source, url, token, resources, owner string
+	transport                                         string
 	usageGranularity, usageGroupBy                    string
 	every, lookback, usageTrailing, usageBackfill     time.Duration
 	fullEvery                                         time.Duration
@@ -68,7 +70,8 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.StringVar(&f.source, "source", "", "`NAME` the provider's records are kept under (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required; with --transport mcp its MCP endpoint, e.g. .../mcp)")
+			fs.StringVar(&f.transport, "transport", "rest", "`TRANSPORT` to the provider: rest, or mcp (its MCP binding over streamable HTTP)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (sent as Authorization: Bearer)")
 			fs.BoolVar(&f.apiKeyHeader, "api-key-header", false, "send the token as X-API-Key instead")
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
@@ -158,6 +161,22 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if fullEvery == 0 {
 		fullEvery = -1 // the poller's "never"
 	}
+	var src consumer.Source = client
+	switch f.transport {
+	case "rest":
+	case "mcp":
+		if f.apiKeyHeader {
+			return usagef("consumer sync: --api-key-header applies to --transport rest only")
+		}
+		ms, err := mcp.NewSource(ctx, f.url, f.token)
+		if err != nil {
+			return fmt.Errorf("consumer sync: --transport mcp: %w", err)
+		}
+		defer ms.Close()
+		src = ms
+	default:
+		return usagef("consumer sync: --transport must be rest or mcp, got %q", f.transport)
+	}
 	store, err := sqlstore.Open(ctx, f.databaseURL)
 	if err != nil {
 		if errors.Is(err, sqldb.ErrURL) {
@@ -166,7 +185,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		return fmt.Errorf("consumer sync: the store at %s: %w", sqldb.MaskURL(f.databaseURL), err)
 	}
 	defer store.Close()
-	poller, err := consumer.NewPoller(client, store, &consumer.Config{
+	poller, err := consumer.NewPoller(src, store, &consumer.Config{
 		Source: f.source, Resources: resources, Owner: f.owner, PageSize: f.pageSize, Lookback: f.lookback,
 		UsageGranularity: f.usageGranularity, UsageGroupBy: groupBy, UsageTrailing: f.usageTrailing,
 		UsageBackfill: f.usageBackfill, FullEvery: fullEvery,

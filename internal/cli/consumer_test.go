@@ -91,6 +91,15 @@ func TestConsumerSyncStatusExport(t *testing.T) {
 			require.Equal(t, "usage", st[3]["resource"])
 			require.Equal(t, false, st[0]["needsFullRepull"])
 
+			// The same copy through the provider's MCP binding.
+			r = runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor-mcp", "--url", base+"mcp", "--token", "tok", "--transport", "mcp", "--resources", "conversations,events", "--quiet")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			for _, res := range []string{"conversations", "events"} {
+				viaREST := runCLI(t, "", nil, "consumer", "export", "--database-url", store, "--source", "vendor", "--resource", res)
+				viaMCP := runCLI(t, "", nil, "consumer", "export", "--database-url", store, "--source", "vendor-mcp", "--resource", res)
+				require.Equal(t, viaREST.stdout, viaMCP.stdout, res)
+			}
+
 			// A second sync is incremental: it reads little.
 			r = runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--url", base, "--token", "tok", "--resources", "conversations,events", "--quiet")
 			require.Equal(t, ExitOK, r.code, r.stderr)
@@ -103,7 +112,7 @@ func TestConsumerSyncStatusExport(t *testing.T) {
 
 			r = runCLI(t, "", nil, "consumer", "export", "--database-url", store, "--source", "nobody", "--resource", "events")
 			require.Equal(t, ExitUsage, r.code)
-			require.Contains(t, r.stderr, `no source "nobody" in the store (known: vendor)`)
+			require.Contains(t, r.stderr, `no source "nobody" in the store (known: vendor, vendor-mcp)`)
 		})
 	}
 }
@@ -187,6 +196,8 @@ func TestConsumerSyncFailures(t *testing.T) {
 		{"consumer", "export", "--source", "v"},
 		{"consumer", "export", "--source", "v", "--resource", "chats"},
 		{"consumer", "sync", "--source", "v", "--url", base, "--full-every", "-1h"},
+		{"consumer", "sync", "--source", "v", "--url", base, "--transport", "grpc"},
+		{"consumer", "sync", "--source", "v", "--url", base, "--transport", "mcp", "--api-key-header"},
 		{"consumer", "export", "--source", "v", "--resource", "events", "--database-url", "sqlite::memory:"},
 	}
 	for _, args := range usage {

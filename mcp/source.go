@@ -1,0 +1,197 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/provider"
+)
+
+// Source is the consumer's MCP transport: a [consumer.Source] that reads a
+// provider through the tools of its MCP binding (streamable HTTP) instead
+// of its REST endpoints. Each page is the structured content of one tool
+// call, kept byte for byte. It retries a failed call (the network, 429,
+// 5xx) a few times with backoff, and maps the HTTP status a tool error names
+// back to the error kinds of package provider.
+type Source struct {
+	c       *client.Client
+	retries int
+	backoff time.Duration
+}
+
+var _ consumer.Source = (*Source)(nil)
+
+// NewSource connects to the MCP endpoint at url (for the kit's providers,
+// the base address followed by /mcp) with token as the bearer credential,
+// and initializes the session. Close it when done.
+func NewSource(ctx context.Context, url, token string) (*Source, error) {
+	headers := map[string]string{}
+	if token != "" {
+		headers["Authorization"] = "Bearer " + token
+	}
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
+	if err != nil {
+		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "aiusage-consumer", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("mcp: source %s: initialize: %w", url, err)
+	}
+	return &Source{c: c, retries: 5, backoff: 200 * time.Millisecond}, nil
+}
+
+// Close ends the session.
+func (s *Source) Close() error { return s.c.Close() }
+
+// toolOf names the tool that lists each resource.
+var toolOf = map[consumer.Resource]string{
+	consumer.Conversations: "list_conversations",
+	consumer.Assistants:    "list_assistants",
+	consumer.Events:        "list_events",
+	consumer.Usage:         "get_usage",
+}
+
+// Fetch implements [consumer.Source].
+func (s *Source) Fetch(ctx context.Context, r consumer.Resource, q consumer.Query) (consumer.Page, error) {
+	name, ok := toolOf[r]
+	if !ok {
+		return consumer.Page{}, provider.Invalid("resource", "unknown resource %q", r)
+	}
+	args := map[string]any{}
+	ts := func(k string, t time.Time) {
+		if !t.IsZero() {
+			args[k] = t.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+	}
+	switch r {
+	case consumer.Conversations, consumer.Assistants:
+		ts("updatedSince", q.UpdatedSince)
+	case consumer.Events:
+		ts("occurredAfter", q.OccurredAfter)
+	case consumer.Usage:
+		ts("startAt", q.StartAt)
+		ts("endAt", q.EndAt)
+		if q.Granularity != "" {
+			args["granularity"] = q.Granularity
+		}
+		if len(q.GroupBy) > 0 {
+			args["groupBy"] = q.GroupBy
+		}
+	}
+	if q.Limit > 0 {
+		args["limit"] = q.Limit
+	}
+	if q.Cursor != "" {
+		args["cursor"] = q.Cursor
+	}
+	var last error
+	for attempt := 0; attempt <= s.retries; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(s.backoff << (attempt - 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return consumer.Page{}, ctx.Err()
+			case <-t.C:
+			}
+		}
+		page, retry, err := s.call(ctx, name, args)
+		if err == nil || !retry || ctx.Err() != nil {
+			return page, err
+		}
+		last = err
+	}
+	return consumer.Page{}, fmt.Errorf("mcp: %s: after %d attempts: %w", name, s.retries+1, last)
+}
+
+var statusInText = regexp.MustCompile(`\(HTTP (\d{3})\)`)
+
+// call makes one tool call. retry reports a failure worth another attempt.
+func (s *Source) call(ctx context.Context, name string, args map[string]any) (consumer.Page, bool, error) {
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := s.c.CallTool(ctx, req)
+	if err != nil {
+		return consumer.Page{}, true, fmt.Errorf("mcp: %s: %w", name, err)
+	}
+	if res.IsError {
+		text := resultText(res)
+		status := 0
+		if m := statusInText.FindStringSubmatch(text); m != nil {
+			status, _ = strconv.Atoi(m[1])
+		}
+		kind := provider.ErrUnavailable
+		switch {
+		case status == 400:
+			kind = provider.ErrInvalid
+		case status == 401:
+			kind = provider.ErrUnauthorized
+		case status == 403:
+			kind = provider.ErrForbidden
+		case status == 404 || status == 410:
+			kind = provider.ErrNotFound
+		case status == 501:
+			kind = provider.ErrUnsupported
+		case status == 0 && !strings.Contains(text, "could not be reached"):
+			kind = provider.ErrInvalid // an argument the tool refused
+		}
+		e := &provider.Error{Kind: kind, Detail: fmt.Sprintf("%s: %s", name, text)}
+		if status == 400 && strings.Contains(strings.ToLower(text), "cursor") {
+			e.Field = "cursor"
+		}
+		retry := kind == provider.ErrUnavailable
+		return consumer.Page{}, retry, e
+	}
+	raw := res.RawStructuredContent
+	if len(raw) == 0 {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return consumer.Page{}, false, fmt.Errorf("mcp: %s: structured content: %w", name, err)
+		}
+		raw = b
+	}
+	var env struct {
+		Data       *[]json.RawMessage `json:"data"`
+		HasMore    *bool              `json:"hasMore"`
+		NextCursor *string            `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env.Data == nil {
+		return consumer.Page{}, false, errors.New("mcp: " + name + ": the structured content is not a list envelope")
+	}
+	p := consumer.Page{Records: *env.Data}
+	if env.HasMore != nil {
+		p.Paginated, p.HasMore = true, *env.HasMore
+	}
+	if env.NextCursor != nil {
+		p.Paginated, p.NextCursor = true, *env.NextCursor
+	}
+	return p, false, nil
+}
+
+func resultText(res *mcpgo.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcpgo.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
