@@ -3,7 +3,9 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aiusage/kit/spec"
@@ -183,6 +185,36 @@ type UsageQuery struct {
 	// After is the key of the last bucket of the previous page.
 	After *UsageKey
 	Limit int
+}
+
+// Check validates q as a DataSource receives it: the granularity, the
+// groupBy dimensions (known, not repeated) and the limit (1..MaxLimit).
+// The Handler has checked all of them already; a DataSource called
+// directly checks again with Check. It returns the bucket width and, by
+// index of spec.Dimensions, which dimensions are grouped.
+func (q *UsageQuery) Check() (width time.Duration, grouped [4]bool, err error) {
+	switch q.Granularity {
+	case spec.GranularityHour:
+		width = time.Hour
+	case spec.GranularityDay:
+		width = 24 * time.Hour
+	default:
+		return 0, grouped, Invalid("granularity", "must be %q or %q, not %q", spec.GranularityHour, spec.GranularityDay, q.Granularity)
+	}
+	for _, d := range q.GroupBy {
+		i := slices.Index(spec.Dimensions, d)
+		if i < 0 {
+			return 0, grouped, Invalid("groupBy", "unknown dimension %q: want any of %s", d, strings.Join(spec.Dimensions, ", "))
+		}
+		if grouped[i] {
+			return 0, grouped, Invalid("groupBy", "dimension %q given twice", d)
+		}
+		grouped[i] = true
+	}
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		return 0, grouped, Invalid("limit", "must be between 1 and %d, not %d", MaxLimit, q.Limit)
+	}
+	return width, grouped, nil
 }
 
 // UsageKey is the position of a usage bucket: its start, then the grouped

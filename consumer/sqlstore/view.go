@@ -11,18 +11,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
 
-// maxLimit is the largest page a list returns.
-const maxLimit = 1000
-
 func checkLimit(limit int) error {
-	if limit < 1 || limit > maxLimit {
-		return provider.Invalid("limit", "must be between 1 and %d, not %d", maxLimit, limit)
+	if limit < 1 || limit > provider.MaxLimit {
+		return provider.Invalid("limit", "must be between 1 and %d, not %d", provider.MaxLimit, limit)
 	}
 	return nil
+}
+
+// position is the keyset position of k, or nil.
+func position(k *provider.Key) *sqldb.Position {
+	if k == nil {
+		return nil
+	}
+	return &sqldb.Position{Millis: ms(k.Time), ID: k.ID}
 }
 
 // keyset describes one keyset query of the collected view: a page of one
@@ -61,25 +67,7 @@ func (k *keyset) sql() (string, []any) {
 	if k.category != "" {
 		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
 	}
-	var lo int64
-	hasLo := !k.since.IsZero()
-	if hasLo {
-		if k.inclusive {
-			lo = msCeil(k.since)
-		} else {
-			lo = ms(k.since) + 1
-		}
-	}
-	useAfter := k.after != nil
-	if useAfter && hasLo && ms(k.after.Time) < lo {
-		useAfter = false // every row with pos_ms >= lo follows the position
-	}
-	switch {
-	case useAfter:
-		fmt.Fprintf(&b, " AND (pos_ms, id) > (%s, %s)", arg(ms(k.after.Time)), arg(k.after.ID))
-	case hasLo:
-		fmt.Fprintf(&b, " AND pos_ms >= %s", arg(lo))
-	}
+	b.WriteString(sqldb.KeysetBound("pos_ms", position(k.after), k.since, k.inclusive, arg))
 	if !k.startedAfter.IsZero() {
 		fmt.Fprintf(&b, " AND started_ms > %s", arg(ms(k.startedAfter)))
 	}

@@ -351,12 +351,12 @@ func sweepQuery(e *consumer.RunEnd) (string, []any) {
 	query := sweepSQL
 	args := []any{l.Source, string(l.Resource), ms(e.At), e.Checkpoint.Run}
 	if !e.SweepFrom.IsZero() {
-		args = append(args, msCeil(e.SweepFrom))
+		args = append(args, sqldb.MillisCeil(e.SweepFrom))
 		n := "$" + strconv.Itoa(len(args))
 		query += " AND time_ms >= " + n + " AND pos_ms >= " + n
 	}
 	if !e.SweepUntil.IsZero() {
-		args = append(args, msCeil(e.SweepUntil))
+		args = append(args, sqldb.MillisCeil(e.SweepUntil))
 		n := "$" + strconv.Itoa(len(args))
 		query += " AND time_ms < " + n
 		if l.Resource != consumer.Conversations {

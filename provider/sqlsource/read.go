@@ -11,12 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
-
-// maxLimit is the largest page a list returns.
-const maxLimit = 1000
 
 // keyset describes one keyset query: a page of table in (timeCol, id) order.
 type keyset struct {
@@ -50,28 +48,7 @@ func (k *keyset) sql() (string, []any) {
 		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
 	}
 
-	// The time filter as a bound on timeCol: timeCol >= lo.
-	var lo int64
-	hasLo := !k.since.IsZero()
-	if hasLo {
-		if k.inclusive {
-			lo = msCeil(k.since)
-		} else {
-			lo = ms(k.since) + 1
-		}
-	}
-	useAfter := k.after != nil
-	if useAfter && hasLo && ms(k.after.Time) < lo {
-		// Every row with timeCol >= lo already follows the position.
-		useAfter = false
-	}
-	switch {
-	case useAfter:
-		// Rows after the position have timeCol >= its time >= lo.
-		fmt.Fprintf(&b, " AND (%s, id) > (%s, %s)", k.timeCol, arg(ms(k.after.Time)), arg(k.after.ID))
-	case hasLo:
-		fmt.Fprintf(&b, " AND %s >= %s", k.timeCol, arg(lo))
-	}
+	b.WriteString(sqldb.KeysetBound(k.timeCol, position(k.after), k.since, k.inclusive, arg))
 	if !k.startedAfter.IsZero() {
 		fmt.Fprintf(&b, " AND started_at > %s", arg(ms(k.startedAfter)))
 	}
@@ -80,10 +57,18 @@ func (k *keyset) sql() (string, []any) {
 }
 
 func checkLimit(limit int) error {
-	if limit < 1 || limit > maxLimit {
-		return provider.Invalid("limit", "must be between 1 and %d, not %d", maxLimit, limit)
+	if limit < 1 || limit > provider.MaxLimit {
+		return provider.Invalid("limit", "must be between 1 and %d, not %d", provider.MaxLimit, limit)
 	}
 	return nil
+}
+
+// position is the keyset position of k, or nil.
+func position(k *provider.Key) *sqldb.Position {
+	if k == nil {
+		return nil
+	}
+	return &sqldb.Position{Millis: ms(k.Time), ID: k.ID}
 }
 
 // listRaw returns the page of stored JSON of a keyset query: from the page

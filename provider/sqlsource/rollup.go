@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -49,7 +50,7 @@ type rollup map[cell]*sums
 func (r rollup) add(tenant string, u *provider.UsageRecord) {
 	at := ms(u.At)
 	for _, w := range [2]int64{hourMS, dayMS} {
-		k := cell{tenant, w, floorTo(at, w), u.Model, u.Department, u.AssistantID, u.UserID, u.ConversationID}
+		k := cell{tenant, w, sqldb.FloorTo(at, w), u.Model, u.Department, u.AssistantID, u.UserID, u.ConversationID}
 		s := r[k]
 		if s == nil {
 			s = &sums{}

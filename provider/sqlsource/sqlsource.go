@@ -197,14 +197,5 @@ func isNetError(err error) bool {
 // ms returns t as milliseconds since the Unix epoch, rounded down.
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
-// msCeil returns t as milliseconds since the Unix epoch, rounded up.
-func msCeil(t time.Time) int64 {
-	m := t.UnixMilli()
-	if time.UnixMilli(m).Before(t) {
-		m++
-	}
-	return m
-}
-
 // fromMS returns the UTC time of m milliseconds since the Unix epoch.
 func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }

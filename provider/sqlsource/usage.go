@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,50 +34,19 @@ type usagePlan struct {
 
 func planUsage(q *provider.UsageQuery) (*usagePlan, error) {
 	p := &usagePlan{tenant: q.Tenant, after: q.After, limit: q.Limit}
-	switch q.Granularity {
-	case spec.GranularityHour:
-		p.width = hourMS
-	case spec.GranularityDay:
-		p.width = dayMS
-	default:
-		return nil, provider.Invalid("granularity", "must be %q or %q, not %q", spec.GranularityHour, spec.GranularityDay, q.Granularity)
-	}
-	for _, d := range q.GroupBy {
-		i := slices.Index(spec.Dimensions, d)
-		if i < 0 {
-			return nil, provider.Invalid("groupBy", "unknown dimension %q: want any of %s", d, strings.Join(spec.Dimensions, ", "))
-		}
-		if p.grouped[i] {
-			return nil, provider.Invalid("groupBy", "dimension %q given twice", d)
-		}
-		p.grouped[i] = true
-	}
-	if err := checkLimit(q.Limit); err != nil {
+	width, grouped, err := q.Check()
+	if err != nil {
 		return nil, err
 	}
-	// Buckets b with Start <= b < End: b from Start rounded up to a bucket
-	// boundary, to End rounded up. Buckets before the position's are
-	// skipped too.
-	p.lo = ceilTo(msCeil(q.Start), p.width)
-	p.hi = ceilTo(msCeil(q.End), p.width)
+	p.width, p.grouped = width.Milliseconds(), grouped
+	// Buckets b with Start <= b < End: from Start rounded up to a bucket
+	// boundary, to End rounded up; none before the position's bucket.
+	p.lo = sqldb.CeilTo(sqldb.MillisCeil(q.Start), p.width)
+	p.hi = sqldb.CeilTo(sqldb.MillisCeil(q.End), p.width)
 	if q.After != nil {
-		p.lo = max(p.lo, ceilTo(msCeil(q.After.Start), p.width))
+		p.lo = max(p.lo, sqldb.CeilTo(sqldb.MillisCeil(q.After.Start), p.width))
 	}
 	return p, nil
-}
-
-// ceilTo rounds m up to a multiple of w.
-func ceilTo(m, w int64) int64 {
-	return -floorTo(-m, w)
-}
-
-// floorTo rounds m down to a multiple of w.
-func floorTo(m, w int64) int64 {
-	r := m % w
-	if r < 0 {
-		r += w
-	}
-	return m - r
 }
 
 // Columns of usage_rollups, by index of spec.Dimensions.

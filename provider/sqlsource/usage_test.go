@@ -335,10 +335,10 @@ func TestBucketArithmetic(t *testing.T) {
 		{0, 10, 0, 0}, {1, 10, 0, 10}, {9, 10, 0, 10}, {10, 10, 10, 10},
 		{-1, 10, -10, 0}, {-10, 10, -10, -10}, {-11, 10, -20, -10},
 	} {
-		require.Equal(t, tc.floor, floorTo(tc.m, tc.w), "floorTo(%d, %d)", tc.m, tc.w)
-		require.Equal(t, tc.ceil, ceilTo(tc.m, tc.w), "ceilTo(%d, %d)", tc.m, tc.w)
+		require.Equal(t, tc.floor, sqldb.FloorTo(tc.m, tc.w), "floorTo(%d, %d)", tc.m, tc.w)
+		require.Equal(t, tc.ceil, sqldb.CeilTo(tc.m, tc.w), "ceilTo(%d, %d)", tc.m, tc.w)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)
-	require.Equal(t, at.UnixMilli()+1, msCeil(at))
-	require.Equal(t, at.UnixMilli(), msCeil(at.Truncate(time.Millisecond)))
+	require.Equal(t, at.UnixMilli()+1, sqldb.MillisCeil(at))
+	require.Equal(t, at.UnixMilli(), sqldb.MillisCeil(at.Truncate(time.Millisecond)))
 }
