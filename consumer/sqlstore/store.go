@@ -13,7 +13,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aiusage/kit/consumer"
@@ -46,7 +45,7 @@ type Store struct {
 	db          *sqldb.DB
 	ownDB       bool // opened by Open: Close closes it
 	asyncCommit bool
-	stmts       sync.Map // query -> *sql.Stmt
+	stmts       sqldb.Stmts
 }
 
 var (
@@ -188,12 +187,7 @@ func (s *Store) DB() *sqldb.DB { return s.db }
 // [Open], closes its database; a database given to [New] stays open. The
 // Store must not be used afterwards.
 func (s *Store) Close() error {
-	var errs []error
-	s.stmts.Range(func(k, v any) bool {
-		errs = append(errs, v.(*sql.Stmt).Close())
-		s.stmts.Delete(k)
-		return true
-	})
+	errs := []error{s.stmts.Close()}
 	if s.ownDB {
 		errs = append(errs, s.db.Close())
 	}
@@ -202,18 +196,7 @@ func (s *Store) Close() error {
 
 // prepared returns the statement for query, prepared once per Store.
 func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := s.stmts.Load(query); ok {
-		return st.(*sql.Stmt), nil
-	}
-	st, err := s.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
-		_ = st.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return st, nil
+	return s.stmts.Prepare(ctx, s.db.DB, query)
 }
 
 // dbError turns an error of the database driver into one of the kit's: the

@@ -148,30 +148,14 @@ func cacheKey(query string, args []any) string {
 
 // prepared returns the statement for query, prepared once per Source.
 func (s *Source) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := s.stmts.Load(query); ok {
-		return st.(*sql.Stmt), nil
-	}
-	st, err := s.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
-		_ = st.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return st, nil
+	return s.stmts.Prepare(ctx, s.db.DB, query)
 }
 
 // Close releases the statements the Source prepared and, for a Source from
 // [Open], closes its database; a database given to [New] stays open. The
 // Source must not be used afterwards.
 func (s *Source) Close() error {
-	var errs []error
-	s.stmts.Range(func(k, v any) bool {
-		errs = append(errs, v.(*sql.Stmt).Close())
-		s.stmts.Delete(k)
-		return true
-	})
+	errs := []error{s.stmts.Close()}
 	if s.ownDB {
 		errs = append(errs, s.db.Close())
 	}

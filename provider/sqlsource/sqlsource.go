@@ -44,8 +44,8 @@ type Source struct {
 	now        func() time.Time
 	cacheBytes int64
 	cache      *pageCache // nil when disabled
-	stmts      sync.Map   // query -> *sql.Stmt
-	batchCells int        // see maxBatchCells
+	stmts      sqldb.Stmts
+	batchCells int // see maxBatchCells
 
 	keyMu sync.Mutex
 	key   []byte // cursor key, once read
