@@ -1,0 +1,513 @@
+package orgapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// Handler serves the organisation API over a [Store]:
+//
+//	GET    /organisations
+//	POST   /organisations/{organisationId}/instructions
+//	GET    /organisations/{organisationId}/instructions
+//	GET    /organisations/{organisationId}/instructions/{instructionId}
+//	PATCH  /organisations/{organisationId}/instructions/{instructionId}
+//	DELETE /organisations/{organisationId}/instructions/{instructionId}
+//	GET    /organisations/{organisationId}/agents
+//
+// and answers 403 to any request for /organisations/{organisationId}/api-keys:
+// keys are managed by a person, never with a key.
+type Handler struct {
+	store  *Store
+	logger *slog.Logger
+	router chi.Router
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithLogger sets the logger of the access log and of 5xx errors. Default:
+// nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.logger = l } }
+
+// NewHandler returns the organisation API over store.
+func NewHandler(store *Store, opts ...Option) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("orgapi: NewHandler: nil store")
+	}
+	h := &Handler{store: store, logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.logger == nil {
+		return nil, errors.New("orgapi: WithLogger: nil logger")
+	}
+	h.router = h.routes()
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+// Routes registers the organisation API's routes on r, for a server that
+// mounts several APIs on one router. The caller's router should use
+// [Middleware] first.
+func (h *Handler) Routes(r chi.Router) {
+	r.Route("/organisations", func(r chi.Router) {
+		r.Use(h.authenticate)
+		r.Get("/", h.adapt(h.listOrganisations))
+		r.Route("/{organisationId}", func(r chi.Router) {
+			r.Use(h.ownOrganisation)
+			r.Get("/instructions", h.adapt(h.listInstructions))
+			r.Post("/instructions", h.adapt(h.createInstruction))
+			r.Get("/instructions/{instructionId}", h.adapt(h.getInstruction))
+			r.Patch("/instructions/{instructionId}", h.adapt(h.updateInstruction))
+			r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
+			r.Get("/agents", h.adapt(h.listAgents))
+			keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
+				return &Error{Kind: ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
+			})
+			r.HandleFunc("/api-keys", keys)
+			r.HandleFunc("/api-keys/*", keys)
+		})
+	})
+}
+
+func (h *Handler) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(h.Middleware()...)
+	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
+		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
+	}))
+	r.MethodNotAllowed(h.methodNotAllowed)
+	h.Routes(r)
+	return r
+}
+
+// Middleware returns the middleware every route of the service runs: request
+// ids, the access log, panic recovery and HEAD for GET routes.
+func (h *Handler) Middleware() []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{withRequestID, h.accessLog, h.recoverer, middleware.GetHead}
+}
+
+// methodNotAllowed answers 405 with the methods the path allows.
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	MethodNotAllowed(h.router, w, r)
+}
+
+// MethodNotAllowed answers 405 to r, a request whose path routes has but not
+// for its method, with an Allow header listing the methods it has.
+func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allow = append(allow, m)
+			if m == http.MethodGet { // middleware.GetHead serves HEAD
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+	}
+	writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
+		Status: http.StatusMethodNotAllowed, Detail: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
+}
+
+// handlerFunc is an endpoint that returns its error for one adapter to write.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *Handler) adapt(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	}
+}
+
+// writeError writes err as a problem; a 5xx is logged once, with the
+// request id, and shows the client nothing of its cause.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		return // the client went away; nobody reads an answer
+	}
+	p := problemOf(err, RequestID(r.Context()))
+	if p.Status >= 500 {
+		h.logger.ErrorContext(r.Context(), "internal error", "request_id", RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	writeProblem(w, p)
+}
+
+// --- middleware
+
+type requestIDKey struct{}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// withRequestID gives every request an id, the client's X-Request-Id when it
+// is sane, and echoes it in X-Request-Id.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+// RequestID returns the id of the request whose context ctx is.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+type logInfo struct{ key string }
+
+type logInfoKey struct{}
+
+func (h *Handler) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.logger.Enabled(r.Context(), slog.LevelInfo) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		info := &logInfo{}
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), logInfoKey{}, info)))
+		attrs := []slog.Attr{
+			slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", ww.Status()),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", time.Since(start)),
+		}
+		if info.key != "" {
+			attrs = append(attrs, slog.String("key", info.key))
+		}
+		h.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	})
+}
+
+func (h *Handler) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				h.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the API key that authenticated the request whose
+// context ctx is.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+func (h *Handler) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := h.store.Authenticate(r.Context(), Credential(r, false))
+		if info, ok := r.Context().Value(logInfoKey{}).(*logInfo); ok && p.KeyID != "" {
+			info.key = p.KeyID
+		}
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// ownOrganisation answers 404 for an organisation id in the path that is not
+// the key's own, malformed or not: existence elsewhere cannot be probed.
+func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		id, ok := canonicalUUID(chi.URLParam(r, "organisationId"))
+		if !ok || id != p.OrganisationID {
+			h.writeError(w, r, &Error{Kind: ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func principal(r *http.Request) Principal {
+	p, _ := PrincipalFrom(r.Context())
+	return p
+}
+
+// --- endpoints
+
+func (h *Handler) listOrganisations(w http.ResponseWriter, r *http.Request) error {
+	o, err := h.store.Organisation(r.Context(), principal(r).OrganisationID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, []spec.Organisation{{ID: o.ID, Name: o.Name}})
+}
+
+func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
+	agents, err := h.store.Agents(r.Context(), principal(r).OrganisationID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, agents)
+}
+
+func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	c, err := ParseInstructionCreate(body)
+	if err != nil {
+		return err
+	}
+	p := principal(r)
+	in, err := h.store.CreateInstruction(r.Context(), p.OrganisationID, c, p.Actor())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/organisations/"+p.OrganisationID+"/instructions/"+in.ID)
+	return writeJSON(w, http.StatusCreated, in)
+}
+
+// instructionID reads the instruction id of the path; one that is not a
+// UUID names no instruction: 404.
+func instructionID(r *http.Request) (string, error) {
+	raw := chi.URLParam(r, "instructionId")
+	id, ok := canonicalUUID(raw)
+	if !ok {
+		if u, err := url.PathUnescape(raw); err == nil && utf8.ValidString(u) && len(u) <= 100 {
+			raw = u
+		} else {
+			raw = "(malformed)"
+		}
+		return "", &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
+	}
+	return id, nil
+}
+
+func (h *Handler) getInstruction(w http.ResponseWriter, r *http.Request) error {
+	id, err := instructionID(r)
+	if err != nil {
+		return err
+	}
+	in, err := h.store.Instruction(r.Context(), principal(r).OrganisationID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, in)
+}
+
+func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) error {
+	id, err := instructionID(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	patch, err := ParseInstructionPatch(body)
+	if err != nil {
+		return err
+	}
+	p := principal(r)
+	in, err := h.store.UpdateInstruction(r.Context(), p.OrganisationID, id, patch, p.Actor())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, in)
+}
+
+func (h *Handler) deleteInstruction(w http.ResponseWriter, r *http.Request) error {
+	id, err := instructionID(r)
+	if err != nil {
+		return err
+	}
+	p := principal(r)
+	if err := h.store.DeleteInstruction(r.Context(), p.OrganisationID, id, p.Actor()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error {
+	q, err := ParseInstructionQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	list, err := h.store.ListInstructions(r.Context(), principal(r).OrganisationID, q)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// ParseInstructionQuery parses the query string of the instruction list. A
+// parameter given twice, or a known parameter with a bad value, is an
+// [*Error] of kind ErrInvalid naming it; unknown parameters are ignored.
+func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
+	q := InstructionQuery{Page: 1, PageSize: DefaultPageSize}
+	bad := func(field, format string, a ...any) error {
+		return fieldError(ErrInvalid, detailQuery, field, format, a...)
+	}
+	values, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return q, bad("query", "cannot be parsed: %v", err)
+	}
+	get := func(name string) (string, bool, error) {
+		v, ok := values[name]
+		switch {
+		case !ok:
+			return "", false, nil
+		case len(v) > 1:
+			return "", false, bad(name, "is given %d times; give it once", len(v))
+		case !utf8.ValidString(v[0]):
+			return "", false, bad(name, "is not valid UTF-8")
+		}
+		return v[0], true, nil
+	}
+	enum := func(name string, dst *string, allowed ...string) error {
+		v, ok, err := get(name)
+		if err != nil || !ok || v == "" {
+			return err
+		}
+		for _, a := range allowed {
+			if v == a {
+				*dst = v
+				return nil
+			}
+		}
+		return bad(name, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+	integer := func(name string, dst *int, lo, hi int) error {
+		v, ok, err := get(name)
+		if err != nil || !ok {
+			return err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			if hi == int(^uint(0)>>1) {
+				return bad(name, "must be an integer of at least %d, got %q", lo, v)
+			}
+			return bad(name, "must be between %d and %d, got %q", lo, hi, v)
+		}
+		*dst = n
+		return nil
+	}
+	if err := enum("triggerType", &q.TriggerType, spec.TriggerSemantic, spec.TriggerRegex, spec.TriggerStringMatch); err != nil {
+		return q, err
+	}
+	if err := enum("action", &q.Action, spec.ActionAllow, spec.ActionBlock); err != nil {
+		return q, err
+	}
+	if err := enum("agentType", &q.AgentType, spec.AgentTypeDataProtection); err != nil {
+		return q, err
+	}
+	if v, ok, err := get("agentId"); err != nil {
+		return q, err
+	} else if ok && v != "" {
+		id, valid := canonicalUUID(v)
+		if !valid {
+			return q, bad("agentId", "must be a UUID, got %q", v)
+		}
+		q.AgentID = id
+	}
+	if v, _, err := get("search"); err != nil {
+		return q, err
+	} else if n := utf8.RuneCountInString(v); n > MaxSearchLength {
+		return q, bad("search", "is %d characters; at most %d", n, MaxSearchLength)
+	} else {
+		q.Search = v
+	}
+	if err := integer("page", &q.Page, 1, int(^uint(0)>>1)); err != nil {
+		return q, err
+	}
+	if err := integer("pageSize", &q.PageSize, 1, MaxPageSize); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// --- bodies
+
+// readBody reads a JSON request body of at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		got := ct
+		if got == "" {
+			got = "none"
+		}
+		return nil, fieldError(ErrInvalid, "Send the body as JSON, with Content-Type: application/json.", "Content-Type",
+			"must be application/json, got %s", got)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, fieldError(ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
+			"is larger than %d bytes", MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, fieldError(ErrInvalid, detailBody, "body", "could not be read: %v", err)
+	}
+	return b, nil
+}
+
+// writeJSON encodes v into a buffer first, so an encoding error is still a
+// clean 500.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}

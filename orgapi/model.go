@@ -1,0 +1,201 @@
+package orgapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// Plan is an organisation's plan; it decides the hourly request limit of each
+// of its keys on the review-task API.
+type Plan string
+
+// Plans.
+const (
+	PlanStandard   Plan = "standard"   // 1,000 requests per key per hour
+	PlanBusiness   Plan = "business"   // 10,000 requests per key per hour
+	PlanEnterprise Plan = "enterprise" // as configured (Organisation.HourlyLimit)
+)
+
+// Hourly request limits of the plans with a fixed limit.
+const (
+	StandardHourlyLimit = 1000
+	BusinessHourlyLimit = 10000
+)
+
+// ParsePlan checks a plan name.
+func ParsePlan(s string) (Plan, error) {
+	switch p := Plan(s); p {
+	case PlanStandard, PlanBusiness, PlanEnterprise:
+		return p, nil
+	}
+	return "", fmt.Errorf("plan must be standard, business or enterprise, got %q", s)
+}
+
+// Organisation is an organisation as the service's administrators see it.
+// The organisation API shows only its id and name ([spec.Organisation]).
+type Organisation struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Plan Plan   `json:"plan"`
+	// HourlyLimit is the configured limit of an enterprise plan, 0 otherwise.
+	HourlyLimit int       `json:"hourlyLimit,omitempty"`
+	CreatedAt   spec.Time `json:"createdAt"`
+}
+
+// RateLimit returns the hourly request limit of each key of the organisation.
+func (o Organisation) RateLimit() int {
+	switch o.Plan {
+	case PlanBusiness:
+		return BusinessHourlyLimit
+	case PlanEnterprise:
+		return o.HourlyLimit
+	}
+	return StandardHourlyLimit
+}
+
+// NewOrganisation is what an administrator gives to create an organisation.
+type NewOrganisation struct {
+	Name string
+	// Plan defaults to PlanStandard.
+	Plan Plan
+	// HourlyLimit is required (at least 1) with PlanEnterprise and must be 0
+	// with the other plans.
+	HourlyLimit int
+}
+
+// KeyType is the type of an API key.
+type KeyType string
+
+// Key types. Only API keys may use the organisation and review-task APIs.
+const (
+	KeyTypeAPI       KeyType = "API"
+	KeyTypeIngestion KeyType = "Ingestion"
+)
+
+// ParseKeyType checks a key type name.
+func ParseKeyType(s string) (KeyType, error) {
+	switch t := KeyType(s); t {
+	case KeyTypeAPI, KeyTypeIngestion:
+		return t, nil
+	}
+	return "", fmt.Errorf("key type must be API or Ingestion, got %q", s)
+}
+
+// APIKey is an API key as listings show it: never the secret, only its last
+// four characters.
+type APIKey struct {
+	ID             string     `json:"id"`
+	OrganisationID string     `json:"organisationId"`
+	Name           string     `json:"name"`
+	Type           KeyType    `json:"type"`
+	Last4          string     `json:"last4"`
+	CreatedAt      spec.Time  `json:"createdAt"`
+	ExpiresAt      *spec.Time `json:"expiresAt"` // null: valid until revoked
+	RevokedAt      *spec.Time `json:"revokedAt"`
+}
+
+// Status is "active", "expired" or "revoked" at now.
+func (k APIKey) Status(now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !now.Before(k.ExpiresAt.Time):
+		return "expired"
+	}
+	return "active"
+}
+
+// CreatedKey is a key just created, with its secret: the only time the
+// secret is seen.
+type CreatedKey struct {
+	APIKey
+	Secret string `json:"secret"`
+}
+
+// NewKey is what an administrator gives to create a key.
+type NewKey struct {
+	OrganisationID string
+	Name           string
+	// Type defaults to KeyTypeIngestion, as the organisation API says.
+	Type KeyType
+	// ExpiresAt is the expiry; nil means no expiry (valid until revoked).
+	// Callers wanting the default use DefaultExpiry.
+	ExpiresAt *time.Time
+}
+
+// DefaultKeyLifetime is the default expiry of a key: one year ahead.
+func DefaultExpiry(now time.Time) time.Time { return now.AddDate(1, 0, 0) }
+
+// Principal is an authenticated API key.
+type Principal struct {
+	KeyID          string
+	KeyName        string
+	OrganisationID string
+	Type           KeyType
+}
+
+// Actor is who made a change: an API key, or an administrator working with
+// the aiusage admin commands.
+type Actor struct {
+	Type string `json:"type"` // ActorAPIKey or ActorAdmin
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+}
+
+// Actor types.
+const (
+	ActorAPIKey = "apiKey"
+	ActorAdmin  = "admin"
+)
+
+// Actor returns the actor of changes made with the key.
+func (p Principal) Actor() Actor { return Actor{Type: ActorAPIKey, ID: p.KeyID, Name: p.KeyName} }
+
+// Audit actions.
+const (
+	AuditOrganisationCreated = "organisation.created"
+	AuditAgentCreated        = "agent.created"
+	AuditKeyCreated          = "key.created"
+	AuditKeyRevoked          = "key.revoked"
+	AuditInstructionCreated  = "instruction.created"
+	AuditInstructionUpdated  = "instruction.updated"
+	AuditInstructionDeleted  = "instruction.deleted"
+)
+
+// AuditRecord is one change in an organisation's audit trail.
+type AuditRecord struct {
+	// Seq orders the records of the whole service; it only grows.
+	Seq            int64     `json:"seq"`
+	OrganisationID string    `json:"organisationId"`
+	At             spec.Time `json:"at"`
+	Actor          Actor     `json:"actor"`
+	Action         string    `json:"action"`
+	ResourceType   string    `json:"resourceType"`
+	ResourceID     string    `json:"resourceId"`
+	// Before and After are the resource before and after the change; null
+	// before a creation and after a deletion.
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+// InstructionQuery selects a page of instructions. Empty filters match all.
+type InstructionQuery struct {
+	Search      string // case-insensitive substring of the title or the trigger's text, pattern or values
+	TriggerType string
+	Action      string
+	AgentID     string
+	AgentType   string
+	Page        int // from 1
+	PageSize    int // 1..MaxPageSize
+}
+
+// Page sizes of the instruction list.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+	// MaxSearchLength bounds the search parameter, in characters.
+	MaxSearchLength = 1000
+)
