@@ -179,6 +179,9 @@ func fieldOf(ptr string) (field, where string) {
 	var names, idx []string
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if tok == "" {
+			tok = `""` // a property with an empty name
+		}
 		if _, err := strconv.Atoi(tok); err == nil && len(names) > 0 {
 			idx = append(idx, tok)
 			continue

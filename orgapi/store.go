@@ -749,7 +749,7 @@ func (s *Store) ListInstructions(ctx context.Context, orgID string, q Instructio
 		add("i.agent_type = $?", q.AgentType)
 	}
 	if q.AgentID != "" {
-		add("EXISTS (SELECT 1 FROM orgapi_instruction_agents a WHERE a.instruction_id = i.id AND a.agent_id = $?)", strings.ToLower(q.AgentID))
+		add("i.id IN (SELECT a.instruction_id FROM orgapi_instruction_agents a WHERE a.agent_id = $?)", strings.ToLower(q.AgentID))
 	}
 	if term := fold(q.Search); term != "" {
 		if s.db.Dialect == sqldb.Postgres {

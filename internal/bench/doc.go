@@ -1,6 +1,7 @@
 // Package bench holds the kit's end-to-end benchmarks, which need several
 // packages at once (the provider handler over sqlsource, filled by
-// demodata). It has no code of its own: run them with make bench.
+// demodata; the organisation API over a SQLite file). It has no code of its
+// own: run them with make bench.
 //
 // Targets are ratios measured in one run, so they hold on any machine:
 //
@@ -12,4 +13,9 @@
 //     times the first page (metric "x-first-page").
 //   - BenchmarkUsage30Days: /usage?granularity=day&groupBy=model,department
 //     over 30 days answers in under 200 ms (metric "ms/op").
+//   - BenchmarkInstructionList: the organisation API lists 10,000
+//     instructions of one organisation in SQLite, over HTTP, with search and
+//     filters, in under 50 ms (metric "ms/list").
+//   - BenchmarkInstructionCreate: the organisation API creates at least 500
+//     instructions a second in SQLite, over HTTP (metric "creates/s").
 package bench

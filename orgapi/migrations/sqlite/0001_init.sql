@@ -47,7 +47,10 @@ CREATE TABLE orgapi_instructions (
     updated_at    INTEGER NOT NULL,
     UNIQUE (org_id, assessment_id)
 );
-CREATE INDEX orgapi_instructions_list ON orgapi_instructions (org_id, created_at DESC, id);
+-- Lists read this index only: it holds every filtered column, so a search
+-- scans the index and reads the row (the body) only for the page it answers.
+CREATE INDEX orgapi_instructions_list ON orgapi_instructions
+    (org_id, created_at DESC, id, trigger_type, action, agent_type, search_text);
 
 CREATE TABLE orgapi_instruction_agents (
     agent_id       TEXT NOT NULL REFERENCES orgapi_agents (id),
