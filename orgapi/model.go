@@ -126,7 +126,8 @@ type NewKey struct {
 	ExpiresAt *time.Time
 }
 
-// DefaultKeyLifetime is the default expiry of a key: one year ahead.
+// DefaultExpiry returns the default expiry of a key created at now: one
+// year ahead.
 func DefaultExpiry(now time.Time) time.Time { return now.AddDate(1, 0, 0) }
 
 // Principal is an authenticated API key.
