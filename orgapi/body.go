@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/spec"
@@ -34,6 +35,9 @@ func ParseInstructionCreate(body []byte) (spec.InstructionCreate, error) {
 		return c, err
 	}
 	c.CategoryID = lowerPtr(c.CategoryID)
+	if err := checkAssessmentID(c.AssessmentID); err != nil {
+		return c, err
+	}
 	var err error
 	if c.UsedBy, err = normaliseUsedBy(c.UsedBy); err != nil {
 		return c, err
@@ -56,6 +60,9 @@ func ParseInstructionPatch(body []byte) (spec.InstructionPatch, error) {
 			return p, err
 		}
 		p.Trigger = &t
+	}
+	if err := checkAssessmentID(p.AssessmentID.Ptr()); p.AssessmentID.Set && err != nil {
+		return p, err
 	}
 	if p.CategoryID.Set && !p.CategoryID.Null {
 		p.CategoryID.Value = strings.ToLower(p.CategoryID.Value)
@@ -232,6 +239,15 @@ func normaliseUsedBy(ids []string) ([]string, error) {
 		out[i] = id
 	}
 	return out, nil
+}
+
+// checkAssessmentID refuses control characters in an assessment id: it is
+// an identifier, and PostgreSQL text cannot hold NUL.
+func checkAssessmentID(id *string) error {
+	if id != nil && strings.IndexFunc(*id, unicode.IsControl) >= 0 {
+		return invalidBody("assessmentId", "must not hold control characters")
+	}
+	return nil
 }
 
 func lowerPtr(s *string) *string {

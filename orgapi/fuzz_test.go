@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/spec"
@@ -96,6 +98,9 @@ func FuzzParseInstructionCreate(f *testing.F) {
 		}
 		checkTriggerInvariants(t, c.Trigger)
 		checkUsedBy(t, c.UsedBy)
+		if c.AssessmentID != nil && strings.IndexFunc(*c.AssessmentID, unicode.IsControl) >= 0 {
+			t.Fatalf("accepted assessmentId %q", *c.AssessmentID)
+		}
 		if c.CategoryID != nil {
 			if id, ok := canonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
 				t.Fatalf("accepted categoryId %q", *c.CategoryID)

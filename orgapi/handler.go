@@ -73,23 +73,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.S
 // mounts several APIs on one router. The caller's router should use
 // [Middleware] first.
 func (h *Handler) Routes(r chi.Router) {
-	r.Route("/organisations", func(r chi.Router) {
-		r.Use(h.authenticate)
-		r.Get("/", h.adapt(h.listOrganisations))
-		r.Route("/{organisationId}", func(r chi.Router) {
-			r.Use(h.ownOrganisation)
-			r.Get("/instructions", h.adapt(h.listInstructions))
-			r.Post("/instructions", h.adapt(h.createInstruction))
-			r.Get("/instructions/{instructionId}", h.adapt(h.getInstruction))
-			r.Patch("/instructions/{instructionId}", h.adapt(h.updateInstruction))
-			r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
-			r.Get("/agents", h.adapt(h.listAgents))
-			keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
-				return &Error{Kind: ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
-			})
-			r.HandleFunc("/api-keys", keys)
-			r.HandleFunc("/api-keys/*", keys)
+	// GET /organisations is a route of r itself, not of a subrouter: a
+	// subrouter is mounted for every method, which would defeat 405 and HEAD.
+	r.With(h.authenticate).Get("/organisations", h.adapt(h.listOrganisations))
+	r.Route("/organisations/{organisationId}", func(r chi.Router) {
+		r.Use(h.authenticate, h.ownOrganisation)
+		r.Get("/instructions", h.adapt(h.listInstructions))
+		r.Post("/instructions", h.adapt(h.createInstruction))
+		r.Get("/instructions/{instructionId}", h.adapt(h.getInstruction))
+		r.Patch("/instructions/{instructionId}", h.adapt(h.updateInstruction))
+		r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
+		r.Get("/agents", h.adapt(h.listAgents))
+		keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
+			return &Error{Kind: ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
 		})
+		r.HandleFunc("/api-keys", keys)
+		r.HandleFunc("/api-keys/*", keys)
 	})
 }
 

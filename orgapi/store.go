@@ -449,13 +449,21 @@ func searchText(in spec.Instruction) string {
 	case spec.TriggerStringMatch:
 		parts = append(parts, in.Trigger.Values...)
 	}
-	return fold(strings.Join(parts, "\n"))
+	for i, p := range parts {
+		parts[i] = fold(p)
+	}
+	return strings.Join(parts, fieldSeparator)
 }
 
-// fold case-folds s for case-insensitive matching. PostgreSQL text cannot
-// hold NUL, so it is dropped (JSON strings may carry it).
+// fieldSeparator separates the fields of the search text. fold removes it
+// from fields and search terms alike, so no match spans two fields.
+const fieldSeparator = "\x1f"
+
+// fold case-folds s for case-insensitive matching. It drops NUL, which
+// PostgreSQL text cannot hold (JSON strings may carry it), and the field
+// separator.
 func fold(s string) string {
-	return strings.ReplaceAll(cases.Fold().String(s), "\x00", "")
+	return strings.NewReplacer("\x00", "", fieldSeparator, "").Replace(cases.Fold().String(s))
 }
 
 func encodeInstruction(in spec.Instruction) ([]byte, error) {

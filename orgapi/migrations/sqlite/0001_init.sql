@@ -49,6 +49,8 @@ CREATE TABLE orgapi_instructions (
 );
 -- Lists read this index only: it holds every filtered column, so a search
 -- scans the index and reads the row (the body) only for the page it answers.
+-- (SQLite keeps long index entries in overflow pages; PostgreSQL's index
+-- leaves the search text out.)
 CREATE INDEX orgapi_instructions_list ON orgapi_instructions
     (org_id, created_at DESC, id, trigger_type, action, agent_type, search_text);
 
