@@ -224,7 +224,7 @@ func (s *Store) CreateAgent(ctx context.Context, orgID, name string, actor Actor
 // Agents returns the organisation's agents, oldest first.
 func (s *Store) Agents(ctx context.Context, orgID string) ([]spec.Agent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, type, instruction_count FROM orgapi_agents
-		WHERE org_id = $1 ORDER BY created_at, id`, orgID)
+		WHERE org_id = $1 ORDER BY created_at, id`, strings.ToLower(orgID))
 	if err != nil {
 		return nil, err
 	}

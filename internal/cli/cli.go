@@ -75,10 +75,12 @@ func root() *command {
 		name:    "aiusage",
 		summary: "the aiusage kit: AI usage data providers, conformance, consumer and oversight service",
 		subs: []*command{
+			adminCommand(),
 			conformanceCommand(),
 			consumerCommand(),
 			mcpCommand(),
 			providerCommand(),
+			serviceCommand(),
 			specCommand(),
 			versionCommand(),
 		},
