@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -20,6 +21,7 @@ var (
 	ErrNotFound     = errors.New("not found")      // 404
 	ErrConflict     = errors.New("conflict")       // 409
 	ErrTooLarge     = errors.New("body too large") // 413
+	ErrUnavailable  = errors.New("unavailable")    // 503
 )
 
 // Error is an error of a kind with a detail safe to show to the client and,
@@ -74,6 +76,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrUnavailable), sqldb.IsRetryable(err):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -88,6 +92,8 @@ func problemOf(err error, requestID string) spec.Problem {
 	case status == http.StatusInternalServerError:
 		p.Detail = "An unexpected error occurred. Quote the request id to the service's operators."
 		p.Extensions = map[string]any{"requestId": requestID}
+	case status == http.StatusServiceUnavailable:
+		p.Detail = "The service is busy or a deadline passed; retry the request shortly."
 	case status == http.StatusUnauthorized:
 		// Missing, mistyped, revoked and expired keys get the same answer.
 		p.Detail = "A valid API key is required, as X-API-Key or Authorization Bearer."
@@ -113,8 +119,11 @@ func writeProblem(w http.ResponseWriter, p spec.Problem) {
 	h.Set("Content-Type", spec.ProblemContentType)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("X-Content-Type-Options", "nosniff")
-	if p.Status == http.StatusUnauthorized {
+	switch p.Status {
+	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="aiusage"`)
+	case http.StatusServiceUnavailable:
+		h.Set("Retry-After", "1")
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(b)

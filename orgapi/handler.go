@@ -147,8 +147,11 @@ func (h *Handler) adapt(fn handlerFunc) http.HandlerFunc {
 // writeError writes err as a problem; a 5xx is logged once, with the
 // request id, and shows the client nothing of its cause.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+	switch {
+	case errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled):
 		return // the client went away; nobody reads an answer
+	case errors.Is(err, context.DeadlineExceeded):
+		err = &Error{Kind: ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
 	}
 	p := problemOf(err, RequestID(r.Context()))
 	if p.Status >= 500 {

@@ -56,13 +56,13 @@ func last4(secret string) string {
 }
 
 // Credential returns the API key a request carries: the X-API-Key header when
-// present, else the token of "Authorization: Bearer <key>" (the scheme is
+// present (even empty, which no key matches), else the token of "Authorization: Bearer <key>" (the scheme is
 // case-insensitive). With bare true, an Authorization header without a scheme
 // ("Authorization: <key>") is accepted too, as the review-task API does. It
 // returns "" when the request carries no key.
 func Credential(r *http.Request, bare bool) string {
-	if k := strings.TrimSpace(r.Header.Get("X-API-Key")); k != "" {
-		return k
+	if v := r.Header.Values("X-API-Key"); len(v) > 0 {
+		return strings.TrimSpace(v[0]) // sent, even empty: it wins over Authorization
 	}
 	a := strings.TrimSpace(r.Header.Get("Authorization"))
 	if a == "" {

@@ -121,9 +121,11 @@ type NewKey struct {
 	Name           string
 	// Type defaults to KeyTypeIngestion, as the organisation API says.
 	Type KeyType
-	// ExpiresAt is the expiry; nil means no expiry (valid until revoked).
-	// Callers wanting the default use DefaultExpiry.
+	// ExpiresAt is the expiry, which must be in the future. Nil means the
+	// default, DefaultExpiry (one year ahead), unless NoExpiry is set.
 	ExpiresAt *time.Time
+	// NoExpiry makes a key valid until revoked. It excludes ExpiresAt.
+	NoExpiry bool
 }
 
 // DefaultExpiry returns the default expiry of a key created at now: one
@@ -168,7 +170,9 @@ const (
 
 // AuditRecord is one change in an organisation's audit trail.
 type AuditRecord struct {
-	// Seq orders the records of the whole service; it only grows.
+	// Seq numbers the organisation's records from 1 in the order their
+	// changes committed: a reader that has seen Seq n never later finds a
+	// new record below n, so Audit(after=n) follows the trail.
 	Seq            int64     `json:"seq"`
 	OrganisationID string    `json:"organisationId"`
 	At             spec.Time `json:"at"`

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,35 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 	return s, nil
 }
 
+// maxAttempts is how often a write transaction runs when it fails only
+// because of concurrent ones (a PostgreSQL deadlock or serialization failure,
+// SQLite's busy timeout).
+const maxAttempts = 4
+
+// inTx runs fn in a transaction, again when the transaction failed only
+// because of concurrent ones; fn must not keep state across attempts. After
+// the last attempt such a failure is ErrUnavailable.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.db.InTx(ctx, fn)
+		if !sqldb.IsRetryable(err) {
+			return err
+		}
+		if attempt == maxAttempts {
+			return &Error{Kind: ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
+		}
+		t := time.NewTimer(backoff + time.Duration(mrand.Int64N(int64(backoff))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff *= 4
+	}
+}
+
 // DB returns the store's database.
 func (s *Store) DB() *sqldb.DB { return s.db }
 
@@ -100,7 +130,8 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// audit appends one record to the audit trail within tx.
+// audit appends one record to the audit trail within tx. Call it last in
+// the transaction: it locks the organisation's row until the commit.
 func (s *Store) audit(ctx context.Context, tx *sql.Tx, org string, at time.Time, actor Actor, action, resType, resID string, before, after any) error {
 	enc := func(v any) (any, error) {
 		if v == nil {
@@ -120,10 +151,18 @@ func (s *Store) audit(ctx context.Context, tx *sql.Tx, org string, at time.Time,
 	if err != nil {
 		return err
 	}
+	// The organisation's row hands out the sequence number, and its lock,
+	// held to the commit, makes the numbers follow the order of the commits:
+	// a reader that has seen number n never later sees a new record below n.
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `UPDATE orgapi_organisations SET audit_seq = audit_seq + 1
+		WHERE id = $1 RETURNING audit_seq`, org).Scan(&seq); err != nil {
+		return fmt.Errorf("audit sequence of organisation %s: %w", org, err)
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO orgapi_audit
-		(org_id, at, actor_type, actor_id, actor_name, action, resource_type, resource_id, before_json, after_json)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		org, sqldb.Millis(at), actor.Type, actor.ID, actor.Name, action, resType, resID, b, a)
+		(org_id, seq, at, actor_type, actor_id, actor_name, action, resource_type, resource_id, before_json, after_json)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		org, seq, sqldb.Millis(at), actor.Type, actor.ID, actor.Name, action, resType, resID, b, a)
 	return err
 }
 
@@ -148,7 +187,7 @@ func (s *Store) CreateOrganisation(ctx context.Context, n NewOrganisation, actor
 	}
 	now := s.Now()
 	o := Organisation{ID: uuid.NewString(), Name: n.Name, Plan: n.Plan, HourlyLimit: n.HourlyLimit, CreatedAt: spec.NewTime(now)}
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_organisations (id, name, plan, hourly_limit, created_at)
 			VALUES ($1, $2, $3, $4, $5)`, o.ID, o.Name, string(o.Plan), o.HourlyLimit, sqldb.Millis(now)); err != nil {
 			return err
@@ -211,7 +250,7 @@ func (s *Store) CreateAgent(ctx context.Context, orgID, name string, actor Actor
 	}
 	now := s.Now()
 	a := spec.Agent{ID: uuid.NewString(), Name: name, Type: spec.AgentTypeDataProtection}
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_agents (id, org_id, name, type, created_at)
 			VALUES ($1, $2, $3, $4, $5)`, a.ID, org.ID, a.Name, a.Type, sqldb.Millis(now)); err != nil {
 			return err
@@ -263,6 +302,13 @@ func (s *Store) CreateKey(ctx context.Context, n NewKey, actor Actor) (CreatedKe
 	k := CreatedKey{Secret: newSecret()}
 	k.APIKey = APIKey{ID: uuid.NewString(), OrganisationID: org.ID, Name: n.Name, Type: n.Type,
 		Last4: last4(k.Secret), CreatedAt: spec.NewTime(now)}
+	switch {
+	case n.NoExpiry && n.ExpiresAt != nil:
+		return CreatedKey{}, fmt.Errorf("%w: a key has an expiry or none, not both", ErrInvalid)
+	case !n.NoExpiry && n.ExpiresAt == nil:
+		t := DefaultExpiry(now)
+		n.ExpiresAt = &t
+	}
 	if n.ExpiresAt != nil {
 		if !n.ExpiresAt.After(now) {
 			return CreatedKey{}, fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, n.ExpiresAt.UTC().Format(time.RFC3339))
@@ -270,7 +316,7 @@ func (s *Store) CreateKey(ctx context.Context, n NewKey, actor Actor) (CreatedKe
 		k.ExpiresAt = spec.TimePtr(*n.ExpiresAt)
 		expires = sqldb.Millis(k.ExpiresAt.Time)
 	}
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_api_keys
 			(id, org_id, name, type, secret_hash, last4, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -330,7 +376,7 @@ func (s *Store) Keys(ctx context.Context, orgID string) ([]APIKey, error) {
 func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor) (APIKey, error) {
 	orgID, keyID = strings.ToLower(orgID), strings.ToLower(keyID)
 	var k APIKey
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM orgapi_api_keys WHERE id = $1 AND org_id = $2`+s.forUpdate(), keyID, orgID))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -492,7 +538,7 @@ func (s *Store) CreateInstruction(ctx context.Context, orgID string, c spec.Inst
 	if err != nil {
 		return in, err
 	}
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := s.assign(ctx, tx, orgID, in.UsedBy, nil); err != nil {
 			return err
 		}
@@ -527,58 +573,98 @@ func assessmentConflict(id *string) error {
 }
 
 // assign takes the places of an instruction on the agents added and gives
-// back those on the agents removed, in one order of agent ids so that
-// concurrent transactions lock agent rows in the same order. An added agent
-// must be the organisation's and hold fewer than MaxInstructionsPerAgent
-// instructions: the conditional UPDATE is the guard, so two transactions
-// racing for an agent's last place cannot both win.
+// back those on the agents removed, with one statement for all of them. An
+// added agent must be the organisation's (else ErrInvalid naming usedBy) and
+// hold fewer than MaxInstructionsPerAgent instructions (else ErrConflict
+// naming it): the conditional UPDATE is the guard, so two transactions racing
+// for an agent's last place cannot both win.
 func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, removed []string) error {
+	if len(added) == 0 && len(removed) == 0 {
+		return nil
+	}
+	// Read the agents in id order, locking them on PostgreSQL: concurrent
+	// transactions then lock agent rows in one order and cannot deadlock
+	// (the UPDATE below may visit them in any order).
+	lockArgs := []any{orgID}
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM orgapi_agents WHERE org_id = $1 AND id IN (`+
+		placeholders(&lockArgs, append(slices.Clone(added), removed...))+`) ORDER BY id`+s.forUpdate(), lockArgs...)
+	if err != nil {
+		return err
+	}
+	found, err := collectIDs(rows)
+	if err != nil {
+		return err
+	}
 	for _, id := range added {
-		var n int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM orgapi_agents WHERE id = $1 AND org_id = $2`, id, orgID).Scan(&n)
-		if errors.Is(err, sql.ErrNoRows) {
+		if !found[id] {
 			return invalidBody("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
 		}
-		if err != nil {
-			return err
+	}
+	args := []any{orgID, spec.MaxInstructionsPerAgent}
+	addedPH, removedPH := placeholders(&args, added), placeholders(&args, removed)
+	inAdded := "FALSE"
+	if addedPH != "" {
+		inAdded = "id IN (" + addedPH + ")"
+	}
+	inAll := addedPH
+	if removedPH != "" {
+		if inAll != "" {
+			inAll += ", "
 		}
+		inAll += removedPH
 	}
-	type change struct {
-		id    string
-		delta int
+	rows, err = tx.QueryContext(ctx, `UPDATE orgapi_agents
+		SET instruction_count = instruction_count + CASE WHEN `+inAdded+` THEN 1 ELSE -1 END
+		WHERE org_id = $1 AND id IN (`+inAll+`)
+		AND CASE WHEN `+inAdded+` THEN instruction_count < $2 ELSE instruction_count > 0 END
+		RETURNING id`, args...)
+	if err != nil {
+		return err
 	}
-	var all []change
+	changed, err := collectIDs(rows)
+	if err != nil {
+		return err
+	}
 	for _, id := range added {
-		all = append(all, change{id, +1})
-	}
-	for _, id := range removed {
-		all = append(all, change{id, -1})
-	}
-	slices.SortFunc(all, func(a, b change) int { return strings.Compare(a.id, b.id) })
-	for _, c := range all {
-		if c.delta < 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE orgapi_agents SET instruction_count = instruction_count - 1
-				WHERE id = $1 AND instruction_count > 0`, c.id); err != nil {
-				return err
-			}
-			continue
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE orgapi_agents SET instruction_count = instruction_count + 1
-			WHERE id = $1 AND org_id = $2 AND instruction_count < $3`, c.id, orgID, spec.MaxInstructionsPerAgent)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if !changed[id] {
 			var name string
-			if err := tx.QueryRowContext(ctx, `SELECT name FROM orgapi_agents WHERE id = $1`, c.id).Scan(&name); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT name FROM orgapi_agents WHERE id = $1`, id).Scan(&name); err != nil {
 				return err
 			}
-			return agentFull(c.id, name)
+			return agentFull(id, name)
 		}
+	}
+	if len(changed) != len(added)+len(removed) {
+		return fmt.Errorf("orgapi: agent counts out of step: %d of %d agents changed", len(changed), len(added)+len(removed))
 	}
 	return nil
+}
+
+// placeholders appends ids to args and returns their placeholders,
+// comma-separated.
+func placeholders(args *[]any, ids []string) string {
+	var b strings.Builder
+	for i, id := range ids {
+		*args = append(*args, id)
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", len(*args))
+	}
+	return b.String()
+}
+
+func collectIDs(rows *sql.Rows) (map[string]bool, error) {
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
 }
 
 func agentFull(id, name string) error {
@@ -592,15 +678,29 @@ func agentFull(id, name string) error {
 	}
 }
 
-// link writes the instruction's rows of the agent join table.
+// link writes the instruction's rows of the agent join table, a few
+// statements for any number of agents.
 func (s *Store) link(ctx context.Context, tx *sql.Tx, instructionID string, added, removed []string) error {
-	for _, id := range removed {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM orgapi_instruction_agents WHERE agent_id = $1 AND instruction_id = $2`, id, instructionID); err != nil {
+	if len(removed) > 0 {
+		args := []any{instructionID}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM orgapi_instruction_agents WHERE instruction_id = $1 AND agent_id IN (`+
+			placeholders(&args, removed)+`)`, args...); err != nil {
 			return err
 		}
 	}
-	for _, id := range added {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_instruction_agents (agent_id, instruction_id) VALUES ($1, $2)`, id, instructionID); err != nil {
+	for len(added) > 0 {
+		batch := added[:min(len(added), 500)]
+		added = added[len(batch):]
+		args := []any{instructionID}
+		var values strings.Builder
+		for i, id := range batch {
+			args = append(args, id)
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			fmt.Fprintf(&values, "($%d, $1)", len(args))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_instruction_agents (agent_id, instruction_id) VALUES `+values.String(), args...); err != nil {
 			return err
 		}
 	}
@@ -630,7 +730,7 @@ func (s *Store) Instruction(ctx context.Context, orgID, id string) (spec.Instruc
 // A patch that changes nothing writes nothing and leaves updatedAt alone.
 func (s *Store) UpdateInstruction(ctx context.Context, orgID, id string, p spec.InstructionPatch, actor Actor) (spec.Instruction, error) {
 	var out spec.Instruction
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var body string
 		err := tx.QueryRowContext(ctx, `SELECT body FROM orgapi_instructions WHERE id = $1 AND org_id = $2`+s.forUpdate(), id, orgID).Scan(&body)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -704,7 +804,7 @@ func diff(cur, next []string) (added, removed []string) {
 // DeleteInstruction deletes one instruction of the organisation and removes
 // it from every agent it was assigned to; ErrNotFound when it is gone.
 func (s *Store) DeleteInstruction(ctx context.Context, orgID, id string, actor Actor) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var body string
 		err := tx.QueryRowContext(ctx, `SELECT body FROM orgapi_instructions WHERE id = $1 AND org_id = $2`+s.forUpdate(), id, orgID).Scan(&body)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -475,7 +475,7 @@ func (f *keyCreateFlags) newKey(cmd string, now time.Time) (orgapi.NewKey, error
 	if err != nil {
 		return orgapi.NewKey{}, err
 	}
-	return orgapi.NewKey{OrganisationID: org, Name: f.name, Type: typ, ExpiresAt: expires}, nil
+	return orgapi.NewKey{OrganisationID: org, Name: f.name, Type: typ, ExpiresAt: expires, NoExpiry: f.noExpiry}, nil
 }
 
 // parseExpiry returns the expiry of a new key: none with --no-expiry, the

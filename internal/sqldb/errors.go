@@ -53,3 +53,27 @@ func pgCode(err error) string {
 	}
 	return ""
 }
+
+// PostgreSQL SQLSTATE codes of transactions that failed only because of
+// concurrent ones.
+const (
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+)
+
+// IsRetryable reports whether err, or an error it wraps, failed a
+// transaction only because of concurrent ones, so that running the whole
+// transaction again may succeed: SQLite's SQLITE_BUSY or SQLITE_LOCKED (the
+// busy timeout ran out), or PostgreSQL's serialization_failure (40001) or
+// deadlock_detected (40P01).
+func IsRetryable(err error) bool {
+	if code, ok := sqliteCode(err); ok {
+		primary := code & 0xff
+		return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+	}
+	switch pgCode(err) {
+	case pgSerializationFailure, pgDeadlockDetected:
+		return true
+	}
+	return false
+}

@@ -5,6 +5,8 @@ CREATE TABLE orgapi_organisations (
     name         TEXT NOT NULL,
     plan         TEXT NOT NULL,
     hourly_limit INTEGER NOT NULL DEFAULT 0,
+    -- the last sequence number of the organisation's audit trail
+    audit_seq    INTEGER NOT NULL DEFAULT 0,
     created_at   INTEGER NOT NULL
 );
 
@@ -62,8 +64,9 @@ CREATE TABLE orgapi_instruction_agents (
 CREATE INDEX orgapi_instruction_agents_instruction ON orgapi_instruction_agents (instruction_id);
 
 CREATE TABLE orgapi_audit (
-    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
     org_id        TEXT NOT NULL,
+    -- numbered per organisation in commit order (orgapi_organisations.audit_seq)
+    seq           INTEGER NOT NULL,
     at            INTEGER NOT NULL,
     actor_type    TEXT NOT NULL,
     actor_id      TEXT NOT NULL,
@@ -72,6 +75,6 @@ CREATE TABLE orgapi_audit (
     resource_type TEXT NOT NULL,
     resource_id   TEXT NOT NULL,
     before_json   TEXT,
-    after_json    TEXT
+    after_json    TEXT,
+    PRIMARY KEY (org_id, seq)
 );
-CREATE INDEX orgapi_audit_org ON orgapi_audit (org_id, seq);
