@@ -282,3 +282,13 @@ func canonicalUUID(s string) (string, bool) {
 
 // describe names an agent for messages.
 func describeAgent(id, name string) string { return fmt.Sprintf("%s (%s)", id, name) }
+
+// DecodeJSON checks that body is exactly one JSON value of valid UTF-8 that
+// the spec schema accepts, and decodes it into v. A failure is an [*Error] of
+// kind ErrInvalid naming every field to blame (dotted: "request.messages").
+// The review-task API shares it.
+func DecodeJSON(schema string, body []byte, v any) error { return parseBody(schema, body, v) }
+
+// CanonicalUUID returns s in lowercase when it is a UUID in the hyphenated
+// 8-4-4-4-12 form (any case), and false otherwise.
+func CanonicalUUID(s string) (string, bool) { return canonicalUUID(s) }

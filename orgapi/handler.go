@@ -513,3 +513,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	_, err := w.Write(buf.Bytes())
 	return err
 }
+
+// ReadJSON reads the JSON body of r: Content-Type application/json, at most
+// MaxBodyBytes (else an [*Error] of kind ErrTooLarge). The review-task API
+// shares it.
+func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) { return readBody(w, r) }

@@ -903,3 +903,41 @@ func (s *Store) ListInstructions(ctx context.Context, orgID string, q Instructio
 	}
 	return list, rows.Err()
 }
+
+// Agent returns one agent of the organisation, or an error of kind
+// ErrNotFound.
+func (s *Store) Agent(ctx context.Context, orgID, agentID string) (spec.Agent, error) {
+	var a spec.Agent
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, type, instruction_count FROM orgapi_agents
+		WHERE id = $1 AND org_id = $2`, strings.ToLower(agentID), strings.ToLower(orgID)).
+		Scan(&a.ID, &a.Name, &a.Type, &a.InstructionCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
+	}
+	return a, err
+}
+
+// AgentInstructions returns the instructions assigned to one agent of the
+// organisation, oldest first: what the agent enforces.
+func (s *Store) AgentInstructions(ctx context.Context, orgID, agentID string) ([]spec.Instruction, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT i.body FROM orgapi_instructions i
+		JOIN orgapi_instruction_agents a ON a.instruction_id = i.id
+		WHERE a.agent_id = $1 AND i.org_id = $2 ORDER BY i.created_at, i.id`, strings.ToLower(agentID), strings.ToLower(orgID))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []spec.Instruction{}
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var in spec.Instruction
+		if err := json.Unmarshal(body, &in); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}

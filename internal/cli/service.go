@@ -10,6 +10,7 @@ import (
 
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/orgapi"
+	"github.com/aiusage/kit/reviewapi"
 )
 
 // defaultServiceDB is the database of the oversight service, shared by
@@ -20,7 +21,7 @@ const defaultServiceDB = "sqlite:aiusage-service.db"
 func serviceCommand() *command {
 	return &command{
 		name:    "service",
-		summary: "serve the oversight service: the organisation API (the review-task API will join it)",
+		summary: "serve the oversight service: the organisation API and the review-task API",
 		subs:    []*command{serviceServeCommand()},
 	}
 }
@@ -29,26 +30,41 @@ func serviceCommand() *command {
 type serviceFlags struct {
 	addr, databaseURL, logFormat string
 	shutdownTimeout              time.Duration
+	allowPrivateWebhooks         bool
+	reviewTimeout                time.Duration
 }
 
 func serviceServeCommand() *command {
 	f := &serviceFlags{}
 	return &command{
 		name:    "serve",
-		summary: "serve the organisation API (/organisations/...) over HTTP",
+		summary: "serve the organisation API (/organisations/...) and the review-task API (/review-tasks, /webhooks) over HTTP",
 		long: `Serves the oversight service at the root of ADDR, from the database at
---database-url (created and migrated when needed). For now that is the
-organisation API: GET /organisations, the instructions of an organisation
-(create, list, search, get, patch, delete) and its agents. The review-task
-API will join it on the same address.
+--database-url (created and migrated when needed):
+
+  - the organisation API: GET /organisations, the instructions of an
+    organisation (create, list, search, get, patch, delete) and its agents;
+  - the review-task API: POST/GET /review-tasks, GET /review-tasks/{id},
+    POST/GET /webhooks, DELETE /webhooks/{id}. Tasks are evaluated against
+    the instructions of their agent; a task waiting for a person is decided
+    with 'aiusage admin review decide', or rejected after --review-timeout.
 
 Every request needs an API key of type API, sent as "X-API-Key: KEY" or
-"Authorization: Bearer KEY". Organisations, agents and keys are created by an
+"Authorization: Bearer KEY" (the review-task API also takes
+"Authorization: KEY"). Organisations, agents and keys are created by an
 administrator with the 'aiusage admin' commands, on the same database; a key
-revoked there is refused on its next request.
+revoked there is refused on its next request. The review-task API counts
+requests per key per hour by the organisation's plan.
+
+Background work (evaluation retries, webhook deliveries with retries,
+timeouts) runs on a job queue (River) in the same database: on PostgreSQL,
+several processes serving one database share it, and work queued survives a
+restart. Webhook URLs must be https and must not resolve to private,
+loopback or link-local addresses, unless --allow-private-webhooks.
 
 Logs one line with the base URL when ready, then one line per request. Stops
-cleanly on SIGINT or SIGTERM, letting requests in flight finish.
+cleanly on SIGINT or SIGTERM, letting requests in flight and running jobs
+finish.
 
 Exit status: 0 after a clean stop, 1 when the database cannot be reached,
 2 for a bad command line (including a malformed --database-url or an --addr
@@ -58,6 +74,8 @@ that cannot be listened on).`,
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
+			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
+			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before it is rejected with reason timeout (organisations may set their own)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if len(args) > 0 {
@@ -87,11 +105,31 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err != nil {
 		return fmt.Errorf("service serve: migrate %s: %w", db.URL(), err)
 	}
-	h, err := orgapi.NewHandler(store, orgapi.WithLogger(log))
+	if f.reviewTimeout <= 0 {
+		return usagef("service serve: --review-timeout must be positive, got %s", f.reviewTimeout)
+	}
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Logger: log,
+		AllowPrivateWebhooks: f.allowPrivateWebhooks, ReviewTimeout: f.reviewTimeout})
+	if err != nil {
+		return fmt.Errorf("service serve: %w", err)
+	}
+	defer svc.Close()
+	org, err := orgapi.NewHandler(store, orgapi.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	return serve(ctx, log, f.addr, h, f.shutdownTimeout, "service serving", slog.String("database", db.URL()))
+	// The job queue runs until the server has stopped, so that jobs queued
+	// by requests in flight are worked.
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	if err := svc.Start(jobsCtx); err != nil {
+		return fmt.Errorf("service serve: job queue: %w", err)
+	}
+	err = serve(ctx, log, f.addr, reviewapi.NewHandler(org, svc), f.shutdownTimeout, "service serving",
+		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
+	defer cancel()
+	return errors.Join(err, svc.Stop(sctx))
 }
 
 // openDB opens the database at url for the command cmd. A malformed URL is a

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -54,6 +55,9 @@ type DB struct {
 
 	url  string    // the URL given to Open, password masked
 	keep *sql.Conn // SQLite memory database: holds it alive
+
+	sqliteDSN string          // SQLite: what sql.Open was given
+	pgConfig  *pgx.ConnConfig // PostgreSQL: the parsed URL
 }
 
 // Open opens and pings the database at rawURL, which is one of
@@ -137,7 +141,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: open %s: %w", rawURL, err)
 	}
-	db := &DB{DB: sqlDB, Dialect: SQLite, url: rawURL}
+	db := &DB{DB: sqlDB, Dialect: SQLite, url: rawURL, sqliteDSN: dsn}
 	if memory {
 		db.keep, err = sqlDB.Conn(ctx)
 		if err == nil {
@@ -161,12 +165,48 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, urlError("sqldb: %w", err)
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
-	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked}
+	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked, pgConfig: cfg}
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("sqldb: open %s: %w", masked, err)
 	}
 	return db, nil
+}
+
+// SQLitePool opens another database/sql pool on the same SQLite database
+// (file or memory), with the same connection settings, limited to maxOpen
+// connections. A component that must not compete with the main pool for
+// connections (River's job queue wants exactly one) uses it. The caller
+// closes it, before db for a memory database.
+func (db *DB) SQLitePool(maxOpen int) (*sql.DB, error) {
+	if db.Dialect != SQLite {
+		return nil, fmt.Errorf("sqldb: SQLitePool on a %s database", db.Dialect)
+	}
+	p, err := sql.Open("sqlite", db.sqliteDSN)
+	if err != nil {
+		return nil, err
+	}
+	p.SetMaxOpenConns(maxOpen)
+	return p, nil
+}
+
+// PgxPool opens a pgx connection pool on the same PostgreSQL database, with
+// the same parameters (search_path included), for components that speak pgx
+// natively (River's driver). The caller closes it.
+func (db *DB) PgxPool(ctx context.Context) (*pgxpool.Pool, error) {
+	if db.Dialect != Postgres {
+		return nil, fmt.Errorf("sqldb: PgxPool on a %s database", db.Dialect)
+	}
+	cfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig = db.pgConfig.Copy()
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sqldb: pgx pool on %s: %w", db.url, err)
+	}
+	return p, nil
 }
 
 // URL returns the URL the database was opened with, with any password

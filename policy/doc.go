@@ -1,0 +1,39 @@
+// Package policy evaluates the text of an AI request against an
+// organisation's instructions ([spec.Instruction]): Regex, StringMatch and
+// Semantic triggers, Allow and Block actions, redaction. It knows no HTTP and
+// no storage; the review-task API (package reviewapi) feeds it the
+// instructions assigned to an agent and the messages of a request.
+//
+// [Compile] turns instructions into a [Set], which is immutable and safe for
+// concurrent use; [Set.Evaluate] returns a [Result]: the [Outcome], the
+// instructions that matched with their spans (in Unicode code points), and a
+// redacted copy of the messages when a Block instruction that allows
+// redaction matched. A [Cache] keeps one Set per agent and recompiles it when
+// the instructions change:
+//
+//	cache := policy.NewCache(policy.Options{}, 1000)
+//	set, err := cache.Get(agentID, instructions)
+//	if err != nil {
+//		return err // a pattern that does not compile: a *policy.CompileError
+//	}
+//	res, err := set.Evaluate(ctx, []string{"Mail jane@example.com the report"})
+//	if err != nil {
+//		return err // the semantic matcher failed: POLICY_ERROR, retry later
+//	}
+//	switch res.Outcome {
+//	case policy.OutcomeApproved:
+//	case policy.OutcomeRedacted:
+//		send(res.Redacted)
+//	case policy.OutcomeChangeRequested, policy.OutcomeRequiresIntervention:
+//		report(res.Reasons)
+//	}
+//
+// StringMatch terms of a Set are searched all at once by one Aho-Corasick
+// automaton per case mode, in one pass over each message whatever the number
+// of terms. Regex patterns run on Go's regexp (RE2, linear time), after a
+// prefilter: the literals every match must contain are found by the same
+// automaton pass, and a pattern runs only on the parts of a message near them.
+// Semantic triggers go through a [SemanticMatcher]: the built-in
+// [NGramMatcher] compares character n-grams without any network; package
+// policy/embeddings asks an OpenAI-compatible embeddings API.
+package policy

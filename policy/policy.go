@@ -1,0 +1,529 @@
+package policy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// Outcome is the result of evaluating a request against a [Set].
+type Outcome string
+
+// Outcomes of [Set.Evaluate].
+const (
+	// OutcomeApproved: no Block instruction matched.
+	OutcomeApproved Outcome = "approved"
+	// OutcomeRedacted: only Block instructions with allowRedaction matched;
+	// the request is approved with a redacted copy ([Result.Redacted]).
+	OutcomeRedacted Outcome = "redacted"
+	// OutcomeChangeRequested: a Low Block instruction without redaction
+	// matched, and no High one.
+	OutcomeChangeRequested Outcome = "change_requested"
+	// OutcomeRequiresIntervention: a High Block instruction without redaction
+	// matched.
+	OutcomeRequiresIntervention Outcome = "requires_intervention"
+)
+
+// DefaultRedactionMark is the default of [Options.RedactionMark].
+const DefaultRedactionMark = "[REDACTED]"
+
+// Options configure [Compile] and [NewCache].
+type Options struct {
+	// Semantic evaluates Semantic instructions. Default: NGramMatcher{}, the
+	// built-in n-gram matcher (no network).
+	Semantic SemanticMatcher
+	// RedactionMark replaces each redacted span. Default: DefaultRedactionMark
+	// ("[REDACTED]").
+	RedactionMark string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Semantic == nil {
+		o.Semantic = NGramMatcher{}
+	}
+	if o.RedactionMark == "" {
+		o.RedactionMark = DefaultRedactionMark
+	}
+	return o
+}
+
+// CompileError reports an instruction that [Compile] cannot compile: a Regex
+// pattern that is not valid RE2 syntax, an unknown trigger type or action.
+type CompileError struct {
+	InstructionID string
+	Title         string
+	Err           error
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("policy: instruction %s (%q): %v", e.InstructionID, e.Title, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// Set is a compiled set of instructions, typically those assigned to one
+// agent. It is immutable and safe for concurrent use.
+type Set struct {
+	instrs   []instr
+	regexes  []*regexInstr
+	folded   *automaton // case-insensitive StringMatch terms and the regexes' required literals
+	exact    *automaton // case-sensitive StringMatch terms
+	fpats    []patInfo  // per pattern of folded
+	epats    []patInfo  // per pattern of exact
+	semantic []int      // instructions with a Semantic trigger
+	queries  []string   // their texts
+	matcher  SemanticMatcher
+	mark     string
+	ringLen  int
+	pool     sync.Pool // *evalState
+}
+
+// instr is a compiled instruction's identity and action.
+type instr struct {
+	id, title, action, criticality string
+	block, high, redact            bool
+}
+
+// patInfo tells what a pattern of an automaton stands for.
+type patInfo struct {
+	terms []int32 // instructions of which it is a StringMatch term
+	lits  []int32 // regexes (index in Set.regexes) of which it is a required literal
+}
+
+// Compile compiles instructions, typically those assigned to one agent, in
+// this order (the order of [Result.Reasons]). An instruction whose pattern does
+// not compile, or whose trigger type or action is unknown, is a
+// [*CompileError] naming it. Criticality High is high, anything else low. A
+// StringMatch with no values, a Regex that matches only empty strings and a
+// Semantic trigger with blank text never match.
+func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
+	opts = opts.withDefaults()
+	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, instrs: make([]instr, len(instructions))}
+	folded, exact := newACBuilder(true), newACBuilder(false)
+	addPattern := func(b *acBuilder, infos *[]patInfo, p string) *patInfo {
+		id := b.add(p)
+		if id < 0 {
+			return nil
+		}
+		if int(id) == len(*infos) {
+			*infos = append(*infos, patInfo{})
+		}
+		return &(*infos)[id]
+	}
+	for i, in := range instructions {
+		fail := func(err error) (*Set, error) {
+			return nil, &CompileError{InstructionID: in.ID, Title: in.Title, Err: err}
+		}
+		c := instr{id: in.ID, title: in.Title, action: in.Action, criticality: in.Criticality}
+		switch in.Action {
+		case spec.ActionAllow:
+		case spec.ActionBlock:
+			c.block = true
+			c.high = in.Criticality == spec.CriticalityHigh
+			c.redact = in.AllowRedaction
+		default:
+			return fail(fmt.Errorf("unknown action %q", in.Action))
+		}
+		s.instrs[i] = c
+		switch t := in.Trigger; t.Type {
+		case spec.TriggerRegex:
+			ri, err := compileRegex(t.Pattern, t.CaseSensitive())
+			if err != nil {
+				return fail(err)
+			}
+			ri.inst = i
+			r := int32(len(s.regexes))
+			s.regexes = append(s.regexes, ri)
+			for _, l := range ri.lits {
+				if p := addPattern(folded, &s.fpats, l); p != nil {
+					p.lits = append(p.lits, r)
+				}
+			}
+		case spec.TriggerStringMatch:
+			b, infos := exact, &s.epats
+			if !t.CaseSensitive() {
+				b, infos = folded, &s.fpats
+			}
+			for _, v := range t.Values {
+				if p := addPattern(b, infos, v); p != nil && (len(p.terms) == 0 || p.terms[len(p.terms)-1] != int32(i)) {
+					p.terms = append(p.terms, int32(i))
+				}
+			}
+		case spec.TriggerSemantic:
+			if strings.TrimSpace(t.Text) != "" {
+				s.semantic = append(s.semantic, i)
+				s.queries = append(s.queries, t.Text)
+			}
+		default:
+			return fail(fmt.Errorf("unknown trigger type %q", t.Type))
+		}
+	}
+	s.folded, s.exact = folded.build(), exact.build()
+	for _, a := range []*automaton{s.folded, s.exact} {
+		if a != nil {
+			s.ringLen = max(s.ringLen, a.ringMask+1)
+		}
+	}
+	return s, nil
+}
+
+// Result is the outcome of [Set.Evaluate].
+type Result struct {
+	// Outcome is the decision.
+	Outcome Outcome
+	// Reasons holds every instruction that matched (Allow ones too), in
+	// instruction order, each with its spans sorted by message index, start
+	// and end. Nil when nothing matched.
+	Reasons []spec.ReviewReason
+	// Redacted is set when a matching Block instruction has allowRedaction
+	// (whatever the Outcome): the messages, in order, with every span of those
+	// instructions replaced by the redaction mark, overlapping and adjacent
+	// spans merged into one mark, and every other byte unchanged. Nil
+	// otherwise.
+	Redacted []string
+}
+
+// span is a match in bytes of message msg.
+type span struct {
+	msg, start, end int
+}
+
+func compareSpans(a, b span) int {
+	if c := cmp.Compare(a.msg, b.msg); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.start, b.start); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.end, b.end)
+}
+
+// evalState is the scratch space of one evaluation.
+type evalState struct {
+	ring    []int32
+	hits    [][]span     // per instruction
+	occ     [][][2]int32 // per regex: required literal occurrences in the current message
+	windows [][2]int
+}
+
+func (s *Set) getState() *evalState {
+	if st, ok := s.pool.Get().(*evalState); ok {
+		return st
+	}
+	return &evalState{
+		ring: make([]int32, s.ringLen),
+		hits: make([][]span, len(s.instrs)),
+		occ:  make([][][2]int32, len(s.regexes)),
+	}
+}
+
+func (s *Set) putState(st *evalState) {
+	for i := range st.hits {
+		st.hits[i] = st.hits[i][:0]
+	}
+	s.pool.Put(st)
+}
+
+// ErrMessageTooLong is returned by [Set.Evaluate] for a message of 2 GiB or
+// more.
+var ErrMessageTooLong = errors.New("policy: message too long")
+
+// Evaluate evaluates messages, the content of each message of a request in
+// order, against the set:
+//
+//   - Regex: every non-overlapping, non-empty match of the pattern in each
+//     message (Go RE2 syntax, (?i) when isCaseSensitive is false).
+//   - StringMatch: every occurrence of every term (occurrences of different
+//     terms may overlap) not preceded or followed by a word character (a
+//     letter, a decimal digit, an underscore or a combining mark). When
+//     isCaseSensitive is false, runes compare by simple case folding (the
+//     [unicode.SimpleFold] orbit, as regexp's (?i)), so positions map rune
+//     for rune.
+//   - Semantic: each message is cut into sentences (long sentences into
+//     windows of at most 400 runes), and the SemanticMatcher is asked which
+//     are similar to the instructions' texts; a similar sentence is a match
+//     spanning it. The matcher is not called when no instruction is Semantic
+//     or the messages hold no letter or digit.
+//
+// A match of a Block instruction that lies entirely within a match of an
+// Allow instruction in the same message is dropped; an instruction with no
+// match left did not match. The outcome is then approved when no Block
+// instruction matched, redacted when all those that matched allow redaction,
+// requires_intervention when one that does not is High, and change_requested
+// otherwise.
+//
+// Spans are half-open, in Unicode code points of the message (an invalid
+// UTF-8 byte counts as one). Evaluate fails when ctx is done, when a message
+// is 2 GiB or longer, or when the SemanticMatcher fails or answers out of
+// range; the error then means the evaluation could not run.
+func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	for _, m := range messages {
+		if len(m) >= math.MaxInt32 {
+			return Result{}, ErrMessageTooLong
+		}
+	}
+	st := s.getState()
+	defer s.putState(st)
+	for mi, msg := range messages {
+		s.scanMessage(st, mi, msg)
+	}
+	if err := s.matchSemantic(ctx, st, messages); err != nil {
+		return Result{}, err
+	}
+	return s.result(st, messages), nil
+}
+
+// scanMessage finds the StringMatch and Regex matches of message mi.
+func (s *Set) scanMessage(st *evalState, mi int, msg string) {
+	for r := range st.occ {
+		st.occ[r] = st.occ[r][:0]
+	}
+	addTerm := func(p *patInfo, start, end int) {
+		if len(p.terms) == 0 || wordBefore(msg, start) || wordAt(msg, end) {
+			return
+		}
+		for _, in := range p.terms {
+			st.hits[in] = append(st.hits[in], span{mi, start, end})
+		}
+	}
+	if s.folded != nil {
+		s.folded.scan(msg, st.ring, func(id int32, start, end int) {
+			p := &s.fpats[id]
+			addTerm(p, start, end)
+			for _, r := range p.lits {
+				st.occ[r] = append(st.occ[r], [2]int32{int32(start), int32(end)})
+			}
+		})
+	}
+	if s.exact != nil {
+		s.exact.scan(msg, st.ring, func(id int32, start, end int) { addTerm(&s.epats[id], start, end) })
+	}
+	for r, ri := range s.regexes {
+		inst := ri.inst
+		st.windows = ri.findAll(msg, st.occ[r], st.windows, func(start, end int) {
+			st.hits[inst] = append(st.hits[inst], span{mi, start, end})
+		})
+	}
+}
+
+// matchSemantic asks the SemanticMatcher about the messages' segments.
+func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []string) error {
+	if len(s.queries) == 0 {
+		return nil
+	}
+	var segs []segment
+	for mi, msg := range messages {
+		segs = segmentMessage(mi, msg, segs)
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	texts := make([]string, len(segs))
+	for i, sg := range segs {
+		texts[i] = messages[sg.msg][sg.start:sg.end]
+	}
+	out, err := s.matcher.Match(ctx, texts, s.queries)
+	if err != nil {
+		return fmt.Errorf("policy: semantic matcher: %w", err)
+	}
+	if err := checkSemantic(out, len(segs), len(s.queries)); err != nil {
+		return err
+	}
+	for qi, idx := range out {
+		in := s.semantic[qi]
+		for _, j := range idx {
+			sg := segs[j]
+			st.hits[in] = append(st.hits[in], span{sg.msg, sg.start, sg.end})
+		}
+	}
+	return nil
+}
+
+// result applies the Allow exemptions and builds the Result.
+func (s *Set) result(st *evalState, messages []string) Result {
+	var allow []span
+	for i, in := range s.instrs {
+		h := st.hits[i]
+		slices.SortFunc(h, compareSpans)
+		st.hits[i] = slices.Compact(h)
+		if !in.block {
+			allow = append(allow, st.hits[i]...)
+		}
+	}
+	if len(allow) > 0 {
+		ex := newExemptions(allow)
+		for i, in := range s.instrs {
+			if in.block {
+				st.hits[i] = slices.DeleteFunc(st.hits[i], ex.covers)
+			}
+		}
+	}
+	res := Result{Outcome: OutcomeApproved}
+	runes := runeOffsets{messages: messages}
+	blocked, redact, high := false, false, false
+	allRedact := true
+	for i, in := range s.instrs {
+		h := st.hits[i]
+		if len(h) == 0 {
+			continue
+		}
+		reason := spec.ReviewReason{InstructionID: in.id, Title: in.title, Action: in.action,
+			Criticality: in.criticality, Matches: make([]spec.MatchSpan, len(h))}
+		for k, sp := range h {
+			reason.Matches[k] = spec.MatchSpan{MessageIndex: sp.msg, Start: runes.at(sp.msg, sp.start), End: runes.at(sp.msg, sp.end)}
+		}
+		res.Reasons = append(res.Reasons, reason)
+		if !in.block {
+			continue
+		}
+		blocked = true
+		if in.redact {
+			redact = true
+		} else {
+			allRedact = false
+			high = high || in.high
+		}
+	}
+	switch {
+	case !blocked:
+	case allRedact:
+		res.Outcome = OutcomeRedacted
+	case high:
+		res.Outcome = OutcomeRequiresIntervention
+	default:
+		res.Outcome = OutcomeChangeRequested
+	}
+	if redact {
+		res.Redacted = s.redact(st, messages)
+	}
+	return res
+}
+
+// redact returns messages with the spans of the matching Block instructions
+// that allow redaction replaced by the mark.
+func (s *Set) redact(st *evalState, messages []string) []string {
+	var spans []span
+	for i, in := range s.instrs {
+		if in.block && in.redact {
+			spans = append(spans, st.hits[i]...)
+		}
+	}
+	slices.SortFunc(spans, compareSpans)
+	out := slices.Clone(messages)
+	for len(spans) > 0 {
+		mi := spans[0].msg
+		n := 1
+		for n < len(spans) && spans[n].msg == mi {
+			n++
+		}
+		out[mi] = redactMessage(messages[mi], spans[:n], s.mark)
+		spans = spans[n:]
+	}
+	return out
+}
+
+// redactMessage replaces the spans of msg (sorted by start) by mark, merging
+// overlapping and adjacent spans.
+func redactMessage(msg string, spans []span, mark string) string {
+	var b strings.Builder
+	b.Grow(len(msg))
+	at := 0
+	for i := 0; i < len(spans); {
+		start, end := spans[i].start, spans[i].end
+		for i++; i < len(spans) && spans[i].start <= end; i++ {
+			end = max(end, spans[i].end)
+		}
+		b.WriteString(msg[at:start])
+		b.WriteString(mark)
+		at = end
+	}
+	b.WriteString(msg[at:])
+	return b.String()
+}
+
+// exemptions answers whether a span lies within one of a set of Allow spans.
+type exemptions struct {
+	spans  []span // sorted
+	maxEnd []int  // largest end among spans[..i] of the same message
+}
+
+func newExemptions(allow []span) *exemptions {
+	slices.SortFunc(allow, compareSpans)
+	e := &exemptions{spans: allow, maxEnd: make([]int, len(allow))}
+	for i, sp := range allow {
+		e.maxEnd[i] = sp.end
+		if i > 0 && allow[i-1].msg == sp.msg {
+			e.maxEnd[i] = max(e.maxEnd[i], e.maxEnd[i-1])
+		}
+	}
+	return e
+}
+
+func (e *exemptions) covers(b span) bool {
+	// The last Allow span starting at or before b in b's message.
+	i, _ := slices.BinarySearchFunc(e.spans, b, func(a, b span) int {
+		if c := cmp.Compare(a.msg, b.msg); c != 0 {
+			return c
+		}
+		if a.start <= b.start {
+			return -1
+		}
+		return 1
+	})
+	i--
+	return i >= 0 && e.spans[i].msg == b.msg && e.maxEnd[i] >= b.end
+}
+
+// runeOffsets converts byte offsets of the messages to code point offsets.
+type runeOffsets struct {
+	messages []string
+	tables   map[int][]int32 // per non-ASCII message: rune index at each rune's byte offset
+	ascii    map[int]bool
+}
+
+func (r *runeOffsets) at(msg, off int) int {
+	if r.ascii == nil {
+		r.ascii, r.tables = map[int]bool{}, map[int][]int32{}
+	}
+	ascii, ok := r.ascii[msg]
+	if !ok {
+		s := r.messages[msg]
+		ascii = isASCII(s)
+		r.ascii[msg] = ascii
+		if !ascii {
+			t := make([]int32, len(s)+1)
+			n := int32(0)
+			for i := range s {
+				t[i] = n
+				n++
+			}
+			t[len(s)] = n
+			r.tables[msg] = t
+		}
+	}
+	if ascii {
+		return off
+	}
+	return int(r.tables[msg][off])
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}

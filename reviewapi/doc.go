@@ -1,0 +1,36 @@
+// Package reviewapi is the review-task API of the oversight service: AI
+// requests submitted as review tasks, evaluated against the instructions of
+// their agent with package policy, decided by a person when the policy asks
+// for it, rejected when the review times out, and reported to webhooks.
+//
+// A [Service] keeps tasks, webhooks, events and deliveries in the service's
+// database (SQLite or PostgreSQL, beside package orgapi's tables, whose API
+// keys it accepts) and serves them over HTTP ([Service.Routes],
+// [NewHandler]). Its background work runs on River in the same database:
+// evaluations that could not run, webhook deliveries with their retries, and
+// a periodic sweep that applies review timeouts and queues again whatever a
+// stopped process left behind. On PostgreSQL, several processes share the
+// work.
+//
+//	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore})
+//	if err != nil {
+//		return err
+//	}
+//	defer svc.Close()
+//	if err := svc.Start(ctx); err != nil { // works jobs until Stop
+//		return err
+//	}
+//	orgHandler, _ := orgapi.NewHandler(orgStore)
+//	err = http.ListenAndServe(addr, reviewapi.NewHandler(orgHandler, svc))
+//
+// States follow DESIGN.md: pending -> processing -> approved |
+// change_requested | requires_intervention; requires_intervention ->
+// approved | rejected | change_requested by a reviewer ([Service.Decide]),
+// or rejected with reason timeout ([Service.SweepTimeouts]). Final states
+// never change.
+//
+// Webhook deliveries follow the Standard Webhooks specification
+// ([SignWebhook]): at least once, from the database, retried on
+// [DefaultRetrySchedule], to URLs checked against private addresses when
+// registered and again when dialled ([AddressPolicy]).
+package reviewapi
