@@ -139,37 +139,115 @@ func (s *Service) CreateTask(ctx context.Context, p orgapi.Principal, c spec.Rev
 		User: c.User, Metadata: c.Metadata, ExternalID: c.ExternalID,
 		CreatedAt: spec.NewTime(now), UpdatedAt: spec.NewTime(now),
 	}
+	// Evaluate before anything is written: the task then goes from pending
+	// through processing to its outcome in one transaction, with its
+	// task.created event showing it pending. Only when evaluation cannot run
+	// is it stored pending, for the background job.
+	created := t
+	res, evalErr := s.evaluateRequest(ctx, p.OrganisationID, t)
+	var ev *event
+	if evalErr == nil {
+		timeout, err := s.ReviewTimeout(ctx, p.OrganisationID)
+		if err != nil {
+			return spec.ReviewTask{}, err
+		}
+		e := applyOutcome(&t, res, s.now(), timeout)
+		ev = &e
+	}
 	body, err := json.Marshal(t)
 	if err != nil {
 		return t, err
 	}
+	var deadline any
+	if t.Status == spec.StatusRequiresIntervention {
+		deadline = sqldb.Millis(t.ReviewDeadline.Time)
+	}
 	var queued []delivery
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_tasks (id, org_id, agent_id, status, body, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6)`, t.ID, p.OrganisationID, agent.ID, t.Status, string(body), sqldb.Millis(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_tasks (id, org_id, agent_id, status, body, review_deadline, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, t.ID, p.OrganisationID, agent.ID, t.Status, string(body), deadline,
+			sqldb.Millis(now), sqldb.Millis(t.UpdatedAt.Time)); err != nil {
 			return err
 		}
-		queued, err = s.recordEvents(ctx, tx, p.OrganisationID, now, event{spec.EventTaskCreated, t})
+		events := []event{{spec.EventTaskCreated, created}}
+		if ev != nil {
+			events = append(events, *ev)
+		}
+		var err error
+		queued, err = s.recordEvents(ctx, tx, p.OrganisationID, s.now(), events...)
 		return err
 	})
 	if err != nil {
 		return spec.ReviewTask{}, err
 	}
 	s.queueDeliveries(ctx, queued)
-	out, err := s.evaluate(ctx, t.ID)
-	if err != nil {
+	if evalErr != nil {
+		s.queueEvaluation(ctx, t.ID)
 		var pe *policyError
-		if errors.As(err, &pe) {
-			s.queueEvaluation(ctx, t.ID)
-			return spec.ReviewTask{}, &Error{Code: spec.CodePolicyError, TaskID: t.ID, cause: err,
+		if errors.As(evalErr, &pe) {
+			return spec.ReviewTask{}, &Error{Code: spec.CodePolicyError, TaskID: t.ID, cause: evalErr,
 				Message: "The request could not be evaluated against the policy: " + pe.msg + ". The task stays pending and is evaluated again; follow it with GET /review-tasks/" + t.ID + " or webhooks."}
 		}
-		// Any other failure leaves the task pending too; the background
-		// sweep evaluates it again.
-		s.queueEvaluation(ctx, t.ID)
-		return spec.ReviewTask{}, err
+		// Any other failure (the database) leaves the task pending too; the
+		// background job evaluates it again.
+		return spec.ReviewTask{}, evalErr
 	}
-	return out, nil
+	return t, nil
+}
+
+// evaluateRequest evaluates the task's request against the instructions
+// of its agent.
+func (s *Service) evaluateRequest(ctx context.Context, orgID string, t spec.ReviewTask) (policy.Result, error) {
+	instructions, err := s.orgs.AgentInstructions(ctx, orgID, t.AgentID)
+	if err != nil {
+		return policy.Result{}, err
+	}
+	set, err := s.cache.Get(t.AgentID, instructions)
+	if err != nil {
+		return policy.Result{}, &policyError{msg: "the agent's instructions do not compile", cause: err}
+	}
+	texts := make([]string, len(t.Request.Messages))
+	for i, m := range t.Request.Messages {
+		texts[i] = m.Content
+	}
+	res, err := set.Evaluate(ctx, texts)
+	if err != nil {
+		return res, &policyError{msg: "evaluation failed", cause: err}
+	}
+	switch res.Outcome {
+	case policy.OutcomeApproved, policy.OutcomeRedacted, policy.OutcomeChangeRequested, policy.OutcomeRequiresIntervention:
+		return res, nil
+	}
+	return res, fmt.Errorf("reviewapi: unknown policy outcome %q", res.Outcome)
+}
+
+// applyOutcome moves t to the outcome of its evaluation and returns the
+// event to send.
+func applyOutcome(t *spec.ReviewTask, res policy.Result, now time.Time, timeout time.Duration) event {
+	t.Reasons = res.Reasons
+	if res.Redacted != nil {
+		red := *t.Request
+		red.Messages = make([]spec.ReviewMessage, len(t.Request.Messages))
+		copy(red.Messages, t.Request.Messages)
+		for i := range red.Messages {
+			red.Messages[i].Content = res.Redacted[i]
+		}
+		t.RedactedRequest = &red
+	}
+	t.UpdatedAt = spec.NewTime(now)
+	switch res.Outcome {
+	case policy.OutcomeChangeRequested:
+		t.Status = spec.StatusChangeRequested
+	case policy.OutcomeRequiresIntervention:
+		t.Status = spec.StatusRequiresIntervention
+		t.ReviewDeadline = spec.NewTime(now.Add(timeout))
+		return event{spec.EventTaskRequiresIntervention, *t}
+	default:
+		t.Status = spec.StatusApproved
+	}
+	t.Decision = &spec.ReviewDecision{By: spec.DecidedByPolicy, DecidedAt: spec.NewTime(now)}
+	t.CompletedAt = spec.NewTime(now)
+	return event{spec.EventTaskCompleted, *t}
 }
 
 // policyError is an evaluation that could not run.
@@ -201,57 +279,16 @@ func (s *Service) evaluate(ctx context.Context, id string) (spec.ReviewTask, err
 	if err != nil || t.Status != spec.StatusProcessing {
 		return t, err
 	}
-	instructions, err := s.orgs.AgentInstructions(ctx, orgID, t.AgentID)
+	res, err := s.evaluateRequest(ctx, orgID, t)
 	if err != nil {
 		return t, s.backToPending(ctx, t, err)
 	}
-	set, err := s.cache.Get(t.AgentID, instructions)
+	timeout, err := s.ReviewTimeout(ctx, orgID)
 	if err != nil {
-		return t, s.backToPending(ctx, t, &policyError{msg: "the agent's instructions do not compile", cause: err})
-	}
-	texts := make([]string, len(t.Request.Messages))
-	for i, m := range t.Request.Messages {
-		texts[i] = m.Content
-	}
-	res, err := set.Evaluate(ctx, texts)
-	if err != nil {
-		return t, s.backToPending(ctx, t, &policyError{msg: "evaluation failed", cause: err})
+		return t, s.backToPending(ctx, t, err)
 	}
 	now := s.now()
-	t.Reasons = res.Reasons
-	if res.Redacted != nil {
-		red := *t.Request
-		red.Messages = make([]spec.ReviewMessage, len(t.Request.Messages))
-		copy(red.Messages, t.Request.Messages)
-		for i := range red.Messages {
-			red.Messages[i].Content = res.Redacted[i]
-		}
-		t.RedactedRequest = &red
-	}
-	t.UpdatedAt = spec.NewTime(now)
-	var ev event
-	switch res.Outcome {
-	case policy.OutcomeApproved, policy.OutcomeRedacted:
-		t.Status = spec.StatusApproved
-	case policy.OutcomeChangeRequested:
-		t.Status = spec.StatusChangeRequested
-	case policy.OutcomeRequiresIntervention:
-		t.Status = spec.StatusRequiresIntervention
-	default:
-		return t, s.backToPending(ctx, t, fmt.Errorf("reviewapi: unknown outcome %q", res.Outcome))
-	}
-	if final(t.Status) {
-		t.Decision = &spec.ReviewDecision{By: spec.DecidedByPolicy, DecidedAt: spec.NewTime(now)}
-		t.CompletedAt = spec.NewTime(now)
-		ev = event{spec.EventTaskCompleted, t}
-	} else {
-		timeout, err := s.ReviewTimeout(ctx, orgID)
-		if err != nil {
-			return t, s.backToPending(ctx, t, err)
-		}
-		t.ReviewDeadline = spec.NewTime(now.Add(timeout))
-		ev = event{spec.EventTaskRequiresIntervention, t}
-	}
+	ev := applyOutcome(&t, res, now, timeout)
 	var queued []delivery
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		ok, err := saveTask(ctx, tx, t, spec.StatusProcessing)

@@ -18,4 +18,9 @@
 //     filters, in under 50 ms (metric "ms/list").
 //   - BenchmarkInstructionCreate: the organisation API creates at least 500
 //     instructions a second in SQLite, over HTTP (metric "creates/s").
+//   - BenchmarkReviewTaskCreate: the review-task API accepts and evaluates at
+//     least 300 tasks a second in SQLite, over HTTP (metric "tasks/s").
+//   - BenchmarkReviewWebhookLatency: the median time from a task's final
+//     decision to its task.completed webhook arriving is under 200 ms
+//     (metric "median-ms").
 package bench
