@@ -83,6 +83,7 @@ func root() *command {
 			serviceCommand(),
 			specCommand(),
 			versionCommand(),
+			webhookCommand(),
 		},
 	}
 }

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aiusage/kit/reviewapi"
+)
+
+func webhookCommand() *command {
+	return &command{
+		name:    "webhook",
+		summary: "receive the service's webhooks: a listener that checks signatures",
+		subs:    []*command{webhookListenCommand()},
+	}
+}
+
+type webhookListenFlags struct {
+	addr, secret, logFormat string
+	tolerance               time.Duration
+}
+
+func webhookListenCommand() *command {
+	f := &webhookListenFlags{}
+	return &command{
+		name:    "listen",
+		summary: "receive webhook deliveries, check their signatures and print them",
+		long: `Listens on ADDR for webhook deliveries of the review-task API (any path),
+checks each one's Standard Webhooks signature (webhook-id, webhook-timestamp,
+webhook-signature) with --secret, the whsec_ secret the service answered when
+the webhook was registered, and prints every delivery as one JSON line on
+standard output:
+
+  {"id", "type", "taskId", "status", "verified": true, "timestamp", "data": <the task>}
+
+A verified delivery is answered 204; one whose signature or timestamp does not
+verify is answered 401, printed with "verified": false and the reason, and
+retried by the service. For trying the service out locally: register the
+webhook with an http://127.0.0.1:PORT/ URL on a service started with
+--allow-private-webhooks.
+
+Logs one line with its URL when ready. Stops on SIGINT or SIGTERM.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.addr, "addr", "127.0.0.1:9000", "`ADDR` to listen on (host:port)")
+			fs.StringVar(&f.secret, "secret", "", "the webhook's signing `SECRET` (whsec_...; required)")
+			fs.DurationVar(&f.tolerance, "tolerance", reviewapi.DefaultWebhookTolerance, "how far a delivery's timestamp may be from now")
+			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("webhook listen takes no arguments, got %q", args[0])
+			}
+			if f.secret == "" {
+				return usagef("webhook listen: --secret is required: the whsec_ secret of the webhook's registration")
+			}
+			if _, err := reviewapi.SignWebhook(f.secret, "msg_check", time.Now(), nil); err != nil {
+				return usagef("webhook listen: --secret: %v", err)
+			}
+			log, err := newLogger(e.stderr, f.logFormat)
+			if err != nil {
+				return err
+			}
+			return serve(ctx, log, f.addr, webhookPrinter(f.secret, f.tolerance, e.stdout), 5*time.Second, "webhook listener ready")
+		},
+	}
+}
+
+// receivedWebhook is what "webhook listen" prints of a delivery.
+type receivedWebhook struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	TaskID    string          `json:"taskId,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	Verified  bool            `json:"verified"`
+	Error     string          `json:"error,omitempty"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// webhookPrinter verifies each delivery and prints it as a JSON line.
+func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) http.Handler {
+	var mu sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST webhook deliveries here", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, "cannot read the body", http.StatusBadRequest)
+			return
+		}
+		line := receivedWebhook{ID: r.Header.Get(reviewapi.HeaderWebhookID), Timestamp: r.Header.Get(reviewapi.HeaderWebhookTimestamp)}
+		verr := reviewapi.VerifyWebhook(secret, r.Header, body, time.Now(), tolerance)
+		line.Verified = verr == nil
+		if verr != nil {
+			line.Error = verr.Error()
+		}
+		var payload struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(body, &payload) == nil {
+			line.Type, line.Data = payload.Type, payload.Data
+			var task struct{ ID, Status string }
+			_ = json.Unmarshal(payload.Data, &task)
+			line.TaskID, line.Status = task.ID, task.Status
+		}
+		mu.Lock()
+		_ = writeJSONLine(out, line)
+		mu.Unlock()
+		if verr != nil {
+			http.Error(w, "signature does not verify", http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/reviewapi"
+)
+
+func TestWebhookListenVerifiesAndPrints(t *testing.T) {
+	t.Parallel()
+	secret := reviewapi.NewWebhookSecret()
+	var out bytes.Buffer
+	srv := httptest.NewServer(webhookPrinter(secret, time.Minute, &out))
+	defer srv.Close()
+	body := []byte(`{"type":"task.completed","timestamp":"2026-11-21T10:00:00.000Z","data":{"id":"t1","status":"approved"}}`)
+	post := func(sec string) int {
+		now := time.Now()
+		sig, err := reviewapi.SignWebhook(sec, "msg_1", now, body)
+		require.NoError(t, err)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks", bytes.NewReader(body))
+		req.Header.Set(reviewapi.HeaderWebhookID, "msg_1")
+		req.Header.Set(reviewapi.HeaderWebhookTimestamp, jsonInt(now.Unix()))
+		req.Header.Set(reviewapi.HeaderWebhookSignature, sig)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusNoContent, post(secret))
+	require.Equal(t, http.StatusUnauthorized, post(reviewapi.NewWebhookSecret()))
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	require.Len(t, lines, 2)
+	var good, bad receivedWebhook
+	require.NoError(t, json.Unmarshal(lines[0], &good))
+	require.NoError(t, json.Unmarshal(lines[1], &bad))
+	require.True(t, good.Verified)
+	require.Equal(t, "task.completed", good.Type)
+	require.Equal(t, "t1", good.TaskID)
+	require.Equal(t, "approved", good.Status)
+	require.False(t, bad.Verified)
+	require.NotEmpty(t, bad.Error)
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestWebhookListenNeedsASecret(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "webhook", "listen", "--addr", "127.0.0.1:0")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--secret")
+	r = runCLI(t, "", nil, "webhook", "listen", "--addr", "127.0.0.1:0", "--secret", "nope")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+}
