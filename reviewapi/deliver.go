@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -57,6 +58,12 @@ type DeliveryError struct {
 
 func (e *DeliveryError) Error() string {
 	if e.Err != nil {
+		// A *url.Error names the URL, which may carry a secret token:
+		// keep only its operation and cause.
+		var ue *url.Error
+		if errors.As(e.Err, &ue) {
+			return "webhook delivery failed: " + ue.Op + ": " + ue.Err.Error()
+		}
 		return "webhook delivery failed: " + e.Err.Error()
 	}
 	return fmt.Sprintf("webhook delivery failed: receiver answered %d %s", e.Status, http.StatusText(e.Status))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -21,8 +22,16 @@ type deliverArgs struct {
 
 func (deliverArgs) Kind() string { return "aiusage_webhook_delivery" }
 
+// uniqueWhileQueued makes a job unique by its arguments while one is queued
+// or running, and only then: once a job has completed or been cancelled, the
+// sweep may queue the same work again.
+var uniqueWhileQueued = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}}
+
 func (deliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{UniqueOpts: uniqueWhileQueued}
 }
 
 type deliverWorker struct {
@@ -31,11 +40,8 @@ type deliverWorker struct {
 }
 
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
-	err := w.s.deliver(ctx, job.Args.EventID, job.Args.WebhookID, job.Attempt)
+	err := w.s.deliver(ctx, job.Args.EventID, job.Args.WebhookID)
 	if errors.Is(err, errGiveUp) {
-		return river.JobCancel(err)
-	}
-	if err != nil && job.Attempt > len(w.s.cfg.RetrySchedule) {
 		return river.JobCancel(err)
 	}
 	return err
@@ -61,12 +67,18 @@ type evaluateArgs struct {
 func (evaluateArgs) Kind() string { return "aiusage_review_evaluate" }
 
 func (evaluateArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 50, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{MaxAttempts: 1000, UniqueOpts: uniqueWhileQueued}
 }
 
 type evaluateWorker struct {
 	river.WorkerDefaults[evaluateArgs]
 	s *Service
+}
+
+// NextRetry retries an evaluation after 1, 2, 4 ... seconds, at most 5
+// minutes apart: a policy outage should not leave tasks pending for hours.
+func (w *evaluateWorker) NextRetry(job *river.Job[evaluateArgs]) time.Time {
+	return time.Now().Add(min(time.Second<<min(max(job.Attempt-1, 0), 9), 5*time.Minute))
 }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[evaluateArgs]) error {
@@ -135,7 +147,11 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		}
 		s.queueEvaluation(ctx, id)
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT event_id, webhook_id FROM reviewapi_deliveries WHERE state = 'pending' AND updated_at < $1`, stale)
+	// Deliveries never attempted: their job was not queued (a process
+	// stopped between the commit and the queue). Those attempted have a job
+	// waiting for its retry.
+	rows, err = s.db.QueryContext(ctx, `SELECT event_id, webhook_id FROM reviewapi_deliveries
+		WHERE state = 'pending' AND attempts = 0 AND updated_at < $1 ORDER BY updated_at LIMIT 500`, stale)
 	if err != nil {
 		return n, err
 	}

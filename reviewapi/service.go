@@ -159,11 +159,18 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	river.AddWorker(workers, &evaluateWorker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
 	rc := &river.Config{
-		Workers:           workers,
-		Logger:            slog.New(warnOnly{cfg.Logger.Handler()}),
-		FetchPollInterval: cfg.PollInterval,
-		FetchCooldown:     min(cfg.PollInterval, river.FetchCooldownDefault),
-		JobTimeout:        cfg.DeliveryTimeout + 30*time.Second,
+		Workers:    workers,
+		Logger:     slog.New(warnOnly{cfg.Logger.Handler()}),
+		JobTimeout: cfg.DeliveryTimeout + 30*time.Second,
+		// A job left running by a process that died is worked again
+		// after this, not after River's default hour.
+		RescueStuckJobsAfter: cfg.DeliveryTimeout + 2*time.Minute,
+	}
+	if cfg.DB.Dialect == sqldb.SQLite {
+		// SQLite has no notifications: River finds new jobs by polling.
+		// PostgreSQL notifies River of each insert.
+		rc.FetchPollInterval = cfg.PollInterval
+		rc.FetchCooldown = min(cfg.PollInterval, river.FetchCooldownDefault)
 	}
 	if !cfg.InsertOnly {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}

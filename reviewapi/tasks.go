@@ -266,7 +266,9 @@ func (s *Service) evaluate(ctx context.Context, id string) (spec.ReviewTask, err
 	var orgID string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		if err = tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); err != nil {
+		if err = tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
+		} else if err != nil {
 			return err
 		}
 		if t, err = s.loadTask(ctx, tx, "", id, s.forUpdate()); err != nil || t.Status != spec.StatusPending {
@@ -302,7 +304,13 @@ func (s *Service) evaluate(ctx context.Context, id string) (spec.ReviewTask, err
 		return t, err
 	}
 	s.queueDeliveries(ctx, queued)
-	return s.Task(ctx, orgID, id)
+	cur, err := s.Task(ctx, orgID, id)
+	if err == nil && cur.Status == spec.StatusPending {
+		// The sweep took the task back from this slow evaluation; the
+		// job evaluates it again.
+		return cur, fmt.Errorf("task %s went back to pending during its evaluation", id)
+	}
+	return cur, err
 }
 
 // backToPending returns a task whose evaluation failed to pending, so it is
@@ -345,6 +353,9 @@ func (s *Service) Decide(ctx context.Context, id, decision, reviewer, comment st
 			return fmt.Errorf("task %s is %s, not waiting for a person: %w", id, t.Status, ErrFinal)
 		}
 		now := s.now()
+		if !now.Before(t.ReviewDeadline.Time) {
+			return fmt.Errorf("task %s: its review deadline %s has passed; it is rejected by timeout: %w", id, t.ReviewDeadline, ErrFinal)
+		}
 		t.Status, t.UpdatedAt, t.CompletedAt = status, spec.NewTime(now), spec.NewTime(now)
 		t.Decision = &spec.ReviewDecision{By: spec.DecidedByReviewer, Reviewer: reviewer, Comment: comment, DecidedAt: spec.NewTime(now)}
 		ok, err := saveTask(ctx, tx, t, spec.StatusRequiresIntervention)

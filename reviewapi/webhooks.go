@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -16,11 +18,25 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
+// MaxWebhooks is the most webhooks an organisation may register: each
+// event is sent to every one of them.
+const MaxWebhooks = 20
+
 // CreateWebhook registers a receiver of the organisation's task events. The
 // answer carries the signing secret, the only time it is shown.
 func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.WebhookCreate) (spec.Webhook, error) {
 	if err := CheckWebhookURL(ctx, c.URL, AddressPolicy{AllowPrivate: s.cfg.AllowPrivateWebhooks}, s.cfg.Resolver); err != nil {
 		return spec.Webhook{}, invalid("url", "%v", err)
+	}
+	if strings.IndexFunc(c.Description, unicode.IsControl) >= 0 {
+		return spec.Webhook{}, invalid("description", "description must not hold control characters")
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_webhooks WHERE org_id = $1 AND deleted_at IS NULL`, orgID).Scan(&n); err != nil {
+		return spec.Webhook{}, err
+	}
+	if n >= MaxWebhooks {
+		return spec.Webhook{}, invalid("url", "the organisation already has %d webhooks, the most allowed; delete one first", n)
 	}
 	events := c.Events
 	if len(events) == 0 {
@@ -158,21 +174,34 @@ var errGiveUp = errors.New("delivery refused")
 // deliver makes one attempt of a delivery. It returns nil when the delivery
 // is done (acknowledged, or nothing left to do), errGiveUp when it must not
 // be retried, and another error to retry.
-func (s *Service) deliver(ctx context.Context, eventID, webhookID string, attempt int) error {
-	var state, url, secret, body string
+func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error {
+	var state, target, secret, body string
 	var deleted sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT d.state, w.url, w.secret, w.deleted_at, e.body
+	var attempts int
+	err := s.db.QueryRowContext(ctx, `SELECT d.state, d.attempts, w.url, w.secret, w.deleted_at, e.body
 		FROM reviewapi_deliveries d
 		JOIN reviewapi_webhooks w ON w.id = d.webhook_id
 		JOIN reviewapi_events e ON e.id = d.event_id
-		WHERE d.event_id = $1 AND d.webhook_id = $2`, eventID, webhookID).Scan(&state, &url, &secret, &deleted, &body)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (state != "pending" || deleted.Valid)) {
+		WHERE d.event_id = $1 AND d.webhook_id = $2`, eventID, webhookID).Scan(&state, &attempts, &target, &secret, &deleted, &body)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), err == nil && state != "pending":
 		return nil
-	}
-	if err != nil {
+	case err != nil:
+		return err
+	case deleted.Valid:
+		_, err := s.db.ExecContext(ctx, `UPDATE reviewapi_deliveries SET state = 'cancelled', updated_at = $1
+			WHERE event_id = $2 AND webhook_id = $3 AND state = 'pending'`, sqldb.Millis(s.now()), eventID, webhookID)
 		return err
 	}
-	status, derr := Deliver(ctx, s.client, Delivery{URL: url, Secret: secret, MsgID: eventID, Timestamp: s.cfg.Now(), Body: []byte(body)})
+	attempt := attempts + 1
+	var status int
+	var derr error
+	if u, perr := url.Parse(target); perr != nil || (u.Scheme != "https" && !s.cfg.AllowPrivateWebhooks) {
+		// Registered while the service allowed http; it no longer does.
+		derr = &DeliveryError{Err: errors.New("the webhook URL is not https and private webhooks are not allowed")}
+	} else {
+		status, derr = Deliver(ctx, s.client, Delivery{URL: target, Secret: secret, MsgID: eventID, Timestamp: s.cfg.Now(), Body: []byte(body)})
+	}
 	now := sqldb.Millis(s.now())
 	newState, msg := "pending", ""
 	switch {
