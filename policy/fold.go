@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,11 +22,27 @@ var asciiFold = func() (t [utf8.RuneSelf]byte) {
 // runes. ASCII letters fold to upper case; the Kelvin sign K folds to K, the
 // long s ſ to S.
 func foldRune(r rune) rune {
-	if r >= 0 && r < utf8.RuneSelf {
+	switch {
+	case r >= 0 && r < utf8.RuneSelf:
 		return rune(asciiFold[r])
+	case r >= 0 && r < foldTableSize:
+		return rune(foldTable()[r])
 	}
 	return foldSlow(r)
 }
+
+// foldTableSize covers the two-byte runes (Latin, Greek, Cyrillic, Hebrew,
+// Arabic, ...), where walking the SimpleFold orbit would cost more than a
+// lookup.
+const foldTableSize = 0x800
+
+var foldTable = sync.OnceValue(func() *[foldTableSize]uint16 {
+	var t [foldTableSize]uint16
+	for r := range t {
+		t[r] = uint16(foldSlow(rune(r)))
+	}
+	return &t
+})
 
 func foldSlow(r rune) rune {
 	m := r

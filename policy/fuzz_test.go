@@ -97,6 +97,8 @@ func FuzzStringMatch(f *testing.F) {
 		{"\xff\xfe x \ufffd y \xe2\x82", "\xff|\ufffd|x|y|\xe2", 0},
 		{"C++ and @admin x@admin", "C++|@admin|+", 6},
 		{"ǅemal Ǆemal ǆemal", "ǆemal|Ǆ", 0},
+		{"I love New York City and new yorkers.", "new york|york city|new york city|ork", 0xf8},
+		{"Güber über überall ÜBER 東京都 東京 ſs SS", "über|東京|ber|ss", 0x42},
 		{"", "x", 0},
 		{"only text", "", 0},
 	}
@@ -118,21 +120,26 @@ func FuzzStringMatch(f *testing.F) {
 			ins[k] = spec.Instruction{ID: ids[k], Action: spec.ActionBlock,
 				Trigger: spec.StringMatchTrigger(values[k], modes&(1<<k) == 0)}
 		}
-		set, err := Compile(ins, Options{})
-		require.NoError(t, err)
 		messages := []string{text, strings.ToLower(text)}
-		res, err := set.Evaluate(context.Background(), messages)
-		require.NoError(t, err)
-		got := reasonSpans(res)
-		for k := range ins {
-			var want []spec.MatchSpan
-			for mi, m := range messages {
-				want = append(want, refStringMatch(mi, m, values[k], modes&(1<<k) == 0)...)
+		// The default automaton (all dense here), and one with a dense table
+		// of a few states at most, the others sparse.
+		for _, dense := range []int{0, int(modes >> 3)} {
+			set, err := Compile(ins, Options{denseEntries: dense})
+			require.NoError(t, err)
+			res, err := set.Evaluate(context.Background(), messages)
+			require.NoError(t, err)
+			got := reasonSpans(res)
+			for k := range ins {
+				var want []spec.MatchSpan
+				for mi, m := range messages {
+					want = append(want, refStringMatch(mi, m, values[k], modes&(1<<k) == 0)...)
+				}
+				if len(want) == 0 {
+					want = nil
+				}
+				require.Equal(t, want, got[ids[k]], "instruction %s (case sensitive %v, dense %d) terms %q",
+					ids[k], modes&(1<<k) == 0, dense, values[k])
 			}
-			if len(want) == 0 {
-				want = nil
-			}
-			require.Equal(t, want, got[ids[k]], "instruction %s (case sensitive %v) terms %q", ids[k], modes&(1<<k) == 0, values[k])
 		}
 	})
 }
@@ -195,12 +202,14 @@ func FuzzRegexWindows(f *testing.F) {
 				want = append(want, spec.MatchSpan{Start: utf8.RuneCountInString(text[:m[0]]), End: utf8.RuneCountInString(text[:m[1]])})
 			}
 		}
-		set, err := Compile([]spec.Instruction{{ID: "r", Action: spec.ActionBlock,
-			Trigger: spec.RegexTrigger(pattern, !fold)}}, Options{})
-		require.NoError(t, err)
-		res, err := set.Evaluate(context.Background(), []string{text})
-		require.NoError(t, err)
-		require.Equal(t, want, reasonSpans(res)["r"], "pattern %q", full)
+		for _, dense := range []int{0, 1} {
+			set, err := Compile([]spec.Instruction{{ID: "r", Action: spec.ActionBlock,
+				Trigger: spec.RegexTrigger(pattern, !fold)}}, Options{denseEntries: dense})
+			require.NoError(t, err)
+			res, err := set.Evaluate(context.Background(), []string{text})
+			require.NoError(t, err)
+			require.Equal(t, want, reasonSpans(res)["r"], "pattern %q", full)
+		}
 	})
 }
 
@@ -236,10 +245,19 @@ func FuzzEvaluate(f *testing.F) {
 		f.Add(uint8(i*3), s, "aaaa(a)a ſ1 k..k")
 	}
 	sets := fuzzSets()
+	// The sets compiled once, each with the default automaton and with a
+	// dense table of a few entries (so that an execution costs no compile).
+	compiled := map[[2]int]*Set{}
+	for i, ins := range sets {
+		for _, dense := range []int{0, 3} {
+			set, err := Compile(ins, Options{RedactionMark: "█", denseEntries: dense})
+			require.NoError(f, err)
+			compiled[[2]int{i, dense}] = set
+		}
+	}
 	f.Fuzz(func(t *testing.T, which uint8, text, text2 string) {
 		ins := sets[int(which)%len(sets)]
-		set, err := Compile(ins, Options{RedactionMark: "█"})
-		require.NoError(t, err)
+		set := compiled[[2]int{int(which) % len(sets), 3 * int(which>>7)}]
 		messages := []string{text, text2}
 		res, err := set.Evaluate(context.Background(), messages)
 		require.NoError(t, err)

@@ -43,6 +43,9 @@ type Options struct {
 	// RedactionMark replaces each redacted span. Default: DefaultRedactionMark
 	// ("[REDACTED]").
 	RedactionMark string
+
+	// denseEntries overrides defaultDenseEntries (tests).
+	denseEntries int
 }
 
 func (o Options) withDefaults() Options {
@@ -58,11 +61,12 @@ func (o Options) withDefaults() Options {
 // CompileError reports an instruction that [Compile] cannot compile: a Regex
 // pattern that is not valid RE2 syntax, an unknown trigger type or action.
 type CompileError struct {
-	InstructionID string
-	Title         string
-	Err           error
+	InstructionID string // the instruction's id
+	Title         string // the instruction's title
+	Err           error  // what is wrong, for a pattern the error of regexp.Compile
 }
 
+// Error names the instruction and the problem.
 func (e *CompileError) Error() string {
 	return fmt.Sprintf("policy: instruction %s (%q): %v", e.InstructionID, e.Title, e.Err)
 }
@@ -71,7 +75,9 @@ func (e *CompileError) Error() string {
 func (e *CompileError) Unwrap() error { return e.Err }
 
 // Set is a compiled set of instructions, typically those assigned to one
-// agent. It is immutable and safe for concurrent use.
+// agent. It is immutable and safe for concurrent use. Its size grows with the
+// StringMatch terms: about 20 bytes per byte of the terms, plus at most
+// 1 MiB of transition tables.
 type Set struct {
 	instrs   []instr
 	regexes  []*regexInstr
@@ -167,7 +173,7 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 			return fail(fmt.Errorf("unknown trigger type %q", t.Type))
 		}
 	}
-	s.folded, s.exact = folded.build(), exact.build()
+	s.folded, s.exact = folded.build(opts.denseEntries), exact.build(opts.denseEntries)
 	for _, a := range []*automaton{s.folded, s.exact} {
 		if a != nil {
 			s.ringLen = max(s.ringLen, a.ringMask+1)
@@ -345,7 +351,7 @@ func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []strin
 		in := s.semantic[qi]
 		for _, j := range idx {
 			sg := segs[j]
-			st.hits[in] = append(st.hits[in], span{sg.msg, sg.start, sg.end})
+			st.hits[in] = append(st.hits[in], span(sg))
 		}
 	}
 	return nil
@@ -489,34 +495,32 @@ func (e *exemptions) covers(b span) bool {
 // runeOffsets converts byte offsets of the messages to code point offsets.
 type runeOffsets struct {
 	messages []string
-	tables   map[int][]int32 // per non-ASCII message: rune index at each rune's byte offset
-	ascii    map[int]bool
+	tables   [][]int32 // per message: nil until needed; empty for ASCII; else the rune index at each rune's byte offset
 }
 
 func (r *runeOffsets) at(msg, off int) int {
-	if r.ascii == nil {
-		r.ascii, r.tables = map[int]bool{}, map[int][]int32{}
+	if r.tables == nil {
+		r.tables = make([][]int32, len(r.messages))
 	}
-	ascii, ok := r.ascii[msg]
-	if !ok {
+	t := r.tables[msg]
+	if t == nil {
 		s := r.messages[msg]
-		ascii = isASCII(s)
-		r.ascii[msg] = ascii
-		if !ascii {
-			t := make([]int32, len(s)+1)
+		t = []int32{}
+		if !isASCII(s) {
+			t = make([]int32, len(s)+1)
 			n := int32(0)
 			for i := range s {
 				t[i] = n
 				n++
 			}
 			t[len(s)] = n
-			r.tables[msg] = t
 		}
+		r.tables[msg] = t
 	}
-	if ascii {
+	if len(t) == 0 {
 		return off
 	}
-	return int(r.tables[msg][off])
+	return int(t[off])
 }
 
 func isASCII(s string) bool {

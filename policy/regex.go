@@ -34,6 +34,7 @@ const (
 	maxClassRunes   = 64    // runes of a character class turned into literals
 	maxWindowLen    = 4096  // longer bounded matches are treated as unbounded
 	maxLiteralCost  = 0.025 // expected occurrences per byte above which a set is useless
+	windowGap       = 32    // windows closer than this are run as one
 )
 
 // regexInstr is a compiled Regex instruction.
@@ -93,19 +94,37 @@ func compileRegex(pattern string, caseSensitive bool) (*regexInstr, error) {
 }
 
 // literalInfo describes the strings a sub-expression matches, all folded by
-// [foldRune].
+// [foldRune]. A nil set means unknown; a set holding "" says nothing.
 type literalInfo struct {
-	exact []string // every string it can match, when finite and small (exactOK)
-	// exactOK reports that exact is known; it may contain "".
+	// exact is every string it can match, when finite and small (exactOK).
+	exact   []string
 	exactOK bool
-	// req: every match contains one of these strings; nil when unknown.
-	req []string
+	prefix  []string // every match starts with one of these
+	suffix  []string // every match ends with one of these
+	req     []string // every match contains one of these
 }
+
+// pre and suf return the prefix and suffix sets of li, exact when known.
+func (li literalInfo) pre() []string {
+	if li.exactOK {
+		return li.exact
+	}
+	return li.prefix
+}
+
+func (li literalInfo) suf() []string {
+	if li.exactOK {
+		return li.exact
+	}
+	return li.suffix
+}
+
+func exactInfo(set []string) literalInfo { return literalInfo{exact: set, exactOK: true} }
 
 // requiredLiterals returns a set of folded strings one of which occurs in
 // every match of re, or false when no useful set is known.
 func requiredLiterals(re *syntax.Regexp) ([]string, bool) {
-	set := best(analyse(re))
+	set := minimal(best(analyse(re)))
 	if len(set) == 0 || literalCost(set) > maxLiteralCost {
 		return nil, false
 	}
@@ -115,16 +134,16 @@ func requiredLiterals(re *syntax.Regexp) ([]string, bool) {
 func analyse(re *syntax.Regexp) literalInfo {
 	switch re.Op {
 	case syntax.OpNoMatch:
-		return literalInfo{exact: []string{}, exactOK: true}
+		return exactInfo([]string{})
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return literalInfo{exact: []string{""}, exactOK: true}
+		return exactInfo([]string{""})
 	case syntax.OpLiteral:
-		if len(re.Rune) > maxLiteralRunes {
-			s := foldRunes(re.Rune[:maxLiteralRunes])
-			return literalInfo{req: []string{s}}
+		if n := len(re.Rune); n > maxLiteralRunes {
+			first := []string{foldRunes(re.Rune[:maxLiteralRunes])}
+			return literalInfo{prefix: first, suffix: []string{foldRunes(re.Rune[n-maxLiteralRunes:])}, req: first}
 		}
-		return literalInfo{exact: []string{foldRunes(re.Rune)}, exactOK: true}
+		return exactInfo([]string{foldRunes(re.Rune)})
 	case syntax.OpCharClass:
 		n := 0
 		for i := 0; i+1 < len(re.Rune); i += 2 {
@@ -139,31 +158,39 @@ func analyse(re *syntax.Regexp) literalInfo {
 				set = append(set, string(foldRune(r)))
 			}
 		}
-		return literalInfo{exact: dedupe(set), exactOK: true}
+		return exactInfo(dedupe(set))
 	case syntax.OpCapture:
 		return analyse(re.Sub[0])
 	case syntax.OpQuest:
 		sub := analyse(re.Sub[0])
 		if sub.exactOK {
 			if u := dedupe(append(slices.Clone(sub.exact), "")); len(u) <= maxLiteralSet {
-				return literalInfo{exact: u, exactOK: true}
+				return exactInfo(u)
 			}
 		}
 		return literalInfo{}
 	case syntax.OpStar:
 		return literalInfo{}
 	case syntax.OpPlus:
-		return literalInfo{req: best(analyse(re.Sub[0]))}
+		sub := analyse(re.Sub[0])
+		return literalInfo{prefix: sub.pre(), suffix: sub.suf(), req: best(sub)}
 	case syntax.OpRepeat:
 		if re.Min == 0 {
 			if re.Max == 0 {
-				return literalInfo{exact: []string{""}, exactOK: true}
+				return exactInfo([]string{""})
 			}
 			return literalInfo{}
 		}
 		sub := analyse(re.Sub[0])
 		if !sub.exactOK {
-			return literalInfo{req: sub.req}
+			li := literalInfo{prefix: sub.prefix, suffix: sub.suffix, req: best(sub)}
+			if re.Min >= 2 {
+				// Two consecutive copies meet in every match.
+				if j, ok := cross(sub.suffix, sub.prefix); ok {
+					li.req = better(li.req, j)
+				}
+			}
+			return li
 		}
 		// The largest power of the sub-expression's set that fits.
 		cur := sub.exact
@@ -176,105 +203,135 @@ func analyse(re *syntax.Regexp) literalInfo {
 			cur = next
 		}
 		if k == re.Min && re.Max == re.Min {
-			return literalInfo{exact: cur, exactOK: true}
+			return exactInfo(cur)
 		}
-		return literalInfo{req: better(cur, sub.req)}
+		return literalInfo{prefix: cur, suffix: cur, req: cur}
 	case syntax.OpConcat:
-		// Every match holds a match of each sub-expression, and of each run of
-		// consecutive sub-expressions with exact sets (their product).
-		var req []string
-		run := []string{""}
-		exactOK := true
-		for _, sub := range re.Sub {
-			si := analyse(sub)
-			req = better(req, si.req)
-			if !si.exactOK {
-				req = better(req, run)
-				run, exactOK = []string{""}, false
-				continue
-			}
-			next, ok := cross(run, si.exact)
-			if !ok {
-				req = better(req, run)
-				run, exactOK = si.exact, false
-				continue
-			}
-			run = next
-		}
-		if exactOK {
-			return literalInfo{exact: run, exactOK: true, req: req}
-		}
-		return literalInfo{req: better(req, run)}
+		return analyseConcat(re.Sub)
 	case syntax.OpAlternate:
 		// A match is a match of one alternative: the union of their sets.
-		var exact, req []string
-		exactOK, reqOK := true, true
-		for _, sub := range re.Sub {
+		var li literalInfo
+		li.exactOK = true
+		union := func(acc []string, set []string, first bool) []string {
+			if len(set) == 0 || (acc == nil && !first) {
+				return nil
+			}
+			return append(acc, set...)
+		}
+		for i, sub := range re.Sub {
 			si := analyse(sub)
-			if exactOK = exactOK && si.exactOK; exactOK {
-				exact = append(exact, si.exact...)
+			if li.exactOK = li.exactOK && si.exactOK; li.exactOK {
+				li.exact = append(li.exact, si.exact...)
 			}
-			if b := best(si); reqOK && len(b) > 0 {
-				req = append(req, b...)
-			} else {
-				reqOK = false
+			li.prefix = union(li.prefix, si.pre(), i == 0)
+			li.suffix = union(li.suffix, si.suf(), i == 0)
+			li.req = union(li.req, best(si), i == 0)
+		}
+		if li.exactOK {
+			if li.exact = dedupe(li.exact); len(li.exact) <= maxLiteralSet {
+				return exactInfo(li.exact)
+			}
+			li.exactOK, li.exact = false, nil
+		}
+		for _, set := range []*[]string{&li.prefix, &li.suffix, &li.req} {
+			if *set = dedupe(*set); len(*set) > maxLiteralSet {
+				*set = nil
 			}
 		}
-		if !reqOK {
-			req = nil
-		}
-		if exactOK {
-			exact = dedupe(exact)
-			if len(exact) <= maxLiteralSet {
-				return literalInfo{exact: exact, exactOK: true}
-			}
-		}
-		req = dedupe(req)
-		if len(req) > maxLiteralSet {
-			req = nil
-		}
-		return literalInfo{req: req}
+		return li
 	}
 	// OpAnyChar, OpAnyCharNotNL and anything unknown: no information.
 	return literalInfo{}
 }
 
-// best returns the most selective usable set of li (exact or req), reduced to
-// its minimal strings, or nil.
-func best(li literalInfo) []string {
-	var e []string
-	if li.exactOK {
-		e = li.exact
+// analyseConcat combines the sets of consecutive sub-expressions: every
+// match holds a match of each, and where two meet, a suffix of the first
+// followed by a prefix of the second.
+func analyseConcat(subs []*syntax.Regexp) literalInfo {
+	var li literalInfo
+	// end: every match of the sub-expressions so far ends with one of these.
+	end := []string{""}
+	// start: every match starts with one of these; growing while exact.
+	start, growing := []string{""}, true
+	exactOK := true
+	for _, sub := range subs {
+		si := analyse(sub)
+		li.req = better(li.req, best(si))
+		if growing {
+			if next, ok := cross(start, si.pre()); ok && si.pre() != nil {
+				start = next
+			}
+			growing = si.exactOK
+		}
+		if si.exactOK {
+			next, ok := cross(end, si.exact)
+			if !ok {
+				next, exactOK = si.exact, false
+			}
+			end = next
+		} else {
+			exactOK = false
+			if j, ok := cross(end, si.prefix); ok && si.prefix != nil {
+				li.req = better(li.req, j)
+			}
+			end = si.suffix
+			if end == nil {
+				end = []string{""}
+			}
+		}
+		li.req = better(li.req, end)
 	}
-	return better(minimal(e), minimal(li.req))
+	if exactOK {
+		return literalInfo{exact: end, exactOK: true, req: li.req}
+	}
+	li.prefix, li.suffix = start, end
+	return li
 }
 
-// better returns the more selective of two required sets (nil is no set).
+// best returns the most selective usable set of li, reduced to its minimal
+// strings, or nil.
+func best(li literalInfo) []string {
+	return better(better(li.pre(), li.suf()), li.req)
+}
+
+// better returns the more selective of two required sets; nil or a set
+// holding "" is no set.
 func better(a, b []string) []string {
-	a, b = minimal(a), minimal(b)
+	if slices.Contains(a, "") {
+		a = nil
+	}
+	if slices.Contains(b, "") {
+		b = nil
+	}
 	switch {
 	case len(a) == 0:
 		return b
 	case len(b) == 0:
 		return a
-	case literalCost(b) < literalCost(a):
+	case setCost(b) < setCost(a):
 		return b
 	}
 	return a
 }
 
+// setCost is literalCost plus a little per string, so that of two very
+// selective sets the smaller one wins (fewer automaton states).
+func setCost(set []string) float64 { return literalCost(set) + 1e-7*float64(len(set)) }
+
 // minimal drops the strings of set that contain another of its strings (an
 // occurrence of those implies one of the shorter); nil when set contains ""
-// (which requires nothing) or is empty.
+// (which requires nothing) or is empty. set holds distinct strings.
 func minimal(set []string) []string {
 	if len(set) == 0 || slices.Contains(set, "") {
 		return nil
 	}
+	byLen := slices.Clone(set)
+	slices.SortStableFunc(byLen, func(a, b string) int { return len(a) - len(b) })
 	out := make([]string, 0, len(set))
-	for i, s := range set {
+	for _, s := range byLen {
 		redundant := false
-		for j, t := range set {
-			if i != j && len(t) <= len(s) && strings.Contains(s, t) && (len(t) < len(s) || j < i) {
+		for _, t := range out {
+			if len(t) < len(s) && strings.Contains(s, t) {
 				redundant = true
 				break
 			}
@@ -283,6 +340,7 @@ func minimal(set []string) []string {
 			out = append(out, s)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -527,26 +585,52 @@ func (ri *regexInstr) run(s string, from, to int, emit func(start, end int)) {
 }
 
 // windows returns, sorted and disjoint, the byte ranges of s outside which no
-// match lies, given the occurrences of the required literals.
+// match lies, given the occurrences of the required literals in order of end
+// offset (as the automaton reports them).
+//
+// A match containing occurrence [p, q) starts at or after q-maxLen and after
+// the run of allowed bytes ending at p, and ends at or before p+maxLen and
+// before the run of allowed bytes starting at q. Occurrences are grouped into
+// clusters, each covered by one range from the smallest such start to the
+// largest such end of its members; the runs are walked once per cluster.
 func (ri *regexInstr) windows(s string, occ [][2]int32, out [][2]int) [][2]int {
-	for _, o := range occ {
-		p, q := int(o[0]), int(o[1])
-		lo, hi := p, q
-		// A match containing [p, q) starts at or after q-maxLen, ends at or
-		// before p+maxLen, and holds allowed bytes only.
-		minLo, maxHi := 0, len(s)
-		if ri.maxLen > 0 {
-			minLo, maxHi = max(0, q-ri.maxLen), min(len(s), p+ri.maxLen)
+	bounded := ri.maxLen > 0
+	var minP, minQ, maxP, hi int
+	open := false
+	closeCluster := func() {
+		lo, bound := minP, 0
+		if bounded {
+			bound = max(0, minQ-ri.maxLen)
 		}
-		for lo > minLo && ri.allowed[s[lo-1]] {
+		for lo > bound && ri.allowed[s[lo-1]] {
 			lo--
-		}
-		for hi < maxHi && ri.allowed[s[hi]] {
-			hi++
 		}
 		out = append(out, [2]int{lo, hi})
 	}
-	slices.SortFunc(out, func(a, b [2]int) int { return a[0] - b[0] })
+	for _, o := range occ {
+		p, q := int(o[0]), int(o[1])
+		if open && p <= hi {
+			minP, maxP = min(minP, p), max(maxP, p)
+		} else {
+			if open {
+				closeCluster()
+			}
+			open, minP, minQ, maxP, hi = true, p, q, p, q
+		}
+		// Bytes from the cluster's first q up to hi are allowed: extend.
+		bound := len(s)
+		if bounded {
+			bound = min(len(s), maxP+ri.maxLen)
+		}
+		for hi = max(hi, q); hi < bound && ri.allowed[s[hi]]; hi++ {
+		}
+	}
+	if open {
+		closeCluster()
+	}
+	if !slices.IsSortedFunc(out, func(a, b [2]int) int { return a[0] - b[0] }) {
+		slices.SortFunc(out, func(a, b [2]int) int { return a[0] - b[0] })
+	}
 	// Widen each to ASCII non-word neighbours, then merge.
 	merged := out[:0]
 	for _, w := range out {
@@ -556,7 +640,9 @@ func (ri *regexInstr) windows(s string, occ [][2]int32, out [][2]int) [][2]int {
 		for w[1] < len(s) && !safeEdge(s[w[1]]) {
 			w[1]++
 		}
-		if n := len(merged); n > 0 && w[0] <= merged[n-1][1] {
+		// Windows closer than windowGap are merged: no match starts between
+		// them, and one regexp call costs about as much as that many bytes.
+		if n := len(merged); n > 0 && w[0] <= merged[n-1][1]+windowGap {
 			merged[n-1][1] = max(merged[n-1][1], w[1])
 			continue
 		}
