@@ -45,10 +45,10 @@ func (e *Error) Unwrap() error { return e.cause }
 
 // CodeUnavailable answers a request the service is too busy for (503); the
 // seed names no code for it.
-const CodeUnavailable = "UNAVAILABLE"
+const CodeUnavailable = spec.CodeUnavailable
 
 // CodePayloadTooLarge answers a body over 1 MiB (413).
-const CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+const CodePayloadTooLarge = spec.CodePayloadTooLarge
 
 // statusOfCode is the one table from error code to HTTP status.
 func statusOfCode(code string) int {

@@ -104,6 +104,13 @@ type principalKey struct{}
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.orgs.Authenticate(r.Context(), orgapi.Credential(r, true))
+		if err != nil && errors.Is(err, orgapi.ErrForbidden) && p.KeyID != "" {
+			// A known key of the wrong kind: its 403 is counted and carries
+			// the rate-limit headers, as every answer to a key does.
+			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })
+			s.rateLimit(refuse).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			return
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -28,15 +28,6 @@ const (
 // ReasonTimeout is decision.reason of a task rejected by the review timeout.
 const ReasonTimeout = "timeout"
 
-// final reports whether status never changes again.
-func final(status string) bool {
-	switch status {
-	case spec.StatusApproved, spec.StatusRejected, spec.StatusChangeRequested:
-		return true
-	}
-	return false
-}
-
 // event is a webhook event to record in the transaction of the change.
 type event struct {
 	typ  string

@@ -36,7 +36,7 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 		return spec.Webhook{}, err
 	}
 	if n >= MaxWebhooks {
-		return spec.Webhook{}, invalid("url", "the organisation already has %d webhooks, the most allowed; delete one first", n)
+		return spec.Webhook{}, invalid("", "the organisation already has %d webhooks, the most allowed; delete one first", n)
 	}
 	events := c.Events
 	if len(events) == 0 {

@@ -193,6 +193,8 @@ const (
 	CodeNotFound             = "NOT_FOUND"
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeInternalError        = "INTERNAL_ERROR"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeUnavailable          = "UNAVAILABLE"
 )
 
 // ReviewError is the error body of the review-task API.
