@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/orgapi"
@@ -543,5 +542,3 @@ func (s *Service) queueEvaluation(ctx context.Context, id string) {
 		s.cfg.Logger.Error("queue evaluation", "task", id, "error", err) // the sweep picks it up
 	}
 }
-
-var _ = river.JobArgs(evaluateArgs{})
