@@ -72,6 +72,13 @@ type Config struct {
 	// InsertOnly makes a service that queues jobs but never works them: the
 	// admin commands, which leave the work to the running service.
 	InsertOnly bool
+	// AddWorkers, when set, registers more River workers on the service's
+	// job queue, for other components of the service that share it (the
+	// consumer's scheduled syncs).
+	AddWorkers func(*river.Workers)
+	// PeriodicJobs are more periodic jobs for the queue (run by one process
+	// of those sharing a database, its leader).
+	PeriodicJobs []*river.PeriodicJob
 	// Now is the clock of state changes, deadlines and rate limits.
 	// Default time.Now.
 	Now func() time.Time
@@ -158,6 +165,9 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	river.AddWorker(workers, &deliverWorker{s: s})
 	river.AddWorker(workers, &evaluateWorker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
+	if cfg.AddWorkers != nil {
+		cfg.AddWorkers(workers)
+	}
 	rc := &river.Config{
 		Workers:    workers,
 		Logger:     slog.New(warnOnly{cfg.Logger.Handler()}),
@@ -177,6 +187,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})}
+		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.PeriodicJobs...)
 	}
 	if s.jobs, err = newJobs(ctx, cfg.DB, rc); err != nil {
 		return nil, err
@@ -199,6 +210,12 @@ func (s *Service) Stop(ctx context.Context) error {
 		return nil
 	}
 	return s.jobs.stop(ctx)
+}
+
+// Enqueue queues a job of another component on the service's queue (its
+// worker registered with Config.AddWorkers).
+func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	return s.jobs.insert(ctx, args, opts)
 }
 
 // Close releases the job queue's connections. Call it after Stop.
