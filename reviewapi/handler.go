@@ -22,11 +22,17 @@ import (
 // NewHandler returns the whole service's HTTP handler: the organisation API
 // (org) and the review-task API of s, on one router, each answering errors
 // in its own body shape.
-func NewHandler(org *orgapi.Handler, s *Service) http.Handler {
+//
+// mounts add more routes to the same router (the collected data of the
+// sources, operations endpoints); they run after the common middleware.
+func NewHandler(org *orgapi.Handler, s *Service, mounts ...func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
 	r.Use(org.Middleware()...)
 	org.Routes(r)
 	s.Routes(r)
+	for _, m := range mounts {
+		m(r)
+	}
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		if isReviewPath(req.URL.Path) {
 			writeError(w, &Error{Code: spec.CodeNotFound, Message: "No such endpoint."})
