@@ -19,8 +19,8 @@ help: ## show this help
 build: ## build the aiusage binary into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aiusage
 
-run: build ## build and run the kit (for now: the CLI's help)
-	./$(BIN) help
+run: build ## build and run the whole kit on embedded SQLite (aiusage demo)
+	./$(BIN) demo
 
 test: ## run every test (PostgreSQL tests run when AIUSAGE_TEST_DATABASE_URL is set)
 	$(GO) test -count=1 ./...

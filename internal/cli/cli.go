@@ -78,6 +78,7 @@ func root() *command {
 			adminCommand(),
 			conformanceCommand(),
 			consumerCommand(),
+			demoCommand(),
 			mcpCommand(),
 			providerCommand(),
 			serviceCommand(),

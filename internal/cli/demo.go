@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/internal/demodata"
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/mcp"
+	"github.com/aiusage/kit/orgapi"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/provider/sqlsource"
+	"github.com/aiusage/kit/reviewapi"
+	"github.com/aiusage/kit/spec"
+)
+
+// demoTenant is the provider tenant that holds the demo's generated data.
+const demoTenant = "demo"
+
+type demoFlags struct {
+	addr, databaseURL, logFormat string
+	conversations                int
+	shutdownTimeout              time.Duration
+}
+
+func demoCommand() *command {
+	f := &demoFlags{}
+	return &command{
+		name:    "demo",
+		summary: "run the whole kit in one process on embedded SQLite, with demo data and keys",
+		long: `Runs, in one process and on one port, everything the kit holds:
+
+  - the oversight service: the organisation API and the review-task API,
+    with a demo organisation, an agent, instructions showing each trigger type
+    and redaction, and an API key;
+  - a provider of the AI usage data interface at /provider (its MCP server
+    at /provider/mcp), filled with generated conversations, usage, assistants
+    and events.
+
+The first start creates all of it in the database (default: the SQLite file
+aiusage-demo.db in the working directory); later starts reuse it without
+duplicating anything. Once ready it prints the URLs, the keys, and commands
+to try. Stops on SIGINT or SIGTERM.`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "`ADDR` to listen on (host:port)")
+			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
+			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
+			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return usagef("demo takes no arguments, got %q", args[0])
+			}
+			if f.conversations < 1 {
+				return usagef("demo: --conversations must be at least 1, got %d", f.conversations)
+			}
+			return runDemo(ctx, e, f)
+		},
+	}
+}
+
+// demoState is what the first start creates and later starts reuse.
+type demoState struct {
+	orgID, agentID, apiKey, providerToken string
+}
+
+func runDemo(ctx context.Context, e *env, f *demoFlags) error {
+	log, err := newLogger(e.stderr, f.logFormat)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, "demo", f.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	orgs, err := orgapi.NewStore(ctx, db)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	src, err := sqlsource.New(ctx, db)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	st, err := demoSetUp(ctx, db, orgs, src, f.conversations)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Logger: log, AllowPrivateWebhooks: true})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer svc.Close()
+	orgHandler, err := orgapi.NewHandler(orgs, orgapi.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	key, err := src.CursorKey(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := mcp.NewServer(src, mcp.WithCursorKey(key))
+	if err != nil {
+		return err
+	}
+	ph, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: st.providerToken, Tenant: demoTenant}),
+		provider.WithCursorKey(key), provider.WithMount("/mcp", m.HTTPHandler()))
+	if err != nil {
+		return err
+	}
+	mountProvider := func(r chi.Router) {
+		r.Handle("/provider", http.StripPrefix("/provider", ph))
+		r.Handle("/provider/*", http.StripPrefix("/provider", ph))
+	}
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return usagef("demo: --addr: %v", err)
+	}
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	if err := svc.Start(jobsCtx); err != nil {
+		return fmt.Errorf("demo: job queue: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: reviewapi.NewHandler(orgHandler, svc, mountProvider), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("demo serving", "url", base+"/", "database", db.URL())
+	printDemo(e.stdout, base, st)
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		err = errors.Join(err, svc.Stop(sctx))
+	}
+	log.Info("stopped")
+	return err
+}
+
+// demoSetUp creates the demo's organisation, agent, instructions, key,
+// provider token and data the first time, and reads them back afterwards.
+func demoSetUp(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, src *sqlsource.Source, conversations int) (demoState, error) {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return demoState{}, err
+	}
+	var st demoState
+	fields := map[string]*string{"org": &st.orgID, "agent": &st.agentID, "api_key": &st.apiKey, "provider_token": &st.providerToken}
+	complete := true
+	for name, dst := range fields {
+		err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, name).Scan(dst)
+		if errors.Is(err, sql.ErrNoRows) {
+			complete = false
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	if !complete {
+		var err error
+		if st, err = demoCreate(ctx, orgs); err != nil {
+			return st, err
+		}
+		for name, v := range map[string]string{"org": st.orgID, "agent": st.agentID, "api_key": st.apiKey, "provider_token": st.providerToken} {
+			if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ($1, $2)`, name, v); err != nil {
+				return st, err
+			}
+		}
+	}
+	page, err := src.ListConversations(ctx, provider.ConversationQuery{Tenant: demoTenant, Limit: 1})
+	if err != nil {
+		return st, err
+	}
+	if len(page.Items) == 0 {
+		cfg := demodata.Config{Seed: 1, Conversations: conversations, Tenant: demoTenant, End: time.Now().UTC().Truncate(time.Hour)}
+		if err := src.WriteBatch(ctx, func(w provider.Writer) error { return demodata.Fill(ctx, cfg, demoTenant, w) }); err != nil {
+			return st, fmt.Errorf("generate the provider's data: %w", err)
+		}
+	}
+	return st, nil
+}
+
+func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
+	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}
+	org, err := orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Demo organisation"}, actor)
+	if err != nil {
+		return demoState{}, err
+	}
+	agent, err := orgs.CreateAgent(ctx, org.ID, "Support assistant", actor)
+	if err != nil {
+		return demoState{}, err
+	}
+	for _, c := range []spec.InstructionCreate{
+		{Title: "Redact IBANs", Trigger: spec.RegexTrigger(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`, true), Action: spec.ActionBlock, Criticality: spec.CriticalityLow, AllowRedaction: true},
+		{Title: "No salary questions", Trigger: spec.StringMatchTrigger([]string{"salary", "payroll", "bonus"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityLow},
+		{Title: "Unannounced mergers go to a person", Trigger: spec.SemanticTrigger("discussion of an unannounced merger or acquisition of a company"), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh},
+		{Title: "Project Falcon is confidential", Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh},
+		{Title: "Public product names are fine", Trigger: spec.StringMatchTrigger([]string{"Aurora", "Borealis"}, true), Action: spec.ActionAllow, Criticality: spec.CriticalityLow},
+	} {
+		c.AgentType = spec.AgentTypeDataProtection
+		c.UsedBy = []string{agent.ID}
+		if _, err := orgs.CreateInstruction(ctx, org.ID, c, actor); err != nil {
+			return demoState{}, err
+		}
+	}
+	key, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: org.ID, Name: "demo", Type: orgapi.KeyTypeAPI, NoExpiry: true}, actor)
+	if err != nil {
+		return demoState{}, err
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return demoState{orgID: org.ID, agentID: agent.ID, apiKey: key.Secret, providerToken: "demo-" + hex.EncodeToString(b[:])}, nil
+}
+
+// printDemo prints the block a newcomer reads: URLs, keys, commands.
+func printDemo(w io.Writer, base string, st demoState) {
+	bin := "aiusage"
+	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
+		bin = exe
+	}
+	fmt.Fprintf(w, `
+aiusage demo is ready at %[1]s/
+
+  organisation   %[2]s  (Demo organisation)
+  agent          %[3]s  (Support assistant, 5 instructions)
+  API key        %[4]s
+                 organisation API at %[1]s/organisations, review tasks at %[1]s/review-tasks
+  provider       %[1]s/provider  (token %[5]s; MCP at %[1]s/provider/mcp)
+
+Try:
+
+  # 1. the demo organisation's instructions
+  curl -s -H "X-API-Key: %[4]s" %[1]s/organisations/%[2]s/instructions
+
+  # 2. a review task whose IBAN gets redacted
+  curl -s -H "X-API-Key: %[4]s" -H 'Content-Type: application/json' %[1]s/review-tasks \
+    -d '{"agentId":"%[3]s","request":{"messages":[{"role":"user","content":"Refund to IBAN DE89 3704 0044 0532 0130 00 please"}]}}'
+
+  # 3. conversations of the provider
+  curl -s -H "Authorization: Bearer %[5]s" "%[1]s/provider/conversations?limit=2"
+
+  # 4. the conformance suite against the provider
+  %[6]s conformance --url %[1]s/provider --token %[5]s
+
+  # 5. MCP client configuration (Claude Desktop: claude_desktop_config.json)
+  {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
+
+`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin)
+}

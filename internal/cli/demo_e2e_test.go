@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+)
+
+// buildBinary builds cmd/aiusage into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "aiusage")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/aiusage/kit/cmd/aiusage").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// demoRun is a running "aiusage demo" process and what it printed.
+type demoRun struct {
+	cmd      *exec.Cmd
+	block    string
+	commands map[string]string // "1" .. "5" -> the command printed under "# N."
+}
+
+// startDemo starts the binary's demo and reads its block up to the MCP
+// configuration.
+func startDemo(t *testing.T, bin, dbURL string) *demoRun {
+	t.Helper()
+	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var b strings.Builder
+	timeout := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case l, ok := <-lines:
+			require.True(t, ok, "demo exited before printing its block:\n%s", b.String())
+			b.WriteString(l + "\n")
+			done = strings.Contains(l, `"mcpServers"`)
+		case <-timeout:
+			t.Fatalf("no demo block within 60 s:\n%s", b.String())
+		}
+	}
+	go func() {
+		for range lines { // drain
+		}
+	}()
+	run := &demoRun{cmd: cmd, block: b.String(), commands: map[string]string{}}
+	// A command is the lines after "# N." up to an empty line, joined
+	// where they end in a backslash.
+	re := regexp.MustCompile(`(?m)^  # ([0-9])\..*\n((?:  .*\n)+)`)
+	for _, m := range re.FindAllStringSubmatch(run.block, -1) {
+		cmdText := strings.ReplaceAll(m[2], "\\\n", " ")
+		run.commands[m[1]] = strings.TrimSpace(cmdText)
+	}
+	require.Len(t, run.commands, 5, "commands in the block:\n%s", run.block)
+	return run
+}
+
+func (d *demoRun) sh(t *testing.T, n string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", d.commands[n]).CombinedOutput()
+	require.NoError(t, err, "command %s: %s\n%s", n, d.commands[n], out)
+	return string(out)
+}
+
+func (d *demoRun) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, d.cmd.Wait())
+}
+
+// TestDemoEndToEnd starts the real binary's demo, runs the five printed
+// commands, checks their answers, stops it, and starts it again on the same
+// database: the same organisation and keys, nothing duplicated.
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("the printed commands use curl")
+	}
+	bin := buildBinary(t)
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			var dbURL string
+			if d == sqldb.SQLite {
+				dbURL = "sqlite:" + filepath.Join(t.TempDir(), "demo.db")
+			} else {
+				dbURL = sqldbtest.URL(t, d)
+			}
+			demo := startDemo(t, bin, dbURL)
+
+			var list struct {
+				Items      []map[string]any `json:"items"`
+				TotalCount int              `json:"totalCount"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(demo.sh(t, "1")), &list))
+			require.Equal(t, 5, list.TotalCount)
+
+			var task struct {
+				Status          string `json:"status"`
+				RedactedRequest struct {
+					Messages []struct{ Content string } `json:"messages"`
+				} `json:"redactedRequest"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(demo.sh(t, "2")), &task))
+			require.Equal(t, "approved", task.Status)
+			require.Len(t, task.RedactedRequest.Messages, 1)
+			require.Equal(t, "Refund to IBAN [REDACTED] please", task.RedactedRequest.Messages[0].Content)
+
+			var convs struct {
+				Data    []map[string]any `json:"data"`
+				HasMore bool             `json:"hasMore"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(demo.sh(t, "3")), &convs))
+			require.NotEmpty(t, convs.Data)
+
+			require.Contains(t, demo.sh(t, "4"), "0 failed")
+
+			var cfg struct {
+				MCPServers map[string]struct {
+					Command string   `json:"command"`
+					Args    []string `json:"args"`
+				} `json:"mcpServers"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(demo.commands["5"]), &cfg))
+			require.Equal(t, bin, cfg.MCPServers["aiusage-demo"].Command)
+
+			demo.stop(t)
+			again := startDemo(t, bin, dbURL)
+			port := regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+			for n, c := range demo.commands {
+				require.Equal(t, port.ReplaceAllString(c, "ADDR"), port.ReplaceAllString(again.commands[n], "ADDR"),
+					"a second start reuses the organisation and keys")
+			}
+			require.NoError(t, json.Unmarshal([]byte(again.sh(t, "1")), &list))
+			require.Equal(t, 5, list.TotalCount, "nothing duplicated")
+			again.stop(t)
+		})
+	}
+}
