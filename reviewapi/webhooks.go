@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aiusage/kit/internal/ops"
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -223,6 +224,7 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 		return err
 	}
 	s.cfg.Logger.Info("webhook delivery", "event", eventID, "webhook", webhookID, "attempt", attempt, "status", status, "state", newState)
+	ops.Global().ObserveDelivery(ops.DeliveryOutcome(newState))
 	switch newState {
 	case "delivered":
 		return nil

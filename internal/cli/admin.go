@@ -38,7 +38,7 @@ func adminCommand() *command {
 	return &command{
 		name:    "admin",
 		summary: "administer the service's database: organisations, agents, API keys, audit trail",
-		subs:    []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand()},
+		subs:    []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand(), adminSourceCommand()},
 	}
 }
 

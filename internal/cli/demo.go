@@ -9,8 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -19,12 +19,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/demodata"
+	"github.com/aiusage/kit/internal/sources"
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/orgapi"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
-	"github.com/aiusage/kit/reviewapi"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -77,6 +77,7 @@ to try. Stops on SIGINT or SIGTERM.`,
 // demoState is what the first start creates and later starts reuse.
 type demoState struct {
 	orgID, agentID, apiKey, providerToken string
+	sourceID                              string // empty until the provider is connected
 }
 
 func runDemo(ctx context.Context, e *env, f *demoFlags) error {
@@ -101,15 +102,6 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Logger: log, AllowPrivateWebhooks: true})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer svc.Close()
-	orgHandler, err := orgapi.NewHandler(orgs, orgapi.WithLogger(log))
-	if err != nil {
-		return err
-	}
 	key, err := src.CursorKey(ctx)
 	if err != nil {
 		return err
@@ -123,40 +115,45 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
+	// The provider routes on its own: strip the prefix, and hide the
+	// service router's route context, which it would otherwise route by.
+	standalone := http.StripPrefix("/provider", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ph.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
+	}))
 	mountProvider := func(r chi.Router) {
-		r.Handle("/provider", http.StripPrefix("/provider", ph))
-		r.Handle("/provider/*", http.StripPrefix("/provider", ph))
+		r.Handle("/provider", standalone)
+		r.Handle("/provider/*", standalone)
 	}
-
-	ln, err := net.Listen("tcp", f.addr)
+	full, err := newFullService(ctx, db, orgs, log, serviceOptions{allowPrivateWebhooks: true,
+		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
-		return usagef("demo: --addr: %v", err)
+		return fmt.Errorf("demo: %w", err)
 	}
-	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopJobs()
-	if err := svc.Start(jobsCtx); err != nil {
-		return fmt.Errorf("demo: job queue: %w", err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: reviewapi.NewHandler(orgHandler, svc, mountProvider), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("demo serving", "url", base+"/", "database", db.URL())
-	printDemo(e.stdout, base, st)
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
-		defer cancel()
-		err = srv.Shutdown(sctx)
-		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
+	defer full.close()
+	ready := func(base string) {
+		// The provider is the organisation's source: connect it once (its
+		// URL is this process's), and sync it before printing, so the
+		// collected data is there to read.
+		if st.sourceID == "" {
+			s, err := full.sources.Add(ctx, st.orgID, sources.NewSource{Name: "Demo provider", URL: base + "/provider",
+				Token: st.providerToken, Every: time.Minute})
+			if err != nil {
+				log.Error("demo: connect the provider as a source", "error", err)
+				return
+			}
+			st.sourceID = s.ID
+			if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('source', $1)`, s.ID); err != nil {
+				log.Error("demo: remember the source", "error", err)
+			}
+		} else if err := full.sources.SetURL(ctx, st.orgID, st.sourceID, base+"/provider"); err != nil {
+			log.Error("demo: point the source at this address", "error", err)
 		}
-		err = errors.Join(err, svc.Stop(sctx))
+		if _, err := full.sources.SyncNow(ctx, st.sourceID); err != nil {
+			log.Error("demo: first sync", "error", err)
+		}
+		printDemo(e.stdout, base, st)
 	}
-	log.Info("stopped")
-	return err
+	return full.run(ctx, log, f.addr, f.shutdownTimeout, ready, "demo serving", slog.String("database", db.URL()))
 }
 
 // demoSetUp creates the demo's organisation, agent, instructions, key,
@@ -177,6 +174,9 @@ func demoSetUp(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, src *sqlso
 		if err != nil {
 			return st, err
 		}
+	}
+	if err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = 'source'`).Scan(&st.sourceID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, err
 	}
 	if !complete {
 		var err error
@@ -248,6 +248,9 @@ aiusage demo is ready at %[1]s/
   API key        %[4]s
                  organisation API at %[1]s/organisations, review tasks at %[1]s/review-tasks
   provider       %[1]s/provider  (token %[5]s; MCP at %[1]s/provider/mcp)
+  source         %[7]s  (the provider, synced every minute; its collected data at
+                 %[1]s/organisations/%[2]s/sources/%[7]s/)
+  operations     %[1]s/healthz, %[1]s/readyz, %[1]s/metrics
 
 Try:
 
@@ -258,8 +261,8 @@ Try:
   curl -s -H "X-API-Key: %[4]s" -H 'Content-Type: application/json' %[1]s/review-tasks \
     -d '{"agentId":"%[3]s","request":{"messages":[{"role":"user","content":"Refund to IBAN DE89 3704 0044 0532 0130 00 please"}]}}'
 
-  # 3. conversations of the provider
-  curl -s -H "Authorization: Bearer %[5]s" "%[1]s/provider/conversations?limit=2"
+  # 3. conversations collected from the provider (the organisation's source)
+  curl -s -H "X-API-Key: %[4]s" "%[1]s/organisations/%[2]s/sources/%[7]s/conversations?limit=2"
 
   # 4. the conformance suite against the provider
   %[6]s conformance --url %[1]s/provider --token %[5]s
@@ -267,5 +270,5 @@ Try:
   # 5. MCP client configuration (Claude Desktop: claude_desktop_config.json)
   {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
 
-`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin)
+`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID)
 }

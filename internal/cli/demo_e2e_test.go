@@ -139,7 +139,7 @@ func TestDemoEndToEnd(t *testing.T) {
 				Data    []map[string]any `json:"data"`
 				HasMore bool             `json:"hasMore"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(demo.sh(t, "3")), &convs))
+			require.NoError(t, json.Unmarshal([]byte(demo.sh(t, "3")), &convs), "%s", demo.commands["3"])
 			require.NotEmpty(t, convs.Data)
 
 			require.Contains(t, demo.sh(t, "4"), "0 failed")
@@ -152,6 +152,22 @@ func TestDemoEndToEnd(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(demo.commands["5"]), &cfg))
 			require.Equal(t, bin, cfg.MCPServers["aiusage-demo"].Command)
+
+			// The conformance suite on the collected view too, with the
+			// organisation's key.
+			m := regexp.MustCompile(`(http://[^ ]+)/organisations/([0-9a-f-]+)/sources/([0-9a-f-]+)/conversations`).FindStringSubmatch(demo.commands["3"])
+			require.Len(t, m, 4, demo.commands["3"])
+			key := regexp.MustCompile(`aiu_[0-9A-Za-z]+`).FindString(demo.commands["1"])
+			out, err := exec.Command(bin, "conformance", "--url", m[1]+"/organisations/"+m[2]+"/sources/"+m[3], "--token", key).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "0 failed")
+
+			// Operations endpoints.
+			for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": "aiusage_http_requests_total"} {
+				out, err := exec.Command("curl", "-s", "-f", m[1]+path).CombinedOutput()
+				require.NoError(t, err, "%s: %s", path, out)
+				require.Contains(t, string(out), want, path)
+			}
 
 			demo.stop(t)
 			again := startDemo(t, bin, dbURL)

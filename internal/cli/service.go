@@ -5,9 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/ops"
+	"github.com/aiusage/kit/internal/sources"
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/orgapi"
 	"github.com/aiusage/kit/reviewapi"
@@ -47,7 +55,14 @@ func serviceServeCommand() *command {
   - the review-task API: POST/GET /review-tasks, GET /review-tasks/{id},
     POST/GET /webhooks, DELETE /webhooks/{id}. Tasks are evaluated against
     the instructions of their agent; a task waiting for a person is decided
-    with 'aiusage admin review decide', or rejected after --review-timeout.
+    with 'aiusage admin review decide', or rejected after --review-timeout;
+  - the sources of each organisation ('aiusage admin source add'), polled on
+    their schedule: GET /organisations/{id}/sources lists them with their
+    sync status, and /organisations/{id}/sources/{sourceId}/ serves the
+    collected data as a provider of the AI usage data interface (MCP at
+    .../mcp);
+  - operations: /healthz, /readyz (database reachable, migrations applied)
+    and /metrics (Prometheus).
 
 Every request needs an API key of type API, sent as "X-API-Key: KEY" or
 "Authorization: Bearer KEY" (the review-task API also takes
@@ -56,8 +71,8 @@ administrator with the 'aiusage admin' commands, on the same database; a key
 revoked there is refused on its next request. The review-task API counts
 requests per key per hour by the organisation's plan.
 
-Background work (evaluation retries, webhook deliveries with retries,
-timeouts) runs on a job queue (River) in the same database: on PostgreSQL,
+Background work (source syncs, evaluation retries, webhook deliveries with
+retries, timeouts) runs on a job queue (River) in the same database: on PostgreSQL,
 several processes serving one database share it, and work queued survives a
 restart. Webhook URLs must be https and must not resolve to private,
 loopback or link-local addresses, unless --allow-private-webhooks.
@@ -108,28 +123,138 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if f.reviewTimeout <= 0 {
 		return usagef("service serve: --review-timeout must be positive, got %s", f.reviewTimeout)
 	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Logger: log,
-		AllowPrivateWebhooks: f.allowPrivateWebhooks, ReviewTimeout: f.reviewTimeout})
+	full, err := newFullService(ctx, db, store, log, serviceOptions{
+		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout})
 	if err != nil {
 		return fmt.Errorf("service serve: %w", err)
 	}
-	defer svc.Close()
+	defer full.close()
+	return full.run(ctx, log, f.addr, f.shutdownTimeout, nil, "service serving",
+		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks))
+}
+
+// serviceOptions are what "service serve" and "demo" set differently.
+type serviceOptions struct {
+	allowPrivateWebhooks bool
+	reviewTimeout        time.Duration // 0: the default
+	// mounts are more routes (the demo's provider).
+	mounts []func(chi.Router)
+	// readiness adds migration components to /readyz.
+	readiness map[string]fs.FS
+}
+
+// fullService is the whole oversight service over one database: the
+// organisation API, the review-task API, the sources and their collected
+// data, health and metrics, and the job queue that works for them.
+type fullService struct {
+	db      *sqldb.DB
+	orgs    *orgapi.Store
+	sources *sources.Service
+	review  *reviewapi.Service
+	handler http.Handler
+}
+
+func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
+	metrics := ops.NewMetrics()
+	ops.SetGlobal(metrics) // webhook deliveries and syncs count here
+	// The sources: their syncs run on the review-task API's job queue.
+	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("sources: %w", err)
+	}
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Logger: log,
+		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout,
+		AddWorkers: src.AddWorkers, PeriodicJobs: src.PeriodicJobs()})
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	src.SetEnqueue(svc.Enqueue)
 	org, err := orgapi.NewHandler(store, orgapi.WithLogger(log))
 	if err != nil {
-		return err
+		svc.Close()
+		src.Close()
+		return nil, err
 	}
-	// The job queue runs until the server has stopped, so that jobs queued
-	// by requests in flight are worked.
+	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return queueDepth(ctx, db) })
+	components := map[string]fs.FS{
+		orgapi.Component: orgapi.Migrations(), reviewapi.Component: reviewapi.Migrations(),
+		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(),
+	}
+	for k, v := range o.readiness {
+		components[k] = v
+	}
+	r := chi.NewRouter()
+	r.Use(metrics.Middleware) // first, so that every answer is measured
+	r.Group(ops.Health(ops.DBCheck(db, components)))
+	r.Method(http.MethodGet, "/metrics", metrics.Handler())
+	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes}, o.mounts...)...))
+	return &fullService{db: db, orgs: store, sources: src, review: svc, handler: r}, nil
+}
+
+// queueDepth counts River's jobs by state.
+func queueDepth(ctx context.Context, db *sqldb.DB) (map[string]float64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT state, COUNT(*) FROM river_job GROUP BY state`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]float64{}
+	for rows.Next() {
+		var state string
+		var n float64
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, err
+		}
+		out[state] = n
+	}
+	return out, rows.Err()
+}
+
+func (s *fullService) close() {
+	s.review.Close()
+	s.sources.Close()
+}
+
+// run serves the service on addr and works its job queue until ctx ends;
+// then it lets requests in flight finish, and after them the jobs they
+// queued. It logs msg with the URL when ready and calls ready, if set, with
+// the base URL.
+func (s *fullService) run(ctx context.Context, log *slog.Logger, addr string, shutdownTimeout time.Duration,
+	ready func(base string), msg string, attrs ...slog.Attr) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
-	if err := svc.Start(jobsCtx); err != nil {
-		return fmt.Errorf("service serve: job queue: %w", err)
+	if err := s.review.Start(jobsCtx); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("job queue: %w", err)
 	}
-	err = serve(ctx, log, f.addr, reviewapi.NewHandler(org, svc), f.shutdownTimeout, "service serving",
-		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks))
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
-	defer cancel()
-	return errors.Join(err, svc.Stop(sctx))
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	log.LogAttrs(ctx, slog.LevelInfo, msg, append([]slog.Attr{slog.String("url", base+"/")}, attrs...)...)
+	if ready != nil {
+		ready(base)
+	}
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		err = errors.Join(err, s.review.Stop(sctx))
+		log.Info("stopped")
+	}
+	return err
 }
 
 // openDB opens the database at url for the command cmd. A malformed URL is a

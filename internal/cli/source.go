@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/aiusage/kit/internal/sources"
+	"github.com/aiusage/kit/orgapi"
+)
+
+// --- admin source
+
+const hintSources = "'aiusage admin source list --org ID' lists an organisation's sources"
+
+func adminSourceCommand() *command {
+	return &command{
+		name:    "source",
+		summary: "add, list and remove the sources (providers) the service collects for an organisation",
+		subs:    []*command{adminSourceAddCommand(), adminSourceListCommand(), adminSourceRemoveCommand()},
+	}
+}
+
+// sourceJSON is a source as the admin source commands print it: the token
+// masked.
+type sourceJSON struct {
+	sources.Source
+	Every string `json:"every"`
+	Token string `json:"token"`
+}
+
+func toSourceJSON(s sources.Source) sourceJSON {
+	return sourceJSON{Source: s, Every: s.Every.String(), Token: s.TokenHint()}
+}
+
+// withSources runs fn with the sources service on the command's database.
+func (a *adminFlags) withSources(ctx context.Context, cmd string, fn func(*orgapi.Store, *sources.Service) error) error {
+	return a.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+		src, err := sources.New(ctx, sources.Config{DB: s.DB(), Orgs: s})
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		defer src.Close()
+		return fn(s, src)
+	})
+}
+
+// sourceError turns an error of the sources service into the command's error.
+func sourceError(cmd, hint string, err error) error {
+	switch {
+	case errors.Is(err, sources.ErrInvalid):
+		return usagef("%s: %v", cmd, err)
+	case errors.Is(err, sources.ErrNotFound) && hint != "":
+		return fmt.Errorf("%s: %w; %s", cmd, err, hint)
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
+
+func adminSourceAddCommand() *command {
+	const cmd = "admin source add"
+	f := &struct {
+		orgFlags
+		name, url, token, transport string
+		every                       time.Duration
+	}{}
+	return &command{
+		name:    "add",
+		summary: "add a source of an organisation and print it as JSON",
+		long: `Adds a source to the organisation --org: a provider of the AI usage data
+interface that 'aiusage service serve' syncs every --every, and prints it as
+one JSON object: id, organisationId, name, url, transport, every, createdAt,
+nextSyncAt, lastSyncStartedAt and token (masked: only its last four characters).
+
+With --transport mcp, --url is the provider's MCP endpoint (its base address
+followed by /mcp). The organisation's API keys read what was collected at
+/organisations/{organisationId}/sources/{id}/ (conversations, assistants,
+events, usage; MCP at .../mcp), and the sources with their sync status at
+/organisations/{organisationId}/sources.
+
+` + adminExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.name, "name", "", "`NAME` of the source, 1 to 200 characters, unique in the organisation (required)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required; with --transport mcp its MCP endpoint)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required)")
+			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest or mcp")
+			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			for _, r := range [][2]string{{"name", f.name}, {"url", f.url}, {"token", f.token}} {
+				if err := required(cmd, r[0], r[1]); err != nil {
+					return err
+				}
+			}
+			if f.every < sources.MinEvery {
+				return usagef("%s: --every must be at least %s, got %s", cmd, sources.MinEvery, f.every)
+			}
+			if _, err := f.actorOf(cmd, e); err != nil {
+				return err
+			}
+			return f.withSources(ctx, cmd, func(_ *orgapi.Store, s *sources.Service) error {
+				src, err := s.Add(ctx, org, sources.NewSource{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
+				if err != nil {
+					return sourceError(cmd, hintOrgs, err)
+				}
+				return writeJSONLine(e.stdout, toSourceJSON(src))
+			})
+		},
+	}
+}
+
+func adminSourceListCommand() *command {
+	const cmd = "admin source list"
+	f := &orgFlags{}
+	return &command{
+		name:    "list",
+		summary: `list an organisation's sources as JSON: {"organisationId", "sources": [...]}`,
+		long: `Prints the sources of the organisation --org, oldest first, as one JSON object:
+{"organisationId": ID, "sources": [{"id", "name", "url", "transport", "every",
+"createdAt", "nextSyncAt", "lastSyncStartedAt", "token" (masked)}, ...]}.
+
+` + adminExit,
+		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			return f.withSources(ctx, cmd, func(o *orgapi.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				list, err := s.List(ctx, org)
+				if err != nil {
+					return sourceError(cmd, "", err)
+				}
+				out := make([]sourceJSON, len(list))
+				for i, src := range list {
+					out[i] = toSourceJSON(src)
+				}
+				return writeJSONLine(e.stdout, struct {
+					OrganisationID string       `json:"organisationId"`
+					Sources        []sourceJSON `json:"sources"`
+				}{org, out})
+			})
+		},
+	}
+}
+
+func adminSourceRemoveCommand() *command {
+	const cmd = "admin source remove"
+	f := &struct {
+		orgFlags
+		source string
+	}{}
+	return &command{
+		name:    "remove",
+		summary: "remove a source of an organisation and print it as JSON",
+		long: `Removes the source --source of the organisation --org and prints it as one JSON
+object, as 'admin source add' did. It is no longer synced nor served; the
+records collected stay in the database.
+
+` + adminExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := parseID(cmd, "source", f.source)
+			if err != nil {
+				return err
+			}
+			if _, err := f.actorOf(cmd, e); err != nil {
+				return err
+			}
+			return f.withSources(ctx, cmd, func(o *orgapi.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				src, err := s.Remove(ctx, org, id)
+				if err != nil {
+					return sourceError(cmd, hintSources, err)
+				}
+				return writeJSONLine(e.stdout, toSourceJSON(src))
+			})
+		},
+	}
+}

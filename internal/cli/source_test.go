@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+)
+
+// adminSource is a source as the admin source commands print it.
+type adminSource struct {
+	ID                string  `json:"id"`
+	OrganisationID    string  `json:"organisationId"`
+	Name              string  `json:"name"`
+	URL               string  `json:"url"`
+	Transport         string  `json:"transport"`
+	Every             string  `json:"every"`
+	Token             string  `json:"token"`
+	CreatedAt         string  `json:"createdAt"`
+	NextSyncAt        string  `json:"nextSyncAt"`
+	LastSyncStartedAt *string `json:"lastSyncStartedAt"`
+}
+
+func TestAdminSource(t *testing.T) {
+	t.Parallel()
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			dbURL := sqldbtest.URL(t, d)
+			f := newFixture(t, dbURL)
+			var s adminSource
+			r := adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor",
+				"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--transport", "mcp", "--every", "1m")
+			require.Equal(t, "Vendor", s.Name)
+			require.Equal(t, f.org.ID, s.OrganisationID)
+			require.Equal(t, "mcp", s.Transport)
+			require.Equal(t, "1m0s", s.Every)
+			require.Equal(t, "****3456", s.Token)
+			require.NotContains(t, r.stdout, "tok-secret")
+
+			var list struct {
+				OrganisationID string        `json:"organisationId"`
+				Sources        []adminSource `json:"sources"`
+			}
+			adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+			require.Len(t, list.Sources, 1)
+			require.Equal(t, s.ID, list.Sources[0].ID)
+
+			// Bad flags: 2.
+			for _, args := range [][]string{
+				{"source", "add", "--org", f.org.ID, "--url", "https://x.example", "--token", "t"},
+				{"source", "add", "--org", f.org.ID, "--name", "x", "--url", "ftp://x.example", "--token", "t"},
+				{"source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example"},
+				{"source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--token", "t", "--transport", "grpc"},
+				{"source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--token", "t", "--every", "1s"},
+				{"source", "add", "--org", "nope", "--name", "x", "--url", "https://x.example", "--token", "t"},
+				{"source", "remove", "--org", f.org.ID, "--source", "nope"},
+				{"source", "list"},
+			} {
+				r := admin(t, dbURL, nil, args...)
+				require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+				require.Empty(t, r.stdout)
+			}
+			// Unknown organisation or source: 1.
+			unknown := "00000000-0000-4000-8000-000000000000"
+			for _, args := range [][]string{
+				{"source", "add", "--org", unknown, "--name", "x", "--url", "https://x.example", "--token", "t"},
+				{"source", "list", "--org", unknown},
+				{"source", "remove", "--org", f.org.ID, "--source", unknown},
+				{"source", "add", "--org", f.org.ID, "--name", "Vendor", "--url", "https://x.example", "--token", "t"}, // duplicate name
+			} {
+				r := admin(t, dbURL, nil, args...)
+				require.Equal(t, ExitFailure, r.code, "%v: %s", args, r.stderr)
+				require.Empty(t, r.stdout)
+			}
+
+			var removed adminSource
+			adminOK(t, dbURL, &removed, "source", "remove", "--org", f.org.ID, "--source", strings.ToUpper(s.ID))
+			require.Equal(t, s.ID, removed.ID)
+			adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+			require.Empty(t, list.Sources)
+		})
+	}
+}

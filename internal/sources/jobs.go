@@ -1,0 +1,121 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// uniqueWhileQueued makes a job unique by its arguments while one is queued
+// or running, and only then.
+var uniqueWhileQueued = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}}
+
+// SyncArgs is the job that syncs one source once.
+type SyncArgs struct {
+	SourceID string `json:"sourceId"`
+}
+
+// Kind implements river.JobArgs.
+func (SyncArgs) Kind() string { return "aiusage_source_sync" }
+
+// InsertOpts makes one sync per source queued or running at a time; a failed
+// sync is not retried by the queue but at the source's next due time.
+func (SyncArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
+}
+
+// scheduleArgs is the periodic job that queues the syncs of the sources due.
+type scheduleArgs struct{}
+
+func (scheduleArgs) Kind() string { return "aiusage_source_schedule" }
+
+func (scheduleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
+}
+
+// SyncTimeout bounds one sync job.
+const SyncTimeout = time.Hour
+
+type syncWorker struct {
+	river.WorkerDefaults[SyncArgs]
+	s *Service
+}
+
+func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
+	_, err := w.s.SyncNow(ctx, job.Args.SourceID)
+	if errors.Is(err, ErrNotFound) { // removed meanwhile
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+func (w *syncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return SyncTimeout }
+
+type scheduleWorker struct {
+	river.WorkerDefaults[scheduleArgs]
+	s *Service
+}
+
+func (w *scheduleWorker) Work(ctx context.Context, _ *river.Job[scheduleArgs]) error {
+	_, err := w.s.Schedule(ctx)
+	return err
+}
+
+// AddWorkers registers the sync and schedule workers on the service's job
+// queue (reviewapi.Config.AddWorkers).
+func (s *Service) AddWorkers(w *river.Workers) {
+	river.AddWorker(w, &syncWorker{s: s})
+	river.AddWorker(w, &scheduleWorker{s: s})
+}
+
+// PeriodicJobs returns the scheduler's periodic job (reviewapi.Config.
+// PeriodicJobs): every ScheduleInterval it queues a sync of each source due.
+func (s *Service) PeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.ScheduleInterval),
+		func() (river.JobArgs, *river.InsertOpts) { return scheduleArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true})}
+}
+
+// SetEnqueue sets the function that queues jobs on the service's queue
+// (reviewapi.Service.Enqueue). Schedule needs it.
+func (s *Service) SetEnqueue(fn func(context.Context, river.JobArgs, *river.InsertOpts) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enqueue = fn
+}
+
+// Schedule queues a sync of every source whose next sync is due, moves its
+// due time one interval ahead, and returns how many it queued.
+func (s *Service) Schedule(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	enqueue := s.enqueue
+	s.mu.Unlock()
+	if enqueue == nil {
+		return 0, errors.New("sources: schedule: no enqueue function (SetEnqueue)")
+	}
+	now := s.now()
+	due, err := s.due(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, src := range due {
+		if err := enqueue(ctx, SyncArgs{SourceID: src.ID}, nil); err != nil {
+			return n, fmt.Errorf("sources: schedule %s: %w", src.ID, err)
+		}
+		// Only the first of concurrent schedulers moves the due time.
+		if _, err := s.db.ExecContext(ctx, `UPDATE sources SET next_due_ms = $3 WHERE id = $1 AND next_due_ms = $2`,
+			src.ID, src.NextSyncAt.UnixMilli(), now.Add(src.Every).UnixMilli()); err != nil {
+			return n, fmt.Errorf("sources: schedule %s: %w", src.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
