@@ -6,13 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/aiusage/kit/internal/demodata"
+	"github.com/aiusage/kit/internal/ops"
 	"github.com/aiusage/kit/internal/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -162,7 +166,18 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, log, f.addr, h, f.shutdownTimeout, "provider serving",
+	// Operations beside the interface: /healthz, /readyz, /metrics. The
+	// provider routes on its own, so it is reached through a catch-all that
+	// hides this router's route context.
+	metrics := ops.NewMetrics()
+	r := chi.NewRouter()
+	r.Use(metrics.Middleware)
+	r.Group(ops.Health(ops.DBCheck(db, map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()})))
+	r.Method(http.MethodGet, "/metrics", metrics.Handler())
+	r.Handle("/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
+	}))
+	return serve(ctx, log, f.addr, r, f.shutdownTimeout, "provider serving",
 		slog.String("database", db.URL()), slog.Int("tokens", len(tokens)), slog.String("mcp", "/mcp"))
 }
 

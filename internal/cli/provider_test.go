@@ -174,3 +174,23 @@ func TestProviderServeUsageErrors(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "read:nope")
 }
+
+func TestProviderServeOperations(t *testing.T) {
+	t.Parallel()
+	url, _, stop := startServe(t, "--token", "s3cret", "--database-url", "sqlite:"+t.TempDir()+"/p.db")
+	defer stop()
+	for _, c := range [][2]string{{"healthz", `"ok"`}, {"readyz", `"ready"`}, {"metrics", `aiusage_http_requests_total{method="GET",route="/healthz",status="200"} 1`}} {
+		path, want := c[0], c[1]
+		resp, err := http.Get(url + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, body)
+		require.Contains(t, string(body), want, path)
+	}
+	// The interface itself is still there, behind its credentials.
+	resp, err := http.Get(url + "conversations")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
