@@ -17,16 +17,23 @@ var uniqueWhileQueued = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobS
 	rivertype.JobStateRunning, rivertype.JobStateScheduled,
 }}
 
-// SyncArgs is the job that syncs one source once.
+// SyncArgs is the job that syncs one source once, for the due time Due
+// (Unix milliseconds) of its schedule.
 type SyncArgs struct {
 	SourceID string `json:"sourceId"`
+	Due      int64  `json:"due"`
 }
 
 // Kind implements river.JobArgs.
 func (SyncArgs) Kind() string { return "aiusage_source_sync" }
 
-// InsertOpts makes one sync per source queued or running at a time; a failed
-// sync is not retried by the queue but at the source's next due time.
+// InsertOpts makes one job per source and due time; a failed sync is not
+// retried by the queue but at the source's next due time. Two jobs of one
+// source may run at once (the second due while the first still runs): the
+// consumer's leases let only one walk each resource, and the other skips
+// it. A job left running by a process that died does not hold the source
+// back: the next due time queues another, which takes the dead process's
+// leases over.
 func (SyncArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
 }
@@ -107,7 +114,7 @@ func (s *Service) Schedule(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, src := range due {
-		if err := enqueue(ctx, SyncArgs{SourceID: src.ID}, nil); err != nil {
+		if err := enqueue(ctx, SyncArgs{SourceID: src.ID, Due: src.NextSyncAt.UnixMilli()}, nil); err != nil {
 			return n, fmt.Errorf("sources: schedule %s: %w", src.ID, err)
 		}
 		// Only the first of concurrent schedulers moves the due time.
