@@ -74,15 +74,19 @@ func (s *Service) Routes(r chi.Router) {
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Principal, string, bool) {
 	cred := orgapi.Credential(r, false)
 	if cred == "" {
+		// Missing, mistyped, revoked and expired keys get one answer, as on
+		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
-		writeProblem(w, http.StatusUnauthorized, "No API key: send X-API-Key: KEY or Authorization: Bearer KEY.")
+		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
 		return orgapi.Principal{}, "", false
 	}
 	p, err := s.orgs.Authenticate(r.Context(), cred)
 	switch {
 	case errors.Is(err, orgapi.ErrUnauthorized):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage", error="invalid_token"`)
-		writeProblem(w, http.StatusUnauthorized, "The API key is not valid.")
+		// Missing, mistyped, revoked and expired keys get one answer, as on
+		// the organisation API.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
+		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
 		return orgapi.Principal{}, "", false
 	case errors.Is(err, orgapi.ErrForbidden):
 		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
