@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -77,33 +76,15 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 	return s, nil
 }
 
-// maxAttempts is how often a write transaction runs when it fails only
-// because of concurrent ones (a PostgreSQL deadlock or serialization failure,
-// SQLite's busy timeout).
-const maxAttempts = 4
-
-// inTx runs fn in a transaction, again when the transaction failed only
-// because of concurrent ones; fn must not keep state across attempts. After
-// the last attempt such a failure is ErrUnavailable.
+// inTx runs fn in a transaction, again when it failed only because of
+// concurrent ones (sqldb.DB.InTxRetry); still failing so after the last
+// attempt is ErrUnavailable.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	backoff := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := s.db.InTx(ctx, fn)
-		if !sqldb.IsRetryable(err) {
-			return err
-		}
-		if attempt == maxAttempts {
-			return &Error{Kind: ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
-		}
-		t := time.NewTimer(backoff + time.Duration(mrand.Int64N(int64(backoff))))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff *= 4
+	err := s.db.InTxRetry(ctx, fn)
+	if sqldb.IsRetryable(err) {
+		return &Error{Kind: ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
 	}
+	return err
 }
 
 // DB returns the store's database.

@@ -43,20 +43,10 @@ func (s *Service) forUpdate() string {
 	return ""
 }
 
-// inTx runs fn in a transaction, again when it lost to concurrent ones.
+// inTx runs fn in a transaction, again when it lost to concurrent ones
+// (sqldb.DB.InTxRetry); still failing so is answered 503 (apiError).
 func (s *Service) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	var err error
-	for attempt := range 4 {
-		if err = s.db.InTx(ctx, fn); !sqldb.IsRetryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(5<<(2*attempt)) * time.Millisecond):
-		}
-	}
-	return err
+	return s.db.InTxRetry(ctx, fn)
 }
 
 func (s *Service) loadTask(ctx context.Context, q interface {

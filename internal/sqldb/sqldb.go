@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -207,6 +209,34 @@ func (db *DB) PgxPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("sqldb: pgx pool on %s: %w", db.url, err)
 	}
 	return p, nil
+}
+
+// TxAttempts is how often InTxRetry runs a transaction that fails only
+// because of concurrent ones.
+const TxAttempts = 4
+
+// InTxRetry is InTx, run again (up to TxAttempts times in all, after 5 ms,
+// 20 ms and 80 ms with jitter) while the transaction fails only because of
+// concurrent ones ([IsRetryable]): a PostgreSQL deadlock or serialization
+// failure, SQLite's busy timeout. fn must not keep state across attempts.
+// After the last attempt the error is still retryable, so callers can tell
+// "busy" from other failures; a cancelled ctx ends the waiting with its error.
+func (db *DB) InTxRetry(ctx context.Context, fn func(*sql.Tx) error) error {
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := db.InTx(ctx, fn)
+		if attempt == TxAttempts || !IsRetryable(err) {
+			return err
+		}
+		t := time.NewTimer(backoff + time.Duration(mrand.Int64N(int64(backoff))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff *= 4
+	}
 }
 
 // URL returns the URL the database was opened with, with any password

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/sqldb"
@@ -102,4 +103,31 @@ func TestInTx(t *testing.T) {
 		require.NoError(t, db.InTx(ctx, func(tx *sql.Tx) error { return insert(tx, "after") }))
 		require.Equal(t, 3, countWidgets(t, db))
 	})
+}
+
+func TestInTxRetry(t *testing.T) {
+	t.Parallel()
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	deadlock := &pgconn.PgError{Code: "40P01"}
+
+	calls := 0
+	err := db.InTxRetry(t.Context(), func(*sql.Tx) error {
+		if calls++; calls < 3 {
+			return deadlock
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, calls, "retried while the transaction lost to concurrent ones")
+
+	calls = 0
+	err = db.InTxRetry(t.Context(), func(*sql.Tx) error { calls++; return fmt.Errorf("step: %w", deadlock) })
+	require.True(t, sqldb.IsRetryable(err), "the last error stays retryable: %v", err)
+	require.Equal(t, sqldb.TxAttempts, calls)
+
+	calls = 0
+	other := errors.New("constraint")
+	err = db.InTxRetry(t.Context(), func(*sql.Tx) error { calls++; return other })
+	require.ErrorIs(t, err, other)
+	require.Equal(t, 1, calls, "other errors are not retried")
 }
