@@ -870,19 +870,8 @@ func (s *Store) ListInstructions(ctx context.Context, orgID string, q Instructio
 	if err != nil {
 		return list, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return list, err
-		}
-		var in spec.Instruction
-		if err := json.Unmarshal(body, &in); err != nil {
-			return list, err
-		}
-		list.Items = append(list.Items, in)
-	}
-	return list, rows.Err()
+	list.Items, err = sqldb.ScanJSON[spec.Instruction](rows)
+	return list, err
 }
 
 // Agent returns one agent of the organisation, or an error of kind
@@ -907,18 +896,5 @@ func (s *Store) AgentInstructions(ctx context.Context, orgID, agentID string) ([
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []spec.Instruction{}
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		var in spec.Instruction
-		if err := json.Unmarshal(body, &in); err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	return out, rows.Err()
+	return sqldb.ScanJSON[spec.Instruction](rows)
 }

@@ -487,19 +487,8 @@ func (s *Service) ListTasks(ctx context.Context, orgID string, q TaskQuery) (spe
 	if err != nil {
 		return list, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return list, err
-		}
-		var t spec.ReviewTask
-		if err := json.Unmarshal(body, &t); err != nil {
-			return list, err
-		}
-		list.Data = append(list.Data, t)
-	}
-	return list, rows.Err()
+	list.Data, err = sqldb.ScanJSON[spec.ReviewTask](rows)
+	return list, err
 }
 
 // Queue returns the organisation's tasks waiting for a person, oldest
@@ -510,20 +499,7 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []spec.ReviewTask{}
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		var t spec.ReviewTask
-		if err := json.Unmarshal(body, &t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return sqldb.ScanJSON[spec.ReviewTask](rows)
 }
 
 // queueEvaluation asks the job queue to evaluate a pending task again.
