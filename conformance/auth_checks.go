@@ -76,17 +76,11 @@ type authPage struct {
 // envelope.
 func authDecodePage(resource string, ex *exchange) (authPage, bool) {
 	var p authPage
-	if ex.Status != http.StatusOK {
+	env, err := ex.page()
+	if err != nil {
 		return p, false
 	}
-	var env envelope
-	if ex.jsonBody(&env) != nil {
-		return p, false
-	}
-	p.data, p.hasMore = env.Data, env.HasMore
-	if env.NextCursor != nil {
-		p.cursor = *env.NextCursor
-	}
+	p.data, p.hasMore, p.cursor = env.Data, env.HasMore, env.cursor()
 	p.items = map[string]json.RawMessage{}
 	if resource != Usage {
 		for _, raw := range env.Data {
@@ -386,7 +380,9 @@ func authCheckQueryString(ctx context.Context, s *session, o *authOpen) {
 	}
 }
 
-// authCheckHeaders is AUTH-06.
+// authCheckHeaders is AUTH-06: the first three pages of each list (the
+// first page of /usage), walked with the token as a bearer token and as
+// X-API-Key, hold the same records; with both headers, X-API-Key wins.
 func authCheckHeaders(ctx context.Context, s *session) {
 	const id = "AUTH-06"
 	tok := s.cfg.Token
@@ -394,29 +390,37 @@ func authCheckHeaders(ctx context.Context, s *session) {
 	for _, r := range s.resources() {
 		ep := endpoint(r)
 		q := authFirstQuery(r, 5)
-		var a, b *exchange
-		var pa, pb authPage
+		if r != Usage {
+			q = authFirstQuery(r, threePageLimit(len(s.fullWalk(ctx, r).Records)))
+		}
+		var a, b *authWalk
 		same := false
 		for try := 0; try < 2 && !same; try++ { // once more for live writes
-			a = s.get(ctx, ep, q, bearer(tok))
-			b = s.get(ctx, ep, q, apiKey(tok))
-			var oka, okb bool
-			pa, oka = authDecodePage(r, a)
-			pb, okb = authDecodePage(r, b)
-			if !oka || !okb {
+			a = authWalkPages(ctx, s, r, q, bearer(tok))
+			b = authWalkPages(ctx, s, r, q, apiKey(tok))
+			if a.problem != "" || b.problem != "" {
 				break
 			}
-			same = authSamePage(r, pa, pb)
+			same = authSamePage(r, a.page, b.page)
 		}
 		switch {
-		case a.Status != http.StatusOK:
-			s.skip(id, ep, fmt.Sprintf("the token as a bearer token answered %s", a.describe()))
+		case a.first.Status != http.StatusOK:
+			s.skip(id, ep, fmt.Sprintf("the token as a bearer token answered %s", a.first.describe()))
 			continue
-		case b.Status != http.StatusOK:
-			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key answered %s, while as a bearer token 200", b.describe()), b.evidence(""))
+		case b.first.Status != http.StatusOK:
+			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key answered %s, while as a bearer token 200", b.first.describe()), b.first.evidence(""))
+			continue
+		case a.problem != "":
+			s.skip(id, ep, "the walk with a bearer token stopped early: "+a.problem)
+			continue
+		case b.problem != "" && b.ex.Status != http.StatusOK:
+			s.fail(id, ep, fmt.Sprintf("with X-API-Key, page %d answered %s, while with a bearer token it was read (%s)", b.pages, b.ex.describe(), b.problem), b.ex.evidence(""))
+			continue
+		case b.problem != "":
+			s.skip(id, ep, "the walk with X-API-Key stopped early: "+b.problem)
 			continue
 		case !same:
-			s.fail(id, ep, "the token as X-API-Key and as a bearer token give different first pages", b.evidence("/data"))
+			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key and as a bearer token give different records over the first %s", envCount(b.pages, "page")), b.ex.evidence("/data"))
 			continue
 		}
 		both := s.get(ctx, ep, q, bearer(wrong), header("X-API-Key", tok))
@@ -431,8 +435,54 @@ func authCheckHeaders(ctx context.Context, s *session) {
 			s.fail(id, ep, fmt.Sprintf("a wrong X-API-Key with a right Authorization answered %s, want a refusal (401): X-API-Key wins", reverse.describe()), reverse.evidence(""))
 			continue
 		}
-		s.pass(id, ep, "Authorization: Bearer and X-API-Key give the same page; with both, X-API-Key wins")
+		s.pass(id, ep, fmt.Sprintf("Authorization: Bearer and X-API-Key give the same records over %s; with both, X-API-Key wins", envCount(a.pages, "page")))
 	}
+}
+
+// authWalk is up to three pages of a list read with one credential, merged
+// into one page.
+type authWalk struct {
+	page    authPage
+	first   *exchange // the first page
+	ex      *exchange // the last page read
+	pages   int       // pages read
+	problem string
+}
+
+// authWalkPages reads up to three pages of resource (one of /usage) with
+// the credential of opt.
+func authWalkPages(ctx context.Context, s *session, resource string, q url.Values, opt reqOpt) *authWalk {
+	w := &authWalk{page: authPage{items: map[string]json.RawMessage{}}}
+	pq := url.Values{}
+	for k, v := range q {
+		pq[k] = v
+	}
+	for page := 0; page < 3; page++ {
+		ex := s.get(ctx, endpoint(resource), pq, opt)
+		if w.first == nil {
+			w.first = ex
+		}
+		w.ex = ex
+		p, ok := authDecodePage(resource, ex)
+		if !ok {
+			w.problem = fmt.Sprintf("page %d answered %s", page+1, ex.describe())
+			if ex.Status == http.StatusOK {
+				w.problem = fmt.Sprintf("page %d is not a valid list envelope (ENV-01)", page+1)
+			}
+			return w
+		}
+		w.pages++
+		w.page.ids = append(w.page.ids, p.ids...)
+		w.page.data = append(w.page.data, p.data...)
+		for k, v := range p.items {
+			w.page.items[k] = v
+		}
+		if resource == Usage || !p.hasMore || p.cursor == "" {
+			return w
+		}
+		pq.Set("cursor", p.cursor)
+	}
+	return w
 }
 
 // authCheckTenants is AUTH-07.
@@ -446,7 +496,13 @@ func authCheckTenants(ctx context.Context, s *session) {
 	for _, r := range s.listResources() {
 		ep := endpoint(r)
 		known := authFirstTenant(ctx, s, r)
-		ex := s.get(ctx, ep, authFirstQuery(r, 1000), bearer(other))
+		ow := s.walkList(ctx, r, url.Values{}, 1000, bearer(other))
+		ex := ow.Pages[0]
+		if n := len(ow.Records); ow.Complete() && n >= 2 {
+			// Walk it again across pages: a query that loses its tenant
+			// after the first page shows on later pages.
+			ow = s.walkList(ctx, r, url.Values{}, threePageLimit(n), bearer(other))
+		}
 		switch ex.Status {
 		case 0:
 			s.errored(id, ep, ex, fmt.Sprintf("GET %s with the other tenant's token: no answer (%v)", ep, ex.Err))
@@ -458,21 +514,35 @@ func authCheckTenants(ctx context.Context, s *session) {
 			s.skip(id, ep, "the other tenant's token may not read this resource (403)")
 			continue
 		}
-		p, ok := authDecodePage(r, ex)
-		if !ok {
-			s.skip(id, ep, fmt.Sprintf("the other tenant's first page answered %s", ex.describe()))
+		if len(ow.Sizes) == 0 {
+			s.skip(id, ep, fmt.Sprintf("the other tenant's first page could not be read: %s", ow.Problem))
 			continue
 		}
 		if len(known) == 0 {
 			s.skip(id, ep, "the first tenant has no records to look for")
 			continue
 		}
-		if leaks := authLeaks(r, p, known); len(leaks) > 0 {
-			s.fail(id, ep, fmt.Sprintf("the other tenant's first page holds %d of the first tenant's records (first %q)", len(leaks), truncateID(leaks[0])), ex.evidence("/data"))
+		leaked := -1
+		n := 0
+		for i, rec := range ow.Records {
+			if k, ok := known[rec.ID]; ok && rec.ID != "" && recJSONEqual(rec.Raw, k.Raw) {
+				if leaked < 0 {
+					leaked = i
+				}
+				n++
+			}
+		}
+		if leaked >= 0 {
+			page, _ := ow.pageOf(leaked)
+			s.fail(id, ep, fmt.Sprintf("the other tenant's list holds %d of the first tenant's records, first %q on page %d", n, truncateID(ow.Records[leaked].ID), page), ow.evidence(leaked, "id"))
 			continue
 		}
+		walked := fmt.Sprintf("the other tenant's list (%d records in %s) holds none of the first tenant's records", len(ow.Records), envCount(len(ow.Sizes), "page"))
+		if !ow.Complete() {
+			walked += " as far as it could be walked (" + ow.Problem + ")"
+		}
 		if r != Conversations && r != Assistants {
-			s.pass(id, ep, "the other tenant's first page holds none of the first tenant's records")
+			s.pass(id, ep, walked)
 			continue
 		}
 		sample := recSample(s.fullWalk(ctx, r).Records, 10)
@@ -498,7 +568,7 @@ func authCheckTenants(ctx context.Context, s *session) {
 			}
 		}
 		if found == 0 && passed > 0 {
-			s.pass(id, ep, fmt.Sprintf("the other tenant's first page holds none of the first tenant's records, and %d of its ids are 404", passed))
+			s.pass(id, ep, fmt.Sprintf("%s, and %d of its ids are 404", walked, passed))
 		}
 	}
 }

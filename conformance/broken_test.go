@@ -117,7 +117,21 @@ var brokenCases = []brokenCase{
 	// The far-future page is empty yet says hasMore true: the catalogue
 	// asks FILT-03 for hasMore false there.
 	{defect: dHasMoreNullAlways, want: "ENV-03", also: []string{"FILT-03"}},
-	{defect: dEnvelopeNoHasMore, want: "ENV-01"},
+	// A page without hasMore does not say hasMore false: the far-future
+	// page is not the empty page FILT-03 asks for.
+	{defect: dEnvelopeNoHasMore, want: "ENV-01", also: []string{"FILT-03"}},
+	// The far-future page is exactly where an empty list is served.
+	{defect: dDataNullEmpty, want: "ENV-01", also: []string{"FILT-03"}},
+	{defect: dDuplicateData, want: "ENV-01"},
+	{defect: dHasMoreString, want: "ENV-01", also: []string{"FILT-03"}},
+	{defect: dCursorNumber, want: "ENV-01", also: []string{"FILT-03"}},
+	{defect: dFilterFirstPageOnly, want: "FILT-01"},
+	{defect: dCategoryFirstPageOnly, want: "FILT-04"},
+	{defect: dLimitFirstPageOnly, want: "PAGE-09"},
+	{defect: dTenantLaterPages, want: "AUTH-07"},
+	{defect: dAPIKeyFirstPageOnly, want: "AUTH-06"},
+	{defect: dUsageGroupByFirstPage, want: "USE-02"},
+	{defect: dOffsetLaterPages, want: "TIME-01"},
 	{defect: dLimitIgnored, want: "PAGE-09"},
 	{defect: dLimitZero500, want: "PAGE-09", also: []string{"HTTP-01"}},
 	{defect: dWrongOrder, want: "PAGE-12"},

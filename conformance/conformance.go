@@ -64,6 +64,11 @@ type Config struct {
 	// Only, when not empty, runs only these check ids (or id prefixes such as
 	// "PAGE"). Skip leaves these out.
 	Only, Skip []string
+	// Wait is how long the suite waits for a provider that cannot be
+	// reached yet (connection refused, still starting) before Run gives
+	// up with ErrUnreachable; it tries again every 200 ms and writes a
+	// progress line. Default 0: one try. The CLI waits 5 s by default.
+	Wait time.Duration
 	// Client sends the requests; the default is a client with RequestTimeout.
 	Client *http.Client
 	// Progress, when set, receives progress lines while collections are

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -96,26 +97,22 @@ func (s *session) envWalk(ctx context.Context, resource string) *walk {
 	return s.fullWalk(ctx, resource)
 }
 
-// checkEnvelopes records ENV-01 (every walked page matches its list schema),
-// ENV-02 (every record of those pages, and single records fetched by id for
-// a sample of ids, match the record schema), ENV-03 (hasMore and nextCursor
-// agree on every page), ENV-05 (the bodies of provoked 400, 401 and 404
-// answers follow the problem schema) and ENV-06 (values outside an
-// extensible enum, reported as a warning, never a failure).
-//
-// Schema findings are split so that one defect fails one check: findings
-// inside data items are ENV-02's, findings about nextCursor's agreement with
-// hasMore are ENV-03's, the rest of the envelope is ENV-01's, and a
-// timestamp that is not RFC 3339 UTC with Z is TIME-01's (checkTimestamps)
-// and left out of ENV-02.
+// checkEnvelopes makes the requests the envelope checks need beyond those
+// of the other families: the full walk of every resource, a page that ends
+// exactly at the last record, and a sample of single records. ENV-01,
+// ENV-02, ENV-03 and ENV-06 are judged at the end of the run, over every
+// answer of the run (checkBodies). It records ENV-05 (the bodies of
+// provoked 400, 401 and 404 answers follow the problem schema) itself.
 func checkEnvelopes(ctx context.Context, s *session) {
-	ids := []string{"ENV-01", "ENV-02", "ENV-03", "ENV-05", "ENV-06"}
-	if !slices.ContainsFunc(ids, s.enabled) {
-		return
-	}
-	if s.enabled("ENV-01") || s.enabled("ENV-02") || s.enabled("ENV-03") || s.enabled("ENV-06") {
+	if slices.ContainsFunc([]string{"ENV-01", "ENV-02", "ENV-03", "ENV-06"}, s.enabled) {
 		for _, r := range s.resources() {
-			s.envCheckResource(ctx, r)
+			w := s.envWalk(ctx, r)
+			s.envFullLastPage(ctx, r, w)
+			if slices.Contains(envSingleRecords, r) {
+				for _, id := range envSampleIDs(w.Records) {
+					s.get(ctx, endpoint(r)+"/"+url.PathEscape(id), nil)
+				}
+			}
 		}
 	}
 	if s.enabled("ENV-05") {
@@ -123,58 +120,116 @@ func checkEnvelopes(ctx context.Context, s *session) {
 	}
 }
 
-// envCheckResource is ENV-01, ENV-02, ENV-03 and ENV-06 at one resource.
-func (s *session) envCheckResource(ctx context.Context, r string) {
-	ep := endpoint(r)
-	schemas := envListSchemas[r]
-	w := s.envWalk(ctx, r)
+// checkBodies records ENV-01 (every list page of the run matches its list
+// schema), ENV-02 (every record of those pages, and every single record
+// fetched by id, match the record schema), ENV-03 (hasMore and nextCursor
+// agree on every page) and ENV-06 (values outside an extensible enum,
+// reported as a warning, never a failure), over every 200 answer to a GET
+// of an offered resource the run received: the walks, the empty and
+// filtered pages, the other tenant's pages alike. It also fails PAGE-09 at
+// any page holding more records than the limit it was asked with.
+//
+// Schema findings are split so that one defect fails one check: findings
+// inside data items are ENV-02's, findings about nextCursor's agreement with
+// hasMore are ENV-03's, the rest of the envelope is ENV-01's, and a
+// timestamp that is not RFC 3339 UTC with Z is TIME-01's (timeCheckValues)
+// and left out of ENV-02. A body received twice is judged once, and a
+// finding about one record once, however many pages carried it.
+func (s *session) checkBodies() {
+	if !slices.ContainsFunc([]string{"ENV-01", "ENV-02", "ENV-03", "ENV-06", "PAGE-09"}, s.enabled) {
+		return
+	}
+	s.mu.Lock()
+	exs := append([]*exchange(nil), s.exchanges...)
+	s.mu.Unlock()
 	t := envTallies{}
-	pages, records := 0, 0
-	for _, ex := range w.Pages {
-		if ex.Status != http.StatusOK {
+	seen := map[[32]byte]bool{}
+	findings := map[string]bool{}
+	pages, records, singles := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, ex := range exs {
+		if ex.Method != http.MethodGet || ex.Status != http.StatusOK {
 			continue
 		}
-		pages++
-		records += s.envCheckPage(ep, schemas[0], ex, t)
-	}
-	if pages == 0 {
-		msg := "no list page could be read"
-		if w.Problem != "" {
-			msg += ": " + w.Problem
+		r, single := s.envRoute(ex.URL)
+		if r == "" || !s.offered[r] {
+			continue
 		}
-		for _, id := range []string{"ENV-01", "ENV-02", "ENV-03", "ENV-06"} {
-			s.errored(id, ep, w.Ex, msg)
+		ep := endpoint(r)
+		if !single {
+			s.envCheckPageSize(ep, ex)
 		}
-		return
-	}
-	if ex := s.envFullLastPage(ctx, r, w); ex != nil && ex.Status == http.StatusOK {
-		pages++
-		records += s.envCheckPage(ep, schemas[0], ex, t)
-	}
-	singles := 0
-	if slices.Contains(envSingleRecords, r) && (s.enabled("ENV-02") || s.enabled("ENV-06")) {
-		for _, id := range envSampleIDs(w.Records) {
-			ex := s.get(ctx, ep+"/"+url.PathEscape(id), nil)
-			if ex.Status != http.StatusOK {
-				continue // REC-01 and REC-02 judge the status
+		h := sha256.Sum256(ex.Body)
+		if seen[h] {
+			if !single {
+				pages[ep]++
 			}
-			singles++
-			s.envCheckRecord(ep, schemas[1], ex, t)
+			continue
+		}
+		seen[h] = true
+		schemas := envListSchemas[r]
+		switch {
+		case !single:
+			pages[ep]++
+			records[ep] += s.envCheckPage(ep, schemas[0], ex, t, findings)
+		case slices.Contains(envSingleRecords, r):
+			singles[ep]++
+			s.envCheckRecord(ep, schemas[1], ex, t, findings)
 		}
 	}
-	note := ""
-	if w.Problem != "" {
-		note = " (the walk stopped early: " + w.Problem + ")"
+	for _, r := range s.resources() {
+		ep := endpoint(r)
+		if pages[ep] == 0 {
+			msg := "no list page could be read"
+			var ex *exchange
+			if w := s.walks[r+"?#1000"]; w != nil && w.Problem != "" {
+				msg += ": " + w.Problem
+				ex = w.Ex
+			}
+			for _, id := range []string{"ENV-01", "ENV-03"} {
+				s.errored(id, ep, ex, msg)
+			}
+			if singles[ep] == 0 {
+				s.errored("ENV-02", ep, ex, msg)
+				s.errored("ENV-06", ep, ex, msg)
+				continue
+			}
+		} else {
+			t.flush(s, "ENV-01", ep, fmt.Sprintf("all %s received match the %s schema", envCount(pages[ep], "list page"), envListSchemas[r][0]))
+			t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on all %s received", envCount(pages[ep], "list page")))
+		}
+		if records[ep]+singles[ep] == 0 {
+			s.skip("ENV-02", ep, "no records to validate")
+			s.skip("ENV-06", ep, "no records to validate")
+			continue
+		}
+		t.flush(s, "ENV-02", ep, fmt.Sprintf("%d list items and %d single records match the %s schema", records[ep], singles[ep], envListSchemas[r][1]))
+		t.flush(s, "ENV-06", ep, fmt.Sprintf("every enum value of %d records is known to this version", records[ep]+singles[ep]))
 	}
-	t.flush(s, "ENV-01", ep, fmt.Sprintf("%s match the %s schema%s", envCount(pages, "page"), schemas[0], note))
-	t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on %s%s", envCount(pages, "page"), note))
-	if records+singles == 0 {
-		s.skip("ENV-02", ep, "no records to validate")
-		s.skip("ENV-06", ep, "no records to validate")
+}
+
+// envCheckPageSize fails PAGE-09 when a page holds more records than the
+// limit it was asked with (a single limit from 1 to 1000).
+func (s *session) envCheckPageSize(ep string, ex *exchange) {
+	if !s.enabled("PAGE-09") {
 		return
 	}
-	t.flush(s, "ENV-02", ep, fmt.Sprintf("%d list items and %d single records match the %s schema%s", records, singles, schemas[1], note))
-	t.flush(s, "ENV-06", ep, fmt.Sprintf("every enum value of %d records is known to this version", records+singles))
+	u, err := url.Parse(ex.URL)
+	if err != nil {
+		return
+	}
+	ls := u.Query()["limit"]
+	if len(ls) != 1 {
+		return
+	}
+	limit, err := strconv.Atoi(ls[0])
+	if err != nil || limit < 1 || limit > 1000 {
+		return
+	}
+	p, err := readPage(ex.Body)
+	if err != nil || len(p.Data) <= limit {
+		return
+	}
+	s.fail("PAGE-09", ep, fmt.Sprintf("the page %s holds %d records, more than its limit of %d", s.reqRef(ex), len(p.Data), limit), ex.evidence("/data"))
 }
 
 // envFullLastPage asks for one page that ends exactly at the last record:
@@ -237,10 +292,12 @@ func envSampleIDs(recs []record) []string {
 }
 
 // envCheckPage validates one list page and returns its number of items.
-func (s *session) envCheckPage(ep, schema string, ex *exchange, t envTallies) int {
-	findings, err := spec.Validate(schema, ex.Body)
+// findings holds the findings about records already counted.
+func (s *session) envCheckPage(ep, schema string, ex *exchange, t envTallies, findings map[string]bool) int {
+	ref := s.reqRef(ex)
+	found, err := spec.Validate(schema, ex.Body)
 	if err != nil {
-		t.add("ENV-01", ep, "the page is not JSON: "+err.Error(), ex, "")
+		t.add("ENV-01", ep, fmt.Sprintf("the page %s is not JSON: %v", ref, err), ex, "")
 		return 0
 	}
 	// head holds hasMore and nextCursor as present; the whole document is
@@ -259,18 +316,23 @@ func (s *session) envCheckPage(ep, schema string, ex *exchange, t envTallies) in
 		head = m
 	}
 	var doc any
-	if len(findings) > 0 {
+	if len(found) > 0 {
 		_ = json.Unmarshal(ex.Body, &doc)
 	}
-	for _, f := range findings {
+	for _, f := range found {
 		switch {
 		case strings.HasPrefix(f.Pointer, "/data/"):
-			s.envItemFinding(ep, f, doc, ex, t)
+			s.envItemFinding(ep, f, doc, ex, t, findings)
 		case f.Pointer == "/nextCursor" && envCursorIsENV03(head):
 			// hasMore and nextCursor disagree: ENV-03 below.
 		default:
-			t.add("ENV-01", ep, f.String(), ex, f.Pointer)
+			t.add("ENV-01", ep, fmt.Sprintf("the page %s: %s", ref, f), ex, f.Pointer)
 		}
+	}
+	// What the schema cannot say: a member name given twice (the schema
+	// sees the last one only).
+	if _, err := readObject(ex.Body); err != nil && strings.Contains(err.Error(), "appears twice") {
+		t.add("ENV-01", ep, fmt.Sprintf("the page %s: %v", ref, err), ex, "")
 	}
 	s.envCheckCursor(ep, head, ex, t)
 	var data []json.RawMessage
@@ -310,42 +372,72 @@ func (s *session) envCheckCursor(ep string, doc any, ex *exchange, t envTallies)
 	cur, present := m["nextCursor"]
 	switch {
 	case more && !present:
-		t.add("ENV-03", ep, "hasMore is true but nextCursor is absent", ex, "/nextCursor")
+		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is absent", s.reqRef(ex)), ex, "/nextCursor")
 	case more && cur == nil:
-		t.add("ENV-03", ep, "hasMore is true but nextCursor is null", ex, "/nextCursor")
+		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is null", s.reqRef(ex)), ex, "/nextCursor")
 	case more:
 		if c, ok := cur.(string); !ok || c == "" {
-			t.add("ENV-03", ep, fmt.Sprintf("hasMore is true but nextCursor is %s, not a non-empty string", envShow(cur)), ex, "/nextCursor")
+			t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is %s, not a non-empty string", s.reqRef(ex), envShow(cur)), ex, "/nextCursor")
 		}
-	case present && cur != nil:
-		t.add("ENV-03", ep, fmt.Sprintf("hasMore is false but nextCursor is %s, not null or absent", envShow(cur)), ex, "/nextCursor")
+	case present && cur != nil && envIsString(cur):
+		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is false but nextCursor is %s, not null or absent", s.reqRef(ex), envShow(cur)), ex, "/nextCursor")
 	}
 }
 
+func envIsString(v any) bool { _, ok := v.(string); return ok }
+
 // envCheckRecord validates a single-record body (ENV-02, ENV-06).
-func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies) {
-	findings, err := spec.Validate(schema, ex.Body)
+func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies, findings map[string]bool) {
+	found, err := spec.Validate(schema, ex.Body)
 	if err != nil {
-		t.add("ENV-02", ep, "the record is not JSON: "+err.Error(), ex, "")
+		t.add("ENV-02", ep, fmt.Sprintf("the record %s is not JSON: %v", s.reqRef(ex), err), ex, "")
 		return
 	}
 	var doc any
 	_ = json.Unmarshal(ex.Body, &doc)
-	for _, f := range findings {
-		s.envItemFinding(ep, f, doc, ex, t)
+	for _, f := range found {
+		s.envItemFinding(ep, f, doc, ex, t, findings)
 	}
 }
 
 // envItemFinding files a finding inside a record: a warning is ENV-06, a
-// malformed timestamp string is TIME-01's, anything else ENV-02.
-func (s *session) envItemFinding(ep string, f spec.Finding, doc any, ex *exchange, t envTallies) {
+// malformed timestamp string is TIME-01's, anything else ENV-02. A finding
+// about a record already reported (the same record on another page) is
+// left out.
+func (s *session) envItemFinding(ep string, f spec.Finding, doc any, ex *exchange, t envTallies, findings map[string]bool) {
+	if envTimestampFinding(f, doc) {
+		return
+	}
+	// The record's key and the pointer inside it.
+	item, inner, rec := doc, f.Pointer, ""
+	if rest, ok := strings.CutPrefix(f.Pointer, "/data/"); ok {
+		i, tail, _ := strings.Cut(rest, "/")
+		item, _ = envLookup(doc, "/data/"+i)
+		inner = "/" + tail
+		rec = fmt.Sprintf(" item %s", i)
+	}
+	key := ep + "|" + timeRecordKey(item) + "|" + inner + "|" + f.Message
+	if findings[key] {
+		return
+	}
+	findings[key] = true
+	where := fmt.Sprintf("%s%s", s.reqRef(ex), rec)
+	if id := envItemID(item); id != "" {
+		where += fmt.Sprintf(" (id %q)", truncateID(id))
+	}
 	switch {
 	case f.Level == spec.LevelWarning:
-		t.add("ENV-06", ep, f.Pointer+": "+f.Message, ex, f.Pointer)
-	case envTimestampFinding(f, doc):
+		t.add("ENV-06", ep, fmt.Sprintf("%s: %s: %s", where, f.Pointer, f.Message), ex, f.Pointer)
 	default:
-		t.add("ENV-02", ep, f.String(), ex, f.Pointer)
+		t.add("ENV-02", ep, fmt.Sprintf("%s: %s", where, f), ex, f.Pointer)
 	}
+}
+
+// envItemID is the id of a decoded record, or "".
+func envItemID(item any) string {
+	m, _ := item.(map[string]any)
+	id, _ := m["id"].(string)
+	return id
 }
 
 // envTimestampFinding reports whether f is about a timestamp string that

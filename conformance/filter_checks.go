@@ -16,19 +16,27 @@ import (
 
 // checkFilters records FILT-01 to FILT-05 for every offered list resource:
 //
-//   - FILT-01: at an observed value T (near the end of the list, so the
-//     filtered walk is short), every record of the updatedSince=T walk has
-//     updatedAt >= T, of startedAfter=T (conversations) startedAt > T, of
-//     occurredAfter=T (events) occurredAt > T.
+//   - FILT-01: every record of every page of a filtered walk satisfies every
+//     bound: updatedSince (>=), startedAfter and occurredAfter (>); the
+//     records at an inclusive bound itself are all there.
 //   - FILT-02: the filtered walk holds every record of the full walk that
-//     matches the filter.
+//     matches the filters.
 //   - FILT-03: a bound in the year 2999 gives 200 with data [] and hasMore
 //     false.
-//   - FILT-04: category filters events: each item has the category, the
-//     union over the known categories holds every event of the full walk with
-//     a known category, and an unknown category gives 400 or an empty page.
+//   - FILT-04: category filters events: each record of every page has the
+//     category, the union over the known categories holds every event of the
+//     full walk with a known category, and an unknown category gives 400 or
+//     an empty page.
 //   - FILT-05: unknown, wrongly cased and repeated query parameters never
 //     give a 5xx; the policy observed is reported.
+//
+// Each filter, and each combination the interface allows (updatedSince
+// with startedAfter on conversations, occurredAfter with category on
+// events), is walked with a page size that makes the walk cross at least
+// three pages (threePageLimit), so that a provider whose cursors forget
+// the filters after the first page is caught. The bounds are values served
+// in the full walk, chosen (ftChoose) so that records outside the filters
+// follow the first page in keyset order where the data has such records.
 func checkFilters(ctx context.Context, s *session) {
 	for _, r := range s.listResources() {
 		if ctx.Err() != nil {
@@ -36,8 +44,10 @@ func checkFilters(ctx context.Context, s *session) {
 		}
 		full := s.fullWalk(ctx, r)
 		var out ftOutcome
-		for _, f := range ftFilters(r) {
-			ftBound(ctx, s, r, full, f, &out)
+		if s.enabled("FILT-01") || s.enabled("FILT-02") {
+			for _, params := range ftFamilies(r) {
+				ftBound(ctx, s, r, full, params, &out)
+			}
 		}
 		out.record(s, endpoint(r))
 		ftFarFuture(ctx, s, r)
@@ -54,6 +64,9 @@ type ftFilter struct {
 	inclusive    bool
 }
 
+// ftCategoryParam is the events' category filter: not a timestamp bound.
+const ftCategoryParam = "category"
+
 func ftFilters(resource string) []ftFilter {
 	switch resource {
 	case Conversations:
@@ -62,6 +75,29 @@ func ftFilters(resource string) []ftFilter {
 		return []ftFilter{{"updatedSince", "updatedAt", true}}
 	case Events:
 		return []ftFilter{{"occurredAfter", "occurredAt", false}}
+	}
+	return nil
+}
+
+func ftFilterOf(resource, param string) (ftFilter, bool) {
+	for _, f := range ftFilters(resource) {
+		if f.param == param {
+			return f, true
+		}
+	}
+	return ftFilter{}, false
+}
+
+// ftFamilies lists the filters walked at a resource: each alone, then the
+// combinations the interface allows.
+func ftFamilies(resource string) [][]string {
+	switch resource {
+	case Conversations:
+		return [][]string{{"updatedSince"}, {"startedAfter"}, {"updatedSince", "startedAfter"}}
+	case Assistants:
+		return [][]string{{"updatedSince"}}
+	case Events:
+		return [][]string{{"occurredAfter"}, {"occurredAfter", ftCategoryParam}}
 	}
 	return nil
 }
@@ -79,6 +115,250 @@ func (f ftFilter) holds(t, bound time.Time) bool {
 		return !t.Before(bound)
 	}
 	return t.After(bound)
+}
+
+func (f ftFilter) op() string {
+	if f.inclusive {
+		return ">="
+	}
+	return ">"
+}
+
+// ftBoundValue is one filter with its value: a timestamp bound as served
+// in the data, or a category.
+type ftBoundValue struct {
+	f     ftFilter // zero for the category
+	value string
+	at    time.Time
+}
+
+func (b ftBoundValue) isCategory() bool { return b.f.param == "" }
+
+func (b ftBoundValue) param() string {
+	if b.isCategory() {
+		return ftCategoryParam
+	}
+	return b.f.param
+}
+
+// holds reports whether rec satisfies the bound; judged is false when its
+// field is missing or unparseable.
+func (b ftBoundValue) holds(rec record) (ok, judged bool) {
+	if b.isCategory() {
+		c, isStr := rec.Obj["category"].(string)
+		return c == b.value, isStr
+	}
+	_, t, parsed := ftTime(rec, b.f.field)
+	if !parsed {
+		return false, false
+	}
+	return b.f.holds(t, b.at), true
+}
+
+// ftCase is a set of filters walked together.
+type ftCase []ftBoundValue
+
+func (c ftCase) query() url.Values {
+	q := url.Values{}
+	for _, b := range c {
+		q.Set(b.param(), b.value)
+	}
+	return q
+}
+
+func (c ftCase) String() string { return pgDescribe(c.query()) }
+
+// matches reports whether rec satisfies every filter of c; judged is false
+// when a field it needs is missing or unparseable.
+func (c ftCase) matches(rec record) (ok, judged bool) {
+	ok = true
+	for _, b := range c {
+		h, j := b.holds(rec)
+		if !j {
+			return false, false
+		}
+		ok = ok && h
+	}
+	return ok, true
+}
+
+// sortKeyOnly reports whether every filter of c bounds the sort timestamp
+// of resource: a cursor that forgot such filters after the first page
+// would still return only matching records (they all sort after it).
+func (c ftCase) sortKeyOnly(resource string) bool {
+	for _, b := range c {
+		if b.isCategory() || b.f.field != sortField(resource) {
+			return false
+		}
+	}
+	return true
+}
+
+// ftPlan is a case with what the full walk says of it.
+type ftPlan struct {
+	c       ftCase
+	matched []int // indices in the full walk of the records matching c
+	limit   int
+	// exposed counts records of the full walk that do not match c and
+	// follow the last record of the first page in keyset order: those a
+	// cursor that forgot the filters would bring.
+	exposed int
+	// binding: every filter of c leaves out some record the others keep.
+	binding bool
+}
+
+func (p ftPlan) pages() int { return (len(p.matched) + p.limit - 1) / p.limit }
+
+// ftMaxPages bounds the pages of a filtered walk the page size is lowered
+// to.
+const ftMaxPages = 100
+
+// ftPlanCase works out the plan of c over the records of the full walk:
+// the page size is threePageLimit of the matching records, lowered (down
+// to 1, for at most ftMaxPages pages) when that lets records outside the
+// filters follow the first page.
+func ftPlanCase(recs []record, c ftCase) ftPlan {
+	p := ftPlan{c: c, binding: true}
+	// outside[i] counts the records from i on that do not match c.
+	outside := make([]int, len(recs)+1)
+	for i := len(recs) - 1; i >= 0; i-- {
+		outside[i] = outside[i+1]
+		ok, judged := c.matches(recs[i])
+		if judged && !ok {
+			outside[i]++
+		}
+		if ok && judged && recs[i].ID != "" {
+			p.matched = append(p.matched, i)
+		}
+	}
+	slices.Reverse(p.matched)
+	m := len(p.matched)
+	exposed := func(limit int) int {
+		if m <= limit {
+			return 0
+		}
+		return outside[p.matched[limit-1]+1]
+	}
+	p.limit = threePageLimit(m)
+	p.exposed = exposed(p.limit)
+	if p.exposed == 0 {
+		// exposed falls as the limit grows: the largest limit that
+		// exposes, if any.
+		lo := max(1, (m+ftMaxPages-1)/ftMaxPages)
+		if lo < p.limit && exposed(lo) > 0 {
+			hi := p.limit // exposed(hi) == 0
+			for hi-lo > 1 {
+				mid := (lo + hi) / 2
+				if exposed(mid) > 0 {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			p.limit, p.exposed = lo, exposed(lo)
+		}
+	}
+	if len(c) > 1 {
+		for i := range c {
+			others := append(slices.Clone(c[:i]), c[i+1:]...)
+			cuts := false
+			for _, rec := range recs {
+				ok, judged := others.matches(rec)
+				if own, j := c[i].holds(rec); judged && ok && j && !own {
+					cuts = true
+					break
+				}
+			}
+			p.binding = p.binding && cuts
+		}
+	}
+	return p
+}
+
+// ftBetter reports whether plan a is a better test than b: three pages or
+// more, then records outside the filters after the first page, then every
+// filter binding, then a walk of about 30 records.
+func ftBetter(a, b ftPlan) bool {
+	ka := [3]bool{len(a.matched) >= 3, a.exposed > 0, a.binding}
+	kb := [3]bool{len(b.matched) >= 3, b.exposed > 0, b.binding}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return ka[i]
+		}
+	}
+	da, db := len(a.matched)-30, len(b.matched)-30
+	return max(da, -da) < max(db, -db)
+}
+
+// ftCandidates returns the values a filter is tried at: up to n values of
+// the field served in recs, spread over their range (for the category, the
+// categories served).
+func ftCandidates(recs []record, resource, param string, n int) []ftBoundValue {
+	if param == ftCategoryParam {
+		var out []ftBoundValue
+		for _, c := range spec.EventCategories {
+			for _, rec := range recs {
+				if got, _ := rec.Obj["category"].(string); got == c {
+					out = append(out, ftBoundValue{value: c})
+					break
+				}
+			}
+		}
+		return out
+	}
+	f, ok := ftFilterOf(resource, param)
+	if !ok {
+		return nil
+	}
+	var vals []ftBoundValue
+	seen := map[int64]bool{}
+	for _, rec := range recs {
+		if v, t, ok := ftTime(rec, f.field); ok && !seen[t.UnixNano()] {
+			seen[t.UnixNano()] = true
+			vals = append(vals, ftBoundValue{f: f, value: v, at: t})
+		}
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i].at.Before(vals[j].at) })
+	if len(vals) <= n {
+		return vals
+	}
+	out := make([]ftBoundValue, 0, n)
+	for i := range n {
+		out = append(out, vals[i*(len(vals)-1)/(n-1)])
+	}
+	return out
+}
+
+// ftChoose picks the case of params to walk: among values served in the
+// full walk, the one ftBetter prefers. ok is false when no record has the
+// fields to filter at.
+func ftChoose(recs []record, resource string, params []string) (ftPlan, bool) {
+	per := 24
+	if len(params) > 1 {
+		per = 8
+	}
+	cases := []ftCase{nil}
+	for _, p := range params {
+		cands := ftCandidates(recs, resource, p, per)
+		if len(cands) == 0 {
+			return ftPlan{}, false
+		}
+		var next []ftCase
+		for _, c := range cases {
+			for _, v := range cands {
+				next = append(next, append(slices.Clone(c), v))
+			}
+		}
+		cases = next
+	}
+	var best ftPlan
+	for i, c := range cases {
+		p := ftPlanCase(recs, c)
+		if i == 0 || ftBetter(p, best) {
+			best = p
+		}
+	}
+	return best, true
 }
 
 // ftOutcome collects, per check, what held and what could not be judged
@@ -114,114 +394,150 @@ func (o *ftOutcome) record(s *session, ep string) {
 	}
 }
 
-// ftBound is FILT-01 and FILT-02 for one filter of a resource. It records
-// failures, and adds what held or could not be judged to out.
-func ftBound(ctx context.Context, s *session, r string, full *walk, f ftFilter, out *ftOutcome) {
+// ftWalkNote says what a filtered walk could not show: fewer than three
+// pages, or no record outside the filters after the first page.
+func ftWalkNote(r string, p ftPlan, fw *walk) string {
+	var notes []string
+	if len(fw.Sizes) < 3 {
+		notes = append(notes, fmt.Sprintf("the data holds only %d matching records, so the walk had %s, fewer than the three the check asks for",
+			len(p.matched), envCount(len(fw.Sizes), "page")))
+	}
+	if p.exposed == 0 && !p.c.sortKeyOnly(r) && len(fw.Sizes) > 1 {
+		notes = append(notes, "no record outside the filters follows the first page in keyset order, so a cursor that forgot the filters after page 1 could not show here")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
+}
+
+// ftBound is FILT-01 and FILT-02 (and FILT-04 for a category among the
+// filters) for one set of filters of a resource. It records failures, and
+// adds what held or could not be judged to out.
+func ftBound(ctx context.Context, s *session, r string, full *walk, params []string, out *ftOutcome) {
 	ep := endpoint(r)
-	if !s.enabled("FILT-01") && !s.enabled("FILT-02") {
+	name := strings.Join(params, "+")
+	p, ok := ftChoose(full.Records, r, params)
+	if !ok {
+		out.skip("FILT-01", fmt.Sprintf("no record with the fields to filter %s at", name))
+		out.skip("FILT-02", fmt.Sprintf("no record with the fields to filter %s at", name))
 		return
 	}
-	type val struct {
-		s string
-		t time.Time
-	}
-	var vals []val
-	for _, rec := range full.Records {
-		if v, t, ok := ftTime(rec, f.field); ok {
-			vals = append(vals, val{v, t})
-		}
-	}
-	if len(vals) == 0 {
-		out.skip("FILT-01", fmt.Sprintf("no record with a parseable %s to filter %s at", f.field, f.param))
-		out.skip("FILT-02", fmt.Sprintf("no record with a parseable %s to filter %s at", f.field, f.param))
-		return
-	}
-	sort.SliceStable(vals, func(i, j int) bool { return vals[i].t.Before(vals[j].t) })
-	bound := vals[len(vals)*9/10]
-	fw := s.walkList(ctx, r, url.Values{f.param: {bound.s}}, 1000)
-	if len(fw.Pages) == 1 && fw.Ex != nil && fw.Ex.Status != http.StatusOK {
-		ex := fw.Ex
+	what := fmt.Sprintf("%s (limit=%d)", p.c, p.limit)
+	fw := s.walkList(ctx, r, p.c.query(), p.limit)
+	if len(fw.Sizes) == 0 {
+		ex := fw.Pages[0]
 		if ex.Status == 0 || ex.Status >= 500 {
-			out.skip("FILT-01", fmt.Sprintf("%s=%s: %s", f.param, bound.s, fw.Problem))
-			out.skip("FILT-02", fmt.Sprintf("%s=%s: %s", f.param, bound.s, fw.Problem))
+			out.skip("FILT-01", fmt.Sprintf("%s: %s", what, fw.Problem))
+			out.skip("FILT-02", fmt.Sprintf("%s: %s", what, fw.Problem))
 			return
 		}
-		out.skip("FILT-01", fmt.Sprintf("%s=%s answered %d", f.param, bound.s, ex.Status))
-		s.fail("FILT-02", ep, fmt.Sprintf("%s=%s, a value served in %s, answered %d; want the matching records", f.param, bound.s, f.field, ex.Status), ex.evidence(""))
+		out.skip("FILT-01", fmt.Sprintf("%s answered %s", what, ex.describe()))
+		s.fail("FILT-02", ep, fmt.Sprintf("%s, with values served in the records, answered %s; want the matching records", what, ex.describe()), ex.evidence(""))
 		return
 	}
-	// FILT-01: every record returned satisfies the bound.
-	op := ">"
-	if f.inclusive {
-		op = ">="
-	}
+	note := ftWalkNote(r, p, fw)
+
+	// FILT-01 (FILT-04 for the category): every record of every page
+	// satisfies every filter.
 	bad := 0
 	for i, rec := range fw.Records {
-		v, t, ok := ftTime(rec, f.field)
-		if !ok || f.holds(t, bound.t) {
-			continue
+		for _, b := range p.c {
+			ok, judged := b.holds(rec)
+			if !judged || ok {
+				continue
+			}
+			page, _ := fw.pageOf(i)
+			if b.isCategory() {
+				got, _ := rec.Obj["category"].(string)
+				s.fail("FILT-04", ep, fmt.Sprintf("page %d of %s returned %q with category %q; want %s",
+					page, what, truncateID(rec.ID), got, b.value), fw.evidence(i, "category"))
+				continue
+			}
+			bad++
+			v, _, _ := ftTime(rec, b.f.field)
+			s.fail("FILT-01", ep, fmt.Sprintf("page %d of %s returned %q with %s %s; want %s %s %s",
+				page, what, truncateID(rec.ID), b.f.field, v, b.f.field, b.f.op(), b.value), fw.evidence(i, b.f.field))
 		}
-		bad++
-		s.fail("FILT-01", ep, fmt.Sprintf("%s=%s returned %q with %s %s; want %s %s %s",
-			f.param, bound.s, truncateID(rec.ID), f.field, v, f.field, op, bound.s), pgEvidence(r, fw.Pages, i, f.field))
 	}
 	// An inclusive bound keeps the records at the bound itself: those of
-	// the full walk must be there (FILT-02 leaves them to this check).
-	if f.inclusive && full.Complete() && fw.Complete() {
-		got := map[string]bool{}
-		for _, rec := range fw.Records {
-			got[rec.ID] = true
+	// the full walk that match must be there (FILT-02 leaves them here).
+	got := map[string]bool{}
+	for _, rec := range fw.Records {
+		got[rec.ID] = true
+	}
+	atBound := func(rec record) (ftBoundValue, bool) {
+		for _, b := range p.c {
+			if !b.isCategory() && b.f.inclusive {
+				if _, t, ok := ftTime(rec, b.f.field); ok && t.Equal(b.at) {
+					return b, true
+				}
+			}
 		}
-		for _, rec := range full.Records {
-			if _, t, ok := ftTime(rec, f.field); ok && rec.ID != "" && t.Equal(bound.t) && !got[rec.ID] {
+		return ftBoundValue{}, false
+	}
+	if full.Complete() && fw.Complete() {
+		for _, i := range p.matched {
+			rec := full.Records[i]
+			if b, ok := atBound(rec); ok && !got[rec.ID] {
 				bad++
-				s.fail("FILT-01", ep, fmt.Sprintf("%s=%s left out %q whose %s is exactly %s: %s is inclusive (>=)",
-					f.param, bound.s, truncateID(rec.ID), f.field, bound.s, f.param), fw.Pages[0].evidence(""))
+				s.fail("FILT-01", ep, fmt.Sprintf("%s left out %q whose %s is exactly %s: %s is inclusive (>=)",
+					what, truncateID(rec.ID), b.f.field, b.value, b.f.param), fw.Pages[0].evidence(""))
 				break
 			}
 		}
 	}
 	if bad == 0 {
-		out.pass("FILT-01", fmt.Sprintf("%d records of %s=%s all have %s %s %s", len(fw.Records), f.param, bound.s, f.field, op, bound.s))
+		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy every bound%s", what, len(fw.Records), envCount(len(fw.Sizes), "page"), note))
 	}
-	// FILT-02: every matching record of the full walk is returned (those
-	// at the bound itself are FILT-01's).
-	if !full.Complete() {
+
+	// FILT-02: the walk holds every matching record of the full walk (but
+	// those at an inclusive bound, FILT-01's).
+	switch {
+	case !full.Complete():
 		out.skip("FILT-02", "the full walk did not complete: "+full.Problem)
 		return
-	}
-	if !fw.Complete() {
-		out.skip("FILT-02", fmt.Sprintf("the walk with %s=%s did not complete: %s", f.param, bound.s, fw.Problem))
+	case !fw.Complete():
+		out.skip("FILT-02", fmt.Sprintf("the walk with %s did not complete: %s", what, fw.Problem))
 		return
 	}
-	got := map[string]bool{}
-	for _, rec := range fw.Records {
-		got[rec.ID] = true
+	times := map[int64]int{}
+	for _, rec := range full.Records {
+		if !rec.At.IsZero() {
+			times[rec.At.UnixNano()]++
+		}
 	}
 	var missing []record
-	want := 0
-	for _, rec := range full.Records {
-		_, t, ok := ftTime(rec, f.field)
-		if !ok || rec.ID == "" || !t.After(bound.t) {
+	tiesOnly := true
+	for _, i := range p.matched {
+		rec := full.Records[i]
+		if _, ok := atBound(rec); ok || got[rec.ID] {
 			continue
 		}
-		want++
-		if !got[rec.ID] {
-			missing = append(missing, rec)
-		}
+		missing = append(missing, rec)
+		tiesOnly = tiesOnly && times[rec.At.UnixNano()] > 1
 	}
-	if len(missing) == 0 {
-		out.pass("FILT-02", fmt.Sprintf("%s=%s returned all %d records of the full walk beyond the bound", f.param, bound.s, want))
+	switch {
+	case len(missing) == 0:
+		out.pass("FILT-02", fmt.Sprintf("%s returned all %d matching records of the full walk in %s%s", what, len(p.matched), envCount(len(fw.Sizes), "page"), note))
+		return
+	case tiesOnly:
+		out.pass("FILT-02", fmt.Sprintf("%s left out only records sharing a %s with another, which PAGE-03 judges", what, sortField(r)))
 		return
 	}
 	m := missing[0]
-	v, _, _ := ftTime(m, f.field)
-	ex := &exchange{}
-	if len(fw.Pages) > 0 {
-		ex = fw.Pages[0]
+	// Blame the page that jumped over it: the first page holding a record
+	// that sorts after it.
+	at := len(fw.Records) - 1
+	for i, rec := range fw.Records {
+		if keyLess(m, rec) {
+			at = i
+			break
+		}
 	}
-	s.fail("FILT-02", ep, fmt.Sprintf("%s=%s left out %d of %d records of the full walk beyond the bound, first %q (%s %s)",
-		f.param, bound.s, len(missing), want, truncateID(m.ID), f.field, v), ex.evidence(""))
+	page, _ := fw.pageOf(max(at, 0))
+	s.fail("FILT-02", ep, fmt.Sprintf("%s left out %d of %d matching records of the full walk, first %q (%s %s), which belongs before page %d's records",
+		what, len(missing), len(p.matched), truncateID(m.ID), sortField(r), m.Time, page), fw.evidence(max(at, 0), ""))
 }
 
 // ftFarFuture is FILT-03.
@@ -242,13 +558,15 @@ func ftFarFuture(ctx context.Context, s *session, r string) {
 			bad++
 			continue
 		}
-		var env envelope
-		switch {
-		case ex.Status != http.StatusOK:
+		if ex.Status != http.StatusOK {
 			s.fail(id, ep, fmt.Sprintf("%s=%s answered %d; want 200 with an empty page", f.param, future, ex.Status), ex.evidence(""))
 			bad++
-		case ex.jsonBody(&env) != nil:
-			s.fail(id, ep, fmt.Sprintf("%s=%s answered 200 with a body that is not a list envelope", f.param, future), ex.evidence(""))
+			continue
+		}
+		env, err := readPage(ex.Body)
+		switch {
+		case err != nil:
+			s.fail(id, ep, fmt.Sprintf("%s=%s answered 200 with a body that is not a valid list envelope: %v; want {\"data\": [], \"hasMore\": false}", f.param, future, err), ex.evidence(""))
 			bad++
 		case len(env.Data) > 0:
 			s.fail(id, ep, fmt.Sprintf("%s=%s answered %d records; want none", f.param, future, len(env.Data)), ex.evidence("/data"))
@@ -263,34 +581,52 @@ func ftFarFuture(ctx context.Context, s *session, r string) {
 	}
 }
 
-// ftCategory is FILT-04.
+// ftCategory is FILT-04: each category walked across pages.
 func ftCategory(ctx context.Context, s *session, full *walk) {
 	const id = "FILT-04"
 	ep := endpoint(Events)
 	if !s.enabled(id) {
 		return
 	}
+	counts := map[string]int{}
+	for _, rec := range full.Records {
+		if c, _ := rec.Obj["category"].(string); c != "" {
+			counts[c]++
+		}
+	}
 	bad := 0
 	union := map[string]bool{}
 	unionOK := true
+	var short []string
+	pages := 0
 	for _, c := range spec.EventCategories {
-		cw := s.walkList(ctx, Events, url.Values{"category": {c}}, 1000)
-		if len(cw.Pages) == 1 && cw.Ex != nil && cw.Ex.Status != http.StatusOK {
+		limit := threePageLimit(counts[c])
+		cw := s.walkList(ctx, Events, url.Values{"category": {c}}, limit)
+		if len(cw.Sizes) == 0 {
 			unionOK = false
-			if cw.Ex.Status == 0 || cw.Ex.Status >= 500 {
+			ex := cw.Pages[0]
+			if ex.Status == 0 || ex.Status >= 500 {
 				continue // HTTP-01's
 			}
-			s.fail(id, ep, fmt.Sprintf("category=%s, a value of this version, answered %d; want the events of that category", c, cw.Ex.Status), cw.Ex.evidence(""))
+			if ex.Status == http.StatusOK {
+				continue // not an envelope: ENV-01's
+			}
+			s.fail(id, ep, fmt.Sprintf("category=%s, a value of this version, answered %d; want the events of that category", c, ex.Status), ex.evidence(""))
 			bad++
 			continue
 		}
 		if !cw.Complete() {
 			unionOK = false
 		}
+		pages += len(cw.Sizes)
+		if counts[c] > 0 && len(cw.Sizes) < 3 {
+			short = append(short, fmt.Sprintf("%s (%d events)", c, counts[c]))
+		}
 		for i, rec := range cw.Records {
 			union[rec.ID] = true
 			if got, _ := rec.Obj["category"].(string); got != c {
-				s.fail(id, ep, fmt.Sprintf("category=%s returned %q with category %q", c, truncateID(rec.ID), got), pgEvidence(Events, cw.Pages, i, "category"))
+				page, _ := cw.pageOf(i)
+				s.fail(id, ep, fmt.Sprintf("page %d of category=%s (limit=%d) returned %q with category %q", page, c, limit, truncateID(rec.ID), got), cw.evidence(i, "category"))
 				bad++
 				break
 			}
@@ -312,9 +648,9 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 		if len(missing) > 0 {
 			m := missing[0]
 			c, _ := m.Obj["category"].(string)
-			ex := s.get(ctx, ep, url.Values{"category": {c}})
+			cw := s.walkList(ctx, Events, url.Values{"category": {c}}, threePageLimit(counts[c]))
 			s.fail(id, ep, fmt.Sprintf("%d of %d events with a known category are missing from the walks by category, first %q (category %s)",
-				len(missing), compared, truncateID(m.ID), c), ex.evidence(""))
+				len(missing), compared, truncateID(m.ID), c), cw.Pages[0].evidence(""))
 			bad++
 		}
 	}
@@ -323,8 +659,12 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 	switch ex.Status {
 	case http.StatusBadRequest:
 	case http.StatusOK:
-		var env envelope
-		if err := ex.jsonBody(&env); err != nil || len(env.Data) > 0 {
+		env, err := readPage(ex.Body)
+		switch {
+		case err != nil:
+			s.fail(id, ep, fmt.Sprintf("category=%s answered 200 with a body that is not a valid list envelope: %v; want 400 or an empty page", unknown, err), ex.evidence(""))
+			bad++
+		case len(env.Data) > 0:
 			s.fail(id, ep, fmt.Sprintf("category=%s answered 200 with %d events; want 400 or an empty page", unknown, len(env.Data)), ex.evidence("/data"))
 			bad++
 		}
@@ -336,9 +676,12 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 		bad++
 	}
 	if bad == 0 {
-		msg := fmt.Sprintf("each walk by category returned only that category; an unknown category answered %d", ex.Status)
+		msg := fmt.Sprintf("each walk by category (%d pages in all) returned only that category on every page; an unknown category answered %d", pages, ex.Status)
 		if compared > 0 {
 			msg += fmt.Sprintf("; together they hold all %d events with a known category", compared)
+		}
+		if len(short) > 0 {
+			msg += "; too few events for three pages in " + strings.Join(short, ", ")
 		}
 		s.pass(id, ep, msg)
 	}
@@ -352,8 +695,8 @@ func ftOddParams(ctx context.Context, s *session, r string) {
 		return
 	}
 	count := func(ex *exchange) int {
-		var env envelope
-		if ex.jsonBody(&env) != nil {
+		env, err := readPage(ex.Body)
+		if err != nil {
 			return -1
 		}
 		return len(env.Data)

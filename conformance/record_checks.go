@@ -149,8 +149,8 @@ func recFindListItem(ctx context.Context, s *session, resource, id, since string
 		if ex.Status != http.StatusOK {
 			return nil, false
 		}
-		var env envelope
-		if ex.jsonBody(&env) != nil {
+		env, err := ex.page()
+		if err != nil {
 			return nil, false
 		}
 		for _, raw := range env.Data {
@@ -159,10 +159,10 @@ func recFindListItem(ctx context.Context, s *session, resource, id, since string
 				return r.Obj, true
 			}
 		}
-		if !env.HasMore || env.NextCursor == nil || *env.NextCursor == "" {
+		if !env.HasMore || env.cursor() == "" {
 			return nil, false
 		}
-		q.Set("cursor", *env.NextCursor)
+		q.Set("cursor", env.cursor())
 	}
 	return nil, false
 }
@@ -171,8 +171,8 @@ func recFindListItem(ctx context.Context, s *session, resource, id, since string
 // for evidence.
 func recLocate(w *walk, resource, id string) (*exchange, int) {
 	for _, ex := range w.Pages {
-		var env envelope
-		if ex.Status != http.StatusOK || ex.jsonBody(&env) != nil {
+		env, err := ex.page()
+		if err != nil {
 			continue
 		}
 		for i, raw := range env.Data {
@@ -298,11 +298,17 @@ func recCheckUnknown(ctx context.Context, s *session, resource string) {
 
 // recHostileIDs are ids no provider should crash on; each is sent path
 // escaped, so every URL is well formed.
+//
+// Ids that are dot segments ("." and "..") are not among them: URL path
+// normalisation (RFC 3986, section 5.2.4) removes dot segments, so no
+// record can be addressed by them, and most HTTP servers (Go's ServeMux
+// among them) answer them with a redirect to the cleaned path before the
+// provider sees the request. Dots inside an id are probed instead.
 var recHostileIDs = []struct{ what, id string }{
 	{"a slash (%2F)", "/"},
 	{"an embedded slash", "a/b"},
 	{"an escaped slash sent escaped again", "%2F"},
-	{"a dot-dot segment", ".."},
+	{"dots inside", "a..b"},
 	{"4 KiB", strings.Repeat("x", 4096)},
 	{"unicode", "é😀"},
 	{"quotes", `"'`},
@@ -326,8 +332,6 @@ func recCheckHostile(ctx context.Context, s *session, resource string) {
 			ok++
 		case ex.Status == http.StatusRequestURITooLong && len(h.id) > 1000:
 			ok++
-		case ex.Status >= 300 && ex.Status < 400 && h.id == "..":
-			ok++ // a router normalising the dot segment: no record is served
 		case ex.Status == http.StatusOK:
 			var obj map[string]any
 			_ = ex.jsonBody(&obj)

@@ -103,6 +103,20 @@ const (
 	dProblemNoTitle       defect = "problem-without-title"   // problem bodies lack title
 	dPost200              defect = "post-answered-200"       // POST served like GET
 	dRate429NoRetryAfter  defect = "429-without-retry-after" // a few 429s without Retry-After
+
+	// Defects a lenient reader of pages lets through.
+	dDataNullEmpty defect = "data-null-when-empty"  // an empty list is "data": null
+	dDuplicateData defect = "duplicate-data-member" // the last page repeats "data": [] after its records
+	dHasMoreString defect = "hasmore-string"        // hasMore is the string "true" or "false"
+	dCursorNumber  defect = "nextcursor-number"     // nextCursor null written as 0 on the last page
+	// Defects that show only after the first page.
+	dFilterFirstPageOnly   defect = "filters-first-page-only"   // startedAfter, updatedSince, occurredAfter dropped on cursor pages
+	dCategoryFirstPageOnly defect = "category-first-page-only"  // category dropped on cursor pages
+	dLimitFirstPageOnly    defect = "limit-first-page-only"     // cursor pages hold 100 records whatever the limit
+	dTenantLaterPages      defect = "tenant-dropped-later"      // cursor pages read every tenant's records
+	dAPIKeyFirstPageOnly   defect = "x-api-key-first-page-only" // X-API-Key is not read on cursor pages
+	dUsageGroupByFirstPage defect = "usage-groupby-first-page"  // usage cursor pages drop groupBy
+	dOffsetLaterPages      defect = "offset-timestamps-later"   // cursor pages write timestamps with +02:00
 )
 
 // refItem is one record of a list resource.
@@ -406,7 +420,8 @@ func (p *refProvider) authenticate(r *http.Request, resource string, single bool
 	token := ""
 	scheme, bearer, isBearer := strings.Cut(r.Header.Get("Authorization"), " ")
 	isBearer = isBearer && strings.EqualFold(scheme, "Bearer")
-	if k := r.Header.Get("X-API-Key"); k != "" && !p.has(dAPIKeyIgnored) && !(p.has(dAPIKeyLoses) && isBearer) {
+	laterPage := r.URL.Query().Has("cursor")
+	if k := r.Header.Get("X-API-Key"); k != "" && !p.has(dAPIKeyIgnored) && !(p.has(dAPIKeyLoses) && isBearer) && !(p.has(dAPIKeyFirstPageOnly) && laterPage) {
 		token = k
 	} else if isBearer {
 		token = strings.TrimSpace(bearer)
@@ -761,8 +776,27 @@ func (p *refProvider) serveList(pr refPrincipal, resource string, v url.Values) 
 	if cur != nil && p.has(dCursorAuthority) && p.tenants[cur.Tenant] != nil {
 		tenant = cur.Tenant
 	}
+	if cur != nil && p.has(dFilterFirstPageOnly) {
+		updatedSince, startedAfter, occurredAfter = time.Time{}, time.Time{}, time.Time{}
+	}
+	if cur != nil && p.has(dCategoryFirstPageOnly) {
+		category = ""
+	}
+	if cur != nil && p.has(dLimitFirstPageOnly) {
+		limit = 100
+	}
 	td := p.tenants[tenant]
 	all := map[string][]*refItem{"conversations": td.conversations, "assistants": td.assistants, "events": td.events}[resource]
+	if cur != nil && p.has(dTenantLaterPages) {
+		// The query of the next page lost its tenant condition.
+		var merged []*refItem
+		for _, tn := range []string{tenantMain, tenantOther} {
+			o := p.tenants[tn]
+			merged = append(merged, map[string][]*refItem{"conversations": o.conversations, "assistants": o.assistants, "events": o.events}[resource]...)
+		}
+		sort.SliceStable(merged, func(a, b int) bool { return refLess(merged[a], merged[b]) })
+		all = merged
+	}
 
 	desc := p.has(dWrongOrder) && resource == "conversations"
 	var matched []*refItem
@@ -857,24 +891,44 @@ func (p *refProvider) serveList(pr refPrincipal, resource string, v url.Values) 
 	recs := make([][]byte, len(page))
 	for i, it := range page {
 		recs[i] = p.encode(it)
+		if cur != nil && p.has(dOffsetLaterPages) {
+			recs[i] = refTimeRe.ReplaceAllFunc(recs[i], func(m []byte) []byte {
+				t, _ := time.Parse(time.RFC3339Nano, string(m[1:len(m)-1]))
+				return []byte(`"` + t.In(plusTwo).Format("2006-01-02T15:04:05.000-07:00") + `"`)
+			})
+		}
 	}
 	return p.envelope(recs, more, next), nil
 }
 
 func (p *refProvider) envelope(recs [][]byte, more bool, next *string) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"data":[`)
-	b.Write(bytes.Join(recs, []byte(",")))
-	b.WriteString("]")
-	if more || !p.has(dEnvelopeNoHasMore) {
+	if len(recs) == 0 && p.has(dDataNullEmpty) {
+		b.WriteString(`{"data":null`)
+	} else {
+		b.WriteString(`{"data":[`)
+		b.Write(bytes.Join(recs, []byte(",")))
+		b.WriteString("]")
+	}
+	switch {
+	case p.has(dHasMoreString):
+		fmt.Fprintf(&b, `,"hasMore":"%t"`, more)
+	case more || !p.has(dEnvelopeNoHasMore):
 		fmt.Fprintf(&b, `,"hasMore":%t`, more)
 	}
-	if next != nil {
+	switch {
+	case next != nil:
 		c, _ := json.Marshal(*next)
-		fmt.Fprintf(&b, `,"nextCursor":%s}`, c)
-	} else {
-		b.WriteString(`,"nextCursor":null}`)
+		fmt.Fprintf(&b, `,"nextCursor":%s`, c)
+	case p.has(dCursorNumber):
+		b.WriteString(`,"nextCursor":0`)
+	default:
+		b.WriteString(`,"nextCursor":null`)
 	}
+	if !more && len(recs) > 0 && p.has(dDuplicateData) {
+		b.WriteString(`,"data":[]`)
+	}
+	b.WriteString("}")
 	return b.Bytes()
 }
 
@@ -1022,7 +1076,7 @@ func (p *refProvider) serveUsage(pr refPrincipal, v url.Values) ([]byte, error) 
 			tenant = cur.Tenant
 		}
 	}
-	if p.has(dGroupByIgnored) {
+	if p.has(dGroupByIgnored) || cur != nil && p.has(dUsageGroupByFirstPage) {
 		groupBy = nil
 	}
 

@@ -213,22 +213,16 @@ func redactURL(raw string) string {
 }
 
 // record keeps ex for the run-wide checks, with every credential in its
-// URL and error redacted.
+// URL (and the transport error quoting that URL) masked. Credentials are
+// masked where they are sent, in the URL here and in the headers of the
+// curl line (curl), never by searching prose for their text: a short token
+// would mask every word holding its letters.
 func (s *session) record(ex *exchange) {
 	if r := redactURL(ex.URL); r != ex.URL {
 		if ex.Err != nil {
 			ex.Err = errors.New(strings.ReplaceAll(ex.Err.Error(), ex.URL, r))
 		}
 		ex.URL = r
-	}
-	if ex.Err != nil {
-		msg := ex.Err.Error()
-		for _, tok := range []string{s.cfg.Token, s.cfg.UsagelessToken, s.cfg.OtherTenantToken} {
-			if tok != "" {
-				msg = strings.ReplaceAll(msg, tok, "$TOKEN")
-			}
-		}
-		ex.Err = errors.New(msg)
 	}
 	s.mu.Lock()
 	s.exchanges = append(s.exchanges, ex)
@@ -244,6 +238,9 @@ func (s *session) requestCount() int {
 // probe makes the first request, and learns which resources the provider
 // offers. A provider that cannot be reached is ErrUnreachable.
 func (s *session) probe(ctx context.Context) error {
+	if err := s.waitReachable(ctx); err != nil {
+		return err
+	}
 	for _, r := range s.cfg.Resources {
 		q := url.Values{"limit": {"1"}}
 		path := "/" + r
@@ -264,6 +261,48 @@ func (s *session) probe(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitReachable waits, for at most cfg.Wait, until the provider answers
+// anything at all to GET of its first resource. The attempts made while it
+// cannot be reached are not part of the run.
+func (s *session) waitReachable(ctx context.Context) error {
+	if s.cfg.Wait <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(s.cfg.Wait)
+	u := s.cfg.BaseURL + "/" + s.cfg.Resources[0]
+	said := false
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return fmt.Errorf("%w: GET %s: %v", ErrUnreachable, redactURL(u), err)
+		}
+		req.Header.Set("User-Agent", "aiusage-conformance")
+		resp, err := s.cfg.Client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if said {
+				s.progress("the provider answers")
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: GET %s: %v (waited %v)", ErrUnreachable, redactURL(u), err, s.cfg.Wait)
+		}
+		if !said {
+			s.progress("waiting up to %v for %s to answer", s.cfg.Wait, s.cfg.BaseURL)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // resources returns the configured resources the provider offers.
@@ -347,6 +386,27 @@ func (ex *exchange) evidence(pointer string) *Evidence {
 		e.Response = fmt.Sprintf("%d %s %s", ex.Status, ex.RespHdr.Get("Content-Type"), body)
 	}
 	return e
+}
+
+// reqRef names the request of ex in a message: GET, the path below the
+// base URL and the query, with a long cursor shortened (the evidence holds
+// it whole).
+func (s *session) reqRef(ex *exchange) string {
+	u, err := url.Parse(ex.URL)
+	if err != nil {
+		return ex.Method + " " + ex.URL
+	}
+	path := strings.TrimPrefix(ex.URL, s.cfg.BaseURL)
+	path, _, _ = strings.Cut(path, "?")
+	q := u.Query()
+	if c := q.Get("cursor"); len(c) > 16 {
+		q.Set("cursor", c[:12]+"...")
+	}
+	ref := ex.Method + " " + path
+	if len(q) > 0 {
+		ref += "?" + pgDescribeRaw(q)
+	}
+	return ref
 }
 
 // describe says in a few words what ex answered.
@@ -460,6 +520,10 @@ func (s *session) errored(id, endpoint string, ex *exchange, msg string) {
 func (s *session) finish() {
 	s.checkNo5xx()
 	s.checkContentTypes()
+	s.checkBodies()
+	if s.enabled("TIME-01") || s.enabled("TIME-02") {
+		s.timeCheckValues()
+	}
 	for _, r := range s.results {
 		if r.Status == "" {
 			r.Status = PASS

@@ -50,10 +50,11 @@ type timeValue struct {
 // received (parameters, metadata, payload).
 func checkTimestamps(ctx context.Context, s *session) {
 	if s.enabled("TIME-01") || s.enabled("TIME-02") {
+		// TIME-01 and TIME-02 are judged at the end of the run, over every
+		// record received (timeCheckValues); make sure every list was read.
 		for _, r := range s.resources() {
 			s.envWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
 		}
-		s.timeCheckValues()
 	}
 	if s.enabled("TIME-03") {
 		for _, r := range s.listResources() {
@@ -100,7 +101,10 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 			}
 		}
 		for i, it := range items {
-			key := ep + "|" + timeRecordKey(it)
+			// The same record served alike on several pages is read once;
+			// served otherwise (on a later page, say), it is read again.
+			raw, _ := json.Marshal(it)
+			key := ep + "|" + timeRecordKey(it) + "|" + string(raw)
 			if seen[key] {
 				continue
 			}
@@ -167,7 +171,7 @@ func (s *session) timeCheckValues() {
 	for _, v := range vals {
 		counts[v.ep]++
 		if err := spec.CheckTimestamp(v.value); err != nil {
-			t.add("TIME-01", v.ep, fmt.Sprintf("%s: %v", v.pointer, err), v.ex, v.pointer)
+			t.add("TIME-01", v.ep, fmt.Sprintf("%s %s: %v", s.reqRef(v.ex), v.pointer, err), v.ex, v.pointer)
 		}
 		if _, err := spec.ParseTime(v.value); err != nil {
 			continue
@@ -245,9 +249,10 @@ func (s *session) timeCheckBadFilters(ctx context.Context, r string) {
 	s.pass("TIME-03", ep, fmt.Sprintf("%s=%s each answered 400", param, strings.Join(timeBadFilterValues, ", ")))
 }
 
-// timeCheckOffsetFilter is TIME-04 at one list resource: the first page
-// (limit 100) filtered at an observed instant T written with Z has the
-// same ids as with T written as +02:00.
+// timeCheckOffsetFilter is TIME-04 at one list resource: the walk filtered
+// at an observed instant T written with Z, with a page size that makes it
+// cross several pages, holds the same ids in the same order as the walk
+// with T written as +02:00.
 func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 	ep := endpoint(r)
 	param := timeFilters[r]
@@ -266,35 +271,45 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 		return
 	}
 	at := timePickInstant(times)
+	matching := 0
+	for _, t := range times {
+		if t.After(at) || t.Equal(at) && param == "updatedSince" {
+			matching++
+		}
+	}
+	limit := threePageLimit(matching)
 	plus2 := time.FixedZone("+02:00", 2*3600)
 	zv, ov := at.Format(time.RFC3339Nano), at.In(plus2).Format(time.RFC3339Nano)
-	zex := s.get(ctx, ep, url.Values{param: {zv}, "limit": {"100"}})
-	var zenv envelope
-	if zex.Status != http.StatusOK || zex.jsonBody(&zenv) != nil {
-		s.skip("TIME-04", ep, fmt.Sprintf("%s=%s answered %s: the filter with Z is judged by the FILT checks", param, zv, zex.describe()))
+	zw := s.walkList(ctx, r, url.Values{param: {zv}}, limit)
+	if len(zw.Pages) == 0 || zw.Pages[0].Status != http.StatusOK || !zw.Complete() {
+		s.skip("TIME-04", ep, fmt.Sprintf("the walk with %s=%s did not complete (%s): the filter with Z is judged by the FILT checks", param, zv, zw.Problem))
 		return
 	}
-	oex := s.get(ctx, ep, url.Values{param: {ov}, "limit": {"100"}})
-	if oex.Status != http.StatusOK {
-		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s answered %s while the same instant written %s answered 200", param, ov, oex.describe(), zv), oex.evidence(""))
+	ow := s.walkList(ctx, r, url.Values{param: {ov}}, limit)
+	if first := ow.Pages[0]; first.Status != http.StatusOK {
+		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s answered %s while the same instant written %s answered 200", param, ov, first.describe(), zv), first.evidence(""))
 		return
 	}
-	var oenv envelope
-	if err := oex.jsonBody(&oenv); err != nil {
-		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s answered a body that is not a list envelope: %v", param, ov, err), oex.evidence(""))
-		return
-	}
-	zids, oids := timeIDs(zenv), timeIDs(oenv)
-	if !slices.Equal(zids, oids) || zenv.HasMore != oenv.HasMore {
+	zids, oids := zw.IDs(), ow.IDs()
+	if !slices.Equal(zids, oids) {
 		i := 0
 		for i < len(zids) && i < len(oids) && zids[i] == oids[i] {
 			i++
 		}
-		s.fail("TIME-04", ep, fmt.Sprintf("%s=%s gave %d records (first differing at position %d) but the same instant written %s gave %d",
-			param, ov, len(oids), i, zv, len(zids)), oex.evidence(""))
+		ev := ow.Pages[len(ow.Pages)-1].evidence("")
+		if i < len(oids) {
+			ev = pgEvidence(r, ow.Pages, i, "id")
+		}
+		s.fail("TIME-04", ep, fmt.Sprintf("with limit=%d, %s=%s gave %d records in %d pages (first differing at record %d) but the same instant written %s gave %d",
+			limit, param, ov, len(oids), len(ow.Pages), i, zv, len(zids)), ev)
 		return
 	}
-	s.pass("TIME-04", ep, fmt.Sprintf("%s=%s and %s=%s select the same %d records", param, zv, param, ov, len(zids)))
+	if !ow.Complete() {
+		s.fail("TIME-04", ep, fmt.Sprintf("with limit=%d, the walk with %s=%s stopped at page %d (%s) while the same instant written %s walked to the end",
+			limit, param, ov, len(ow.Pages), ow.Problem, zv), ow.Ex.evidence(""))
+		return
+	}
+	s.pass("TIME-04", ep, fmt.Sprintf("%s=%s and %s=%s select the same %d records, walked in %s of limit=%d", param, zv, param, ov, len(zids), envCount(len(zw.Pages), "page"), limit))
 }
 
 // timePickInstant picks an observed instant near the middle that has
@@ -325,17 +340,4 @@ func timePickInstant(times []time.Time) time.Time {
 		}
 	}
 	return sorted[mid]
-}
-
-// timeIDs returns the ids of a page's items, in order.
-func timeIDs(env envelope) []string {
-	out := make([]string, 0, len(env.Data))
-	for _, raw := range env.Data {
-		var m struct {
-			ID any `json:"id"`
-		}
-		_ = json.Unmarshal(raw, &m)
-		out = append(out, fmt.Sprint(m.ID))
-	}
-	return out
 }

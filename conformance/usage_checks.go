@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,12 +31,14 @@ type useBucket struct {
 	Start, End time.Time
 	Gran       string
 	Ex         *exchange // the page the bucket came from
+	Page       int       // that page's number in the walk, from 1
 	Index      int       // its index in the page's data
 }
 
 // useWalkResult is the outcome of following the cursors of one /usage query.
 type useWalkResult struct {
 	query   url.Values
+	limit   int // the page size asked for; 0: the provider's default
 	Buckets []useBucket
 	Pages   []*exchange
 	// Problem, when not empty, says why the walk stopped early; Ex is the
@@ -113,13 +116,43 @@ func (st *useState) useWalk(ctx context.Context, s *session, q url.Values) *useW
 	if w, ok := st.walks[key]; ok {
 		return w
 	}
-	w := s.useWalkQuery(ctx, q)
+	w := s.useWalkQuery(ctx, q, 1000)
 	st.walks[key] = w
 	return w
 }
 
-func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult {
-	w := &useWalkResult{query: q}
+// useSmallWalk walks the query of w again with a page size that makes it
+// cross at least three pages, so that what is checked of every bucket is
+// checked on later pages too (a cursor that forgot the query shows there).
+// It returns nil when w is too short to need it, or when the provider does
+// not take a limit on /usage.
+func (st *useState) useSmallWalk(ctx context.Context, s *session, w *useWalkResult) *useWalkResult {
+	if w == nil || w.limit == 0 || !w.complete() || len(w.Buckets) < 2 {
+		return nil
+	}
+	limit := threePageLimit(len(w.Buckets))
+	key := w.query.Encode() + "#" + strconv.Itoa(limit)
+	if sw, ok := st.walks[key]; ok {
+		return sw
+	}
+	sw := s.useWalkQuery(ctx, w.query, limit)
+	st.walks[key] = sw
+	return sw
+}
+
+// where names the page of b in a message about walk w.
+func (w *useWalkResult) where(b useBucket) string {
+	if w.limit == 0 || w.limit == 1000 {
+		return ""
+	}
+	return fmt.Sprintf(" (page %d with limit=%d)", b.Page, w.limit)
+}
+
+// useWalkQuery follows /usage from query q with pages of limit buckets;
+// when the provider refuses a limit on /usage (400 to the first page), it
+// walks without one (limit 0).
+func (s *session) useWalkQuery(ctx context.Context, q url.Values, limit int) *useWalkResult {
+	w := &useWalkResult{query: q, limit: limit}
 	withLimit := true
 	seen := map[string]bool{}
 	cursor := ""
@@ -134,7 +167,7 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult
 				pq[k] = v
 			}
 			if withLimit {
-				pq.Set("limit", "1000")
+				pq.Set("limit", strconv.Itoa(limit))
 			}
 			if cursor != "" {
 				pq.Set("cursor", cursor)
@@ -143,7 +176,7 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult
 		}
 		ex := s.get(ctx, "/usage", build())
 		if page == 0 && ex.Status == http.StatusBadRequest {
-			withLimit = false // the provider may not take limit on /usage
+			withLimit, w.limit = false, 0 // the provider may not take limit on /usage
 			ex = s.get(ctx, "/usage", build())
 		}
 		w.Pages = append(w.Pages, ex)
@@ -151,13 +184,13 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult
 			w.Problem, w.Ex, w.First = fmt.Sprintf("GET /usage answered %s", ex.describe()), ex, page == 0
 			break
 		}
-		var env envelope
-		if err := ex.jsonBody(&env); err != nil {
-			w.Problem, w.Ex, w.First = fmt.Sprintf("the page is not a list envelope: %v", err), ex, page == 0
+		env, err := readPage(ex.Body)
+		if err != nil {
+			w.Problem, w.Ex, w.First = fmt.Sprintf("page %d is not a valid list envelope: %v", page+1, err), ex, page == 0
 			break
 		}
 		for i, raw := range env.Data {
-			b := useBucket{Ex: ex, Index: i}
+			b := useBucket{Ex: ex, Page: page + 1, Index: i}
 			b.Obj, _ = useDecode(raw)
 			if b.Obj != nil {
 				if v, ok := b.Obj["startAt"].(string); ok {
@@ -173,16 +206,16 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values) *useWalkResult
 		if !env.HasMore {
 			break
 		}
-		if env.NextCursor == nil || *env.NextCursor == "" {
+		if env.cursor() == "" {
 			w.Problem, w.Ex = "hasMore is true but nextCursor is missing", ex
 			break
 		}
-		if seen[*env.NextCursor] {
+		if seen[env.cursor()] {
 			w.Problem, w.Ex = "a cursor came back a second time", ex
 			break
 		}
-		seen[*env.NextCursor] = true
-		cursor = *env.NextCursor
+		seen[env.cursor()] = true
+		cursor = env.cursor()
 	}
 	return w
 }
@@ -241,7 +274,7 @@ func checkUsage(ctx context.Context, s *session) {
 // useCheckAligned is USE-01.
 func useCheckAligned(ctx context.Context, s *session, st *useState) {
 	const id = "USE-01"
-	checked := 0
+	checked, paged := 0, 0
 	for _, gran := range []string{spec.GranularityDay, spec.GranularityHour} {
 		what := fmt.Sprintf("granularity=%s from %s to %s", gran, useFormat(st.start), useFormat(st.end))
 		w := st.useWalk(ctx, s, useRangeQuery(st.start, st.end, gran, nil))
@@ -251,42 +284,55 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 		}
 		unit := useUnit(gran)
 		failed := false
-		for _, b := range w.Buckets {
-			if b.Start.IsZero() {
-				continue // no parseable startAt: ENV-02 and TIME-01 report it
+		walks := []*useWalkResult{w}
+		if sw := st.useSmallWalk(ctx, s, w); sw != nil && !sw.First {
+			walks = append(walks, sw)
+			paged = max(paged, sw.limit)
+		}
+		for _, w := range walks {
+			base := what
+			for _, b := range w.Buckets {
+				what := base + w.where(b)
+				if b.Start.IsZero() {
+					continue // no parseable startAt: ENV-02 and TIME-01 report it
+				}
+				ptr := fmt.Sprintf("/data/%d", b.Index)
+				bucketEnd := b.Start.Add(unit)
+				switch {
+				case !b.Start.Equal(b.Start.Truncate(unit)):
+					s.fail(id, "/usage", fmt.Sprintf("%s: startAt %s is not on a UTC %s boundary", what, b.Start.UTC().Format(time.RFC3339Nano), gran), b.Ex.evidence(ptr+"/startAt"))
+					failed = true
+					continue
+				case !b.End.IsZero() && b.End.Sub(b.Start) != unit:
+					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket from %s to %s is %v long, want one %s", what, useFormat(b.Start), b.End.UTC().Format(time.RFC3339Nano), b.End.Sub(b.Start), gran), b.Ex.evidence(ptr+"/endAt"))
+					failed = true
+					continue
+				case b.Gran != "" && b.Gran != gran:
+					s.fail(id, "/usage", fmt.Sprintf("%s: a bucket says granularity %q", what, b.Gran), b.Ex.evidence(ptr+"/granularity"))
+					failed = true
+					continue
+				}
+				if !b.End.IsZero() {
+					bucketEnd = b.End
+				}
+				if b.Start.Before(st.start) || bucketEnd.After(st.end) {
+					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket [%s, %s) is outside the range asked", what, useFormat(b.Start), useFormat(bucketEnd)), b.Ex.evidence(ptr+"/startAt"))
+					failed = true
+					continue
+				}
+				checked++
 			}
-			ptr := fmt.Sprintf("/data/%d", b.Index)
-			bucketEnd := b.Start.Add(unit)
-			switch {
-			case !b.Start.Equal(b.Start.Truncate(unit)):
-				s.fail(id, "/usage", fmt.Sprintf("%s: startAt %s is not on a UTC %s boundary", what, b.Start.UTC().Format(time.RFC3339Nano), gran), b.Ex.evidence(ptr+"/startAt"))
-				failed = true
-				continue
-			case !b.End.IsZero() && b.End.Sub(b.Start) != unit:
-				s.fail(id, "/usage", fmt.Sprintf("%s: the bucket from %s to %s is %v long, want one %s", what, useFormat(b.Start), b.End.UTC().Format(time.RFC3339Nano), b.End.Sub(b.Start), gran), b.Ex.evidence(ptr+"/endAt"))
-				failed = true
-				continue
-			case b.Gran != "" && b.Gran != gran:
-				s.fail(id, "/usage", fmt.Sprintf("%s: a bucket says granularity %q", what, b.Gran), b.Ex.evidence(ptr+"/granularity"))
-				failed = true
-				continue
-			}
-			if !b.End.IsZero() {
-				bucketEnd = b.End
-			}
-			if b.Start.Before(st.start) || bucketEnd.After(st.end) {
-				s.fail(id, "/usage", fmt.Sprintf("%s: the bucket [%s, %s) is outside the range asked", what, useFormat(b.Start), useFormat(bucketEnd)), b.Ex.evidence(ptr+"/startAt"))
-				failed = true
-				continue
-			}
-			checked++
 		}
 		if !failed && !w.complete() && len(w.Buckets) == 0 {
 			s.skip(id, "/usage", fmt.Sprintf("%s could not be walked: %s", what, w.Problem))
 		}
 	}
 	if checked > 0 {
-		s.pass(id, "/usage", fmt.Sprintf("%d buckets (day and hour) are aligned, one granularity long and inside [%s, %s)", checked, useFormat(st.start), useFormat(st.end)))
+		msg := fmt.Sprintf("%d buckets (day and hour) are aligned, one granularity long and inside [%s, %s)", checked, useFormat(st.start), useFormat(st.end))
+		if paged > 0 {
+			msg += ", on every page of walks with small limits too"
+		}
+		s.pass(id, "/usage", msg)
 	} else {
 		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
 	}
@@ -305,7 +351,7 @@ var useGroupSets = [][]string{
 // useCheckGroups is USE-02 and USE-03, over daily buckets.
 func useCheckGroups(ctx context.Context, s *session, st *useState) {
 	walks := make([]*useWalkResult, len(useGroupSets))
-	checked := 0
+	checked, paged := 0, 0
 	for i, set := range useGroupSets {
 		what := "groupBy=" + strings.Join(set, ",")
 		if len(set) == 0 {
@@ -322,35 +368,48 @@ func useCheckGroups(ctx context.Context, s *session, st *useState) {
 		if !s.enabled("USE-02") {
 			continue
 		}
-		for _, b := range w.Buckets {
-			if b.Obj == nil {
-				continue // not an object: ENV-02 reports it
-			}
-			ptr := fmt.Sprintf("/data/%d/dimensions", b.Index)
-			var keys []string
-			switch d := b.Obj["dimensions"].(type) {
-			case nil:
-			case map[string]any:
-				for k := range d {
-					keys = append(keys, k)
+		ws := []*useWalkResult{w}
+		if sw := st.useSmallWalk(ctx, s, w); sw != nil && !sw.First {
+			ws = append(ws, sw)
+			paged++
+		}
+		base := what
+		for _, w := range ws {
+			for _, b := range w.Buckets {
+				what := base + w.where(b)
+				if b.Obj == nil {
+					continue // not an object: ENV-02 reports it
 				}
-			default:
-				s.fail("USE-02", "/usage", fmt.Sprintf("%s: dimensions is not an object", what), b.Ex.evidence(ptr))
-				continue
+				ptr := fmt.Sprintf("/data/%d/dimensions", b.Index)
+				var keys []string
+				switch d := b.Obj["dimensions"].(type) {
+				case nil:
+				case map[string]any:
+					for k := range d {
+						keys = append(keys, k)
+					}
+				default:
+					s.fail("USE-02", "/usage", fmt.Sprintf("%s: dimensions is not an object", what), b.Ex.evidence(ptr))
+					continue
+				}
+				sort.Strings(keys)
+				want := slices.Clone(set)
+				sort.Strings(want)
+				if !slices.Equal(keys, want) {
+					s.fail("USE-02", "/usage", fmt.Sprintf("%s: a bucket has the dimensions [%s], want exactly [%s]", what, strings.Join(keys, ","), strings.Join(want, ",")), b.Ex.evidence(ptr))
+					continue
+				}
+				checked++
 			}
-			sort.Strings(keys)
-			want := slices.Clone(set)
-			sort.Strings(want)
-			if !slices.Equal(keys, want) {
-				s.fail("USE-02", "/usage", fmt.Sprintf("%s: a bucket has the dimensions [%s], want exactly [%s]", what, strings.Join(keys, ","), strings.Join(want, ",")), b.Ex.evidence(ptr))
-				continue
-			}
-			checked++
 		}
 	}
 	if s.enabled("USE-02") {
 		if checked > 0 {
-			s.pass("USE-02", "/usage", fmt.Sprintf("%d buckets over %d groupBy sets carry exactly the grouped dimensions", checked, len(useGroupSets)))
+			msg := fmt.Sprintf("%d buckets over %d groupBy sets carry exactly the grouped dimensions", checked, len(useGroupSets))
+			if paged > 0 {
+				msg += fmt.Sprintf(", on every page of %d walks with small limits too", paged)
+			}
+			s.pass("USE-02", "/usage", msg)
 		} else {
 			s.skip("USE-02", "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
 		}

@@ -28,8 +28,11 @@ type walk struct {
 	query    url.Values
 	limit    int
 	Records  []record
-	Pages    []*exchange
-	Cursors  []string // the nextCursor of each page but the last
+	// Pages are the exchanges of the walk, in order; Sizes the number of
+	// records each page that could be read brought.
+	Pages   []*exchange
+	Sizes   []int
+	Cursors []string // the nextCursor of each page but the last
 	// Problem, when not empty, says why the walk stopped early: a non-200
 	// answer, an envelope that cannot be decoded, a repeated cursor, the
 	// page cap. Ex is the exchange to blame.
@@ -38,6 +41,39 @@ type walk struct {
 	// EmptyMore counts pages that were empty yet said hasMore.
 	EmptyMore int
 }
+
+// pageOf returns the page (numbered from 1) that brought record i of the
+// walk, and the record's index in that page's data.
+func (w *walk) pageOf(i int) (page, index int) {
+	for p, n := range w.Sizes {
+		if i < n {
+			return p + 1, i
+		}
+		i -= n
+	}
+	return len(w.Sizes), -1
+}
+
+// evidence is the evidence of record i of the walk, with a pointer to its
+// field (field may be empty).
+func (w *walk) evidence(i int, field string) *Evidence {
+	p, j := w.pageOf(i)
+	if p == 0 {
+		return (&exchange{}).evidence("")
+	}
+	ptr := ""
+	if j >= 0 {
+		ptr = "/data/" + strconv.Itoa(j)
+		if field != "" {
+			ptr += "/" + field
+		}
+	}
+	return w.Pages[p-1].evidence(ptr)
+}
+
+// threePageLimit is the page size that makes a walk over n records cross
+// at least three pages when n allows it: n/3, at least 1, at most 1000.
+func threePageLimit(n int) int { return min(max(n/3, 1), 1000) }
 
 // Complete reports whether the walk reached hasMore false.
 func (w *walk) Complete() bool { return w.Problem == "" }
@@ -49,13 +85,6 @@ func (w *walk) IDs() []string {
 		out[i] = r.ID
 	}
 	return out
-}
-
-// envelope is a list page.
-type envelope struct {
-	Data       []json.RawMessage `json:"data"`
-	HasMore    bool              `json:"hasMore"`
-	NextCursor *string           `json:"nextCursor"`
 }
 
 // sortField is the timestamp a resource's list is ordered by.
@@ -100,30 +129,31 @@ func (s *session) walkList(ctx context.Context, resource string, q url.Values, l
 			w.Problem, w.Ex = fmt.Sprintf("GET /%s answered %s", resource, ex.describe()), ex
 			break
 		}
-		var env envelope
-		if err := ex.jsonBody(&env); err != nil {
-			w.Problem, w.Ex = fmt.Sprintf("the page is not a list envelope: %v", err), ex
+		env, err := readPage(ex.Body)
+		if err != nil {
+			w.Problem, w.Ex = fmt.Sprintf("page %d is not a valid list envelope: %v", page+1, err), ex
 			break
 		}
 		for _, raw := range env.Data {
 			w.Records = append(w.Records, decodeRecord(resource, raw))
 		}
+		w.Sizes = append(w.Sizes, len(env.Data))
 		if !env.HasMore {
 			break
 		}
 		if len(env.Data) == 0 {
 			w.EmptyMore++
 		}
-		if env.NextCursor == nil || *env.NextCursor == "" {
+		if env.cursor() == "" {
 			w.Problem, w.Ex = "hasMore is true but nextCursor is missing", ex
 			break
 		}
-		if seen[*env.NextCursor] {
+		if seen[env.cursor()] {
 			w.Problem, w.Ex = "a cursor came back a second time: the walk would never end", ex
 			break
 		}
-		seen[*env.NextCursor] = true
-		cursor = *env.NextCursor
+		seen[env.cursor()] = true
+		cursor = env.cursor()
 		w.Cursors = append(w.Cursors, cursor)
 		if page > 0 && page%50 == 0 {
 			s.progress("  /%s: %d records in %d pages", resource, len(w.Records), page+1)
