@@ -14,13 +14,14 @@ import (
 )
 
 type conformanceFlags struct {
-	url, token, usagelessToken, otherTenantToken string
-	format, output, baseline, only, skip         string
-	resources                                    string
-	strict, quiet                                bool
-	rate                                         float64
-	pageCap                                      int
-	timeout                                      time.Duration
+	url, token, otherTenantToken         string
+	tokenWithoutUsage, usageLessToken    string // the second is the old name of the first
+	format, output, baseline, only, skip string
+	resources                            string
+	strict, quiet, list                  bool
+	rate                                 float64
+	pageCap                              int
+	timeout, wait                        time.Duration
 }
 
 func conformanceCommand() *command {
@@ -28,10 +29,12 @@ func conformanceCommand() *command {
 	return &command{
 		name:    "conformance",
 		summary: "check a provider of the AI usage data interface against the specification",
-		long: `Runs the conformance suite (the checks of CONFORMANCE.md) against the provider at
---url, black-box, over HTTP: any provider, in any language. Checks that need a
-token without read:usage (--usage-less-token) or a token of another customer
-(--other-tenant-token) are skipped without them.
+		long: `Runs the conformance suite against the provider at --url, black-box, over
+HTTP: any provider, in any language. docs/conformance.md describes every check;
+--list prints the same catalogue. Checks that need a token without the
+read:usage scope (--token-without-usage, for AUTH-03) or a token of another
+customer (--other-tenant-token, for AUTH-04 and AUTH-07) are skipped without
+them. A provider that is still starting is waited for (--wait).
 
 Exit status: 0 when no MUST check fails (nor a SHOULD check with --strict),
 1 when one does, 2 when the provider cannot be reached or the configuration
@@ -41,9 +44,10 @@ no longer fails is reported as stale.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` that reads everything (required)")
-			fs.StringVar(&f.usagelessToken, "usage-less-token", "", "`TOKEN` without read:usage (enables AUTH-03)")
+			fs.StringVar(&f.tokenWithoutUsage, "token-without-usage", "", "a `TOKEN` of the same customer that has every scope but read:usage (enables AUTH-03)")
+			fs.StringVar(&f.usageLessToken, "usage-less-token", "", "old name of --token-without-usage (`TOKEN`)")
 			fs.StringVar(&f.otherTenantToken, "other-tenant-token", "", "`TOKEN` of another customer (enables AUTH-04, AUTH-07)")
-			fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, json or junit")
+			fs.StringVar(&f.format, "format", "text", "report `FORMAT`: text, json, junit or html (one self-contained file)")
 			fs.StringVar(&f.output, "output", "", "write the report to `FILE` instead of standard output")
 			fs.StringVar(&f.baseline, "baseline", "", "`FILE` of check ids expected to fail")
 			fs.StringVar(&f.only, "only", "", "run only these comma-separated check `IDS` (or prefixes such as PAGE)")
@@ -51,9 +55,11 @@ no longer fails is reported as stale.`,
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources to test (default all: conversations,assistants,events,usage)")
 			fs.BoolVar(&f.strict, "strict", false, "a failed SHOULD check fails the run too")
 			fs.BoolVar(&f.quiet, "quiet", false, "no progress on standard error")
+			fs.BoolVar(&f.list, "list", false, "print the catalogue of checks and exit (no provider needed)")
 			fs.Float64Var(&f.rate, "rate", 50, "most requests per second")
 			fs.IntVar(&f.pageCap, "page-cap", 500, "most pages read in one walk")
 			fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request")
+			fs.DurationVar(&f.wait, "wait", 5*time.Second, "wait up to `DURATION` for a provider that cannot be reached yet (0: do not wait)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if len(args) > 0 {
@@ -75,21 +81,31 @@ func splitList(s string) []string {
 }
 
 func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
+	if f.list {
+		return conformance.WriteCatalogueText(e.stdout)
+	}
 	if f.url == "" || f.token == "" {
 		return usagef("conformance: --url and --token are required")
 	}
 	switch f.format {
-	case "text", "json", "junit":
+	case "text", "json", "junit", "html":
 	default:
-		return usagef("conformance: --format must be text, json or junit, got %q", f.format)
+		return usagef("conformance: --format must be text, json, junit or html, got %q", f.format)
 	}
 	if f.rate <= 0 {
 		return usagef("conformance: --rate must be positive")
 	}
+	if f.wait < 0 {
+		return usagef("conformance: --wait must not be negative")
+	}
+	withoutUsage := f.tokenWithoutUsage
+	if withoutUsage == "" {
+		withoutUsage = f.usageLessToken
+	}
 	cfg := conformance.Config{
-		BaseURL: f.url, Token: f.token, UsagelessToken: f.usagelessToken, OtherTenantToken: f.otherTenantToken,
+		BaseURL: f.url, Token: f.token, UsagelessToken: withoutUsage, OtherTenantToken: f.otherTenantToken,
 		Resources: splitList(f.resources), Only: splitList(f.only), Skip: splitList(f.skip),
-		MaxRate: f.rate, PageCap: f.pageCap, RequestTimeout: f.timeout,
+		MaxRate: f.rate, PageCap: f.pageCap, RequestTimeout: f.timeout, Wait: f.wait,
 	}
 	if !f.quiet {
 		cfg.Progress = e.stderr
@@ -125,6 +141,8 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		err = rep.WriteJSON(w)
 	case "junit":
 		err = rep.WriteJUnit(w)
+	case "html":
+		err = rep.WriteHTML(w)
 	default:
 		err = rep.WriteText(w, color)
 	}
