@@ -47,12 +47,15 @@
 //     events sharing occurredAt.
 //   - N/4 audit events (at least 64) from a catalogue of native event types in
 //     all eight categories and all four actor types, some not in the
-//     specification's examples ("billing.invoice.paid", "BILLING_PLAN_CHANGED")
-//     and a few with actions outside the schema's enum ("Archived", "Rotated",
-//     "Assigned"), which [spec.Validate] reports as warnings; plus an event for
-//     every assistant created in the window or archived, every deletion and
-//     every provisioned user.
+//     specification's examples ("billing.invoice.paid", "BILLING_PLAN_CHANGED",
+//     "api_key.rotated", "seat.assigned"); their native type is kept verbatim
+//     and their action mapped to the closest value of the schema's enum
+//     ("assistant.archived" is "Disabled", "api_key.rotated" and
+//     "seat.assigned" are "Updated"); plus an event for every assistant
+//     created in the window or archived, every deletion and every provisioned
+//     user.
 //
 // Every conversation, tombstone, assistant and event validates against the
-// kit's schemas.
+// kit's schemas without a finding, not even a warning: the data is an example
+// of a clean provider.
 package demodata
