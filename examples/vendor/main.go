@@ -5,6 +5,11 @@
 //	go run ./examples/vendor -addr 127.0.0.1:8090
 //	curl -H 'Authorization: Bearer demo-token' http://127.0.0.1:8090/aiusage/conversations
 //
+// The vendor has two customers, acme and globex, and has issued three
+// credentials: -token reads all of acme's data, -reviewer-token only acme's
+// conversations and assistants (no usage metrics), -globex-token all of
+// globex's. Each credential sees its own customer's data only.
+//
 // The toy store keeps conversations and assistants; it has no usage metrics or
 // audit events, so it answers provider.ErrUnsupported for them and the
 // handler answers 501 on /usage and /events.
@@ -15,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,36 +34,64 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8090", "address to listen on")
-	token := flag.String("token", "demo-token", "the credential of the one customer")
+	addr := flag.String("addr", "127.0.0.1:8090", "address to listen on (port 0 picks one)")
+	token := flag.String("token", "demo-token", "the credential of the customer acme: reads everything")
+	reviewerToken := flag.String("reviewer-token", "demo-reviewer-token", "a credential of acme that reads conversations and assistants only")
+	globexToken := flag.String("globex-token", "demo-globex-token", "the credential of the customer globex")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	mux, err := newMux(newChatStore(time.Now()), *token, log)
-	if err != nil {
-		log.Error("start", "error", err)
-		os.Exit(1)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Shutdown(context.Background())
-	}()
-	log.Info("vendor app serving", "url", "http://"+*addr+"/aiusage/")
-	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Error("listen", "error", err)
+		os.Exit(1)
+	}
+	log.Info("vendor app serving", "url", "http://"+ln.Addr().String()+"/aiusage/")
+	if err := serve(ctx, ln, newChatStore(time.Now()), credentials(*token, *reviewerToken, *globexToken), log); err != nil {
 		log.Error("serve", "error", err)
 		os.Exit(1)
 	}
 }
 
+// credentials are the tokens the vendor has issued to its customers. A real
+// vendor keeps them in its database and lets each customer create, limit
+// and revoke its own.
+func credentials(acme, acmeReviewer, globex string) []provider.Token {
+	return []provider.Token{
+		{Name: "acme", Secret: acme, Tenant: "acme"},
+		{Name: "acme-reviewer", Secret: acmeReviewer, Tenant: "acme", Scopes: []string{provider.ScopeConversations, provider.ScopeAssistants}},
+		{Name: "globex", Secret: globex, Tenant: "globex"},
+	}
+}
+
+// serve serves the vendor's application on ln until ctx ends, then lets the
+// requests in flight finish.
+func serve(ctx context.Context, ln net.Listener, store *chatStore, tokens []provider.Token, log *slog.Logger) error {
+	mux, err := newMux(store, tokens, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		_ = srv.Shutdown(context.Background())
+	}()
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	<-stopped
+	return nil
+}
+
 // newMux is the vendor's router: its own routes, and the AI usage data
 // interface mounted under /aiusage/.
-func newMux(store *chatStore, token string, log *slog.Logger) (*http.ServeMux, error) {
-	h, err := provider.NewHandler(store,
-		provider.WithTokens(provider.Token{Secret: token, Tenant: "acme"}),
-		provider.WithLogger(log))
+func newMux(store *chatStore, tokens []provider.Token, log *slog.Logger) (*http.ServeMux, error) {
+	h, err := provider.NewHandler(store, provider.WithTokens(tokens...), provider.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
@@ -80,18 +114,35 @@ type chatStore struct {
 func newChatStore(now time.Time) *chatStore {
 	s := &chatStore{conversations: map[string][]spec.Conversation{}, assistants: map[string][]spec.Assistant{}}
 	base := now.UTC().Truncate(time.Hour).Add(-24 * time.Hour)
-	s.assistants["acme"] = []spec.Assistant{{
-		ID: "asst-contracts", Name: "Contract Reviewer", Status: "active", Visibility: spec.VisibilityTeam,
-		CreatedAt: spec.NewTime(base), UpdatedAt: spec.NewTime(base), Model: "gpt-4o",
-		Skills: []spec.Skill{{ID: "sk-search", Name: "Clause search", Type: spec.SkillFunction}},
-	}}
-	for i := range 25 {
+	s.addCustomer("acme", "Legal", base, 25,
+		spec.Assistant{
+			ID: "asst-contracts", Name: "Contract Reviewer", Status: "active", Visibility: spec.VisibilityTeam, Model: "gpt-4o",
+			Skills: []spec.Skill{{ID: "sk-search", Name: "Clause search", Type: spec.SkillFunction}},
+		},
+		spec.Assistant{ID: "asst-nda", Name: "NDA Drafter", Status: "active", Visibility: spec.VisibilityPrivate, Model: "gpt-4o-mini"},
+		spec.Assistant{ID: "asst-translate", Name: "Legal Translator", Status: "active", Visibility: spec.VisibilityOrganisation, Model: "gpt-4o"})
+	s.addCustomer("globex", "Claims", base, 4,
+		spec.Assistant{ID: "asst-claims", Name: "Claims Summariser", Status: "active", Visibility: spec.VisibilityOrganisation, Model: "gpt-4o-mini"})
+	return s
+}
+
+// addCustomer gives tenant its assistants, created an hour apart from base,
+// and n chats with them, ten minutes apart. Ids are unique across customers,
+// as a database's keys are.
+func (s *chatStore) addCustomer(tenant, department string, base time.Time, n int, assistants ...spec.Assistant) {
+	for i, a := range assistants {
+		at := spec.NewTime(base.Add(time.Duration(i) * time.Hour))
+		a.CreatedAt, a.UpdatedAt = at, at
+		s.assistants[tenant] = append(s.assistants[tenant], a)
+	}
+	for i := range n {
+		a := assistants[i%len(assistants)]
 		at := base.Add(time.Duration(i) * 10 * time.Minute)
-		s.conversations["acme"] = append(s.conversations["acme"], spec.Conversation{
-			ID: fmt.Sprintf("chat-%03d", i), StartedAt: spec.NewTime(at), UpdatedAt: spec.NewTime(at.Add(2 * time.Minute)),
-			User:      &spec.User{ID: fmt.Sprintf("u%d", i%4), Department: "Legal"},
-			Assistant: &spec.AssistantRef{ID: "asst-contracts", Name: "Contract Reviewer"},
-			Model:     "gpt-4o", ModelProvider: "openai",
+		s.conversations[tenant] = append(s.conversations[tenant], spec.Conversation{
+			ID: fmt.Sprintf("chat-%s-%03d", tenant, i), StartedAt: spec.NewTime(at), UpdatedAt: spec.NewTime(at.Add(2 * time.Minute)),
+			User:      &spec.User{ID: fmt.Sprintf("%s-u%d", tenant, i%4), Department: department},
+			Assistant: &spec.AssistantRef{ID: a.ID, Name: a.Name},
+			Model:     a.Model, ModelProvider: "openai",
 			Messages: []spec.Message{
 				{ID: "m1", Role: spec.RoleUser, Content: "Summarise clause 7.", CreatedAt: spec.NewTime(at)},
 				{ID: "m2", Role: spec.RoleAssistant, Content: "Clause 7 limits liability to fees paid.", CreatedAt: spec.NewTime(at.Add(time.Minute))},
@@ -99,7 +150,6 @@ func newChatStore(now time.Time) *chatStore {
 			Usage: &spec.TokenUsage{InputTokens: 120, OutputTokens: 40, TotalTokens: 160, Cost: 0.0011},
 		})
 	}
-	return s
 }
 
 // page applies the keyset contract of provider.DataSource to a sorted slice:
