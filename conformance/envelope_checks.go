@@ -144,6 +144,7 @@ func (s *session) checkBodies() {
 	s.mu.Unlock()
 	t := envTallies{}
 	seen := map[[32]byte]bool{}
+	items := map[[32]byte]bool{}
 	findings := map[string]bool{}
 	pages, records, singles := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, ex := range exs {
@@ -170,10 +171,11 @@ func (s *session) checkBodies() {
 		switch {
 		case !single:
 			pages[ep]++
-			records[ep] += s.envCheckPage(ep, schemas[0], ex, t, findings)
+			records[ep] += s.envCheckPage(ep, schemas, ex, t, findings, items)
 		case slices.Contains(envSingleRecords, r):
-			singles[ep]++
-			s.envCheckRecord(ep, schemas[1], ex, t, findings)
+			if s.envCheckRecord(ep, schemas[1], ex, t, findings, items) {
+				singles[ep]++
+			}
 		}
 	}
 	for _, r := range s.resources() {
@@ -202,7 +204,7 @@ func (s *session) checkBodies() {
 			s.skip("ENV-06", ep, "no records to validate")
 			continue
 		}
-		t.flush(s, "ENV-02", ep, fmt.Sprintf("%d list items and %d single records match the %s schema", records[ep], singles[ep], envListSchemas[r][1]))
+		t.flush(s, "ENV-02", ep, fmt.Sprintf("%d distinct list items and %d single records match the %s schema", records[ep], singles[ep], envListSchemas[r][1]))
 		t.flush(s, "ENV-06", ep, fmt.Sprintf("every enum value of %d records is known to this version", records[ep]+singles[ep]))
 	}
 }
@@ -225,7 +227,7 @@ func (s *session) envCheckPageSize(ep string, ex *exchange) {
 	if err != nil || limit < 1 || limit > 1000 {
 		return
 	}
-	p, err := readPage(ex.Body)
+	p, err := ex.envelope()
 	if err != nil || len(p.Data) <= limit {
 		return
 	}
@@ -291,55 +293,81 @@ func envSampleIDs(recs []record) []string {
 	return out
 }
 
-// envCheckPage validates one list page and returns its number of items.
-// findings holds the findings about records already counted.
-func (s *session) envCheckPage(ep, schema string, ex *exchange, t envTallies, findings map[string]bool) int {
+// envCheckPage validates one list page and returns the number of its items
+// validated. The envelope is validated with its data emptied, and each item
+// against the record schema, once per distinct item (items holds those
+// seen): the schema of a list is the envelope's with each item a record, so
+// this is the same validation, without validating again the records every
+// walk of the run brings back. findings holds the findings about records
+// already reported.
+func (s *session) envCheckPage(ep string, schemas [2]string, ex *exchange, t envTallies, findings map[string]bool, items map[[32]byte]bool) int {
 	ref := s.reqRef(ex)
-	found, err := spec.Validate(schema, ex.Body)
+	members, err := ex.object()
+	if err != nil {
+		t.add("ENV-01", ep, fmt.Sprintf("the page %s: %v", ref, err), ex, "")
+		return 0
+	}
+	reduced := make(map[string]json.RawMessage, len(members))
+	for k, v := range members {
+		reduced[k] = v
+	}
+	var data []json.RawMessage
+	if raw, ok := members["data"]; ok && jsonKind(raw) == "an array" {
+		data = ex.items()
+		reduced["data"] = json.RawMessage("[]")
+	}
+	envDoc, _ := json.Marshal(reduced)
+	found, err := spec.Validate(schemas[0], envDoc)
 	if err != nil {
 		t.add("ENV-01", ep, fmt.Sprintf("the page %s is not JSON: %v", ref, err), ex, "")
 		return 0
 	}
-	// head holds hasMore and nextCursor as present; the whole document is
-	// decoded only when there are findings to resolve.
-	var top map[string]json.RawMessage
-	var head any
-	if json.Unmarshal(ex.Body, &top) == nil {
-		m := map[string]any{}
-		for _, k := range []string{"hasMore", "nextCursor"} {
-			if raw, ok := top[k]; ok {
-				var v any
-				_ = json.Unmarshal(raw, &v)
-				m[k] = v
-			}
+	// head holds hasMore and nextCursor as present.
+	head := map[string]any{}
+	for _, k := range []string{"hasMore", "nextCursor"} {
+		if raw, ok := members[k]; ok {
+			var v any
+			_ = json.Unmarshal(raw, &v)
+			head[k] = v
 		}
-		head = m
-	}
-	var doc any
-	if len(found) > 0 {
-		_ = json.Unmarshal(ex.Body, &doc)
 	}
 	for _, f := range found {
 		switch {
-		case strings.HasPrefix(f.Pointer, "/data/"):
-			s.envItemFinding(ep, f, doc, ex, t, findings)
 		case f.Pointer == "/nextCursor" && envCursorIsENV03(head):
 			// hasMore and nextCursor disagree: ENV-03 below.
 		default:
 			t.add("ENV-01", ep, fmt.Sprintf("the page %s: %s", ref, f), ex, f.Pointer)
 		}
 	}
-	// What the schema cannot say: a member name given twice (the schema
-	// sees the last one only).
-	if _, err := readObject(ex.Body); err != nil && strings.Contains(err.Error(), "appears twice") {
-		t.add("ENV-01", ep, fmt.Sprintf("the page %s: %v", ref, err), ex, "")
-	}
 	s.envCheckCursor(ep, head, ex, t)
-	var data []json.RawMessage
-	if json.Unmarshal(top["data"], &data) == nil {
-		return len(data)
+	n := 0
+	for i, raw := range data {
+		h := sha256.Sum256(raw)
+		if items[h] {
+			continue
+		}
+		items[h] = true
+		n++
+		s.envCheckItem(ep, schemas[1], raw, "/data/"+strconv.Itoa(i), ex, t, findings)
 	}
-	return 0
+	return n
+}
+
+// envCheckItem validates one record, at pointer prefix of ex's body.
+func (s *session) envCheckItem(ep, schema string, raw []byte, prefix string, ex *exchange, t envTallies, findings map[string]bool) {
+	found, err := spec.Validate(schema, raw)
+	if err != nil {
+		t.add("ENV-02", ep, fmt.Sprintf("%s %s is not JSON: %v", s.reqRef(ex), prefix, err), ex, prefix)
+		return
+	}
+	if len(found) == 0 {
+		return
+	}
+	var item any
+	_ = json.Unmarshal(raw, &item)
+	for _, f := range found {
+		s.envItemFinding(ep, f, item, prefix, ex, t, findings)
+	}
 }
 
 // envCursorIsENV03 reports whether nextCursor is absent, null or a string:
@@ -386,45 +414,40 @@ func (s *session) envCheckCursor(ep string, doc any, ex *exchange, t envTallies)
 
 func envIsString(v any) bool { _, ok := v.(string); return ok }
 
-// envCheckRecord validates a single-record body (ENV-02, ENV-06).
-func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies, findings map[string]bool) {
-	found, err := spec.Validate(schema, ex.Body)
-	if err != nil {
-		t.add("ENV-02", ep, fmt.Sprintf("the record %s is not JSON: %v", s.reqRef(ex), err), ex, "")
-		return
+// envCheckRecord validates a single-record body (ENV-02, ENV-06), once per
+// distinct body.
+func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies, findings map[string]bool, items map[[32]byte]bool) bool {
+	h := sha256.Sum256(ex.Body)
+	if items[h] {
+		return false
 	}
-	var doc any
-	_ = json.Unmarshal(ex.Body, &doc)
-	for _, f := range found {
-		s.envItemFinding(ep, f, doc, ex, t, findings)
-	}
+	items[h] = true
+	s.envCheckItem(ep, schema, ex.Body, "", ex, t, findings)
+	return true
 }
 
-// envItemFinding files a finding inside a record: a warning is ENV-06, a
+// envItemFinding files a finding inside a record (its pointer relative to
+// the record, found at prefix in ex's body): a warning is ENV-06, a
 // malformed timestamp string is TIME-01's, anything else ENV-02. A finding
 // about a record already reported (the same record on another page) is
 // left out.
-func (s *session) envItemFinding(ep string, f spec.Finding, doc any, ex *exchange, t envTallies, findings map[string]bool) {
-	if envTimestampFinding(f, doc) {
+func (s *session) envItemFinding(ep string, f spec.Finding, item any, prefix string, ex *exchange, t envTallies, findings map[string]bool) {
+	if envTimestampFinding(f, item) {
 		return
 	}
-	// The record's key and the pointer inside it.
-	item, inner, rec := doc, f.Pointer, ""
-	if rest, ok := strings.CutPrefix(f.Pointer, "/data/"); ok {
-		i, tail, _ := strings.Cut(rest, "/")
-		item, _ = envLookup(doc, "/data/"+i)
-		inner = "/" + tail
-		rec = fmt.Sprintf(" item %s", i)
-	}
-	key := ep + "|" + timeRecordKey(item) + "|" + inner + "|" + f.Message
+	key := ep + "|" + timeRecordKey(item) + "|" + f.Pointer + "|" + f.Message
 	if findings[key] {
 		return
 	}
 	findings[key] = true
-	where := fmt.Sprintf("%s%s", s.reqRef(ex), rec)
+	where := s.reqRef(ex)
+	if prefix != "" {
+		where += " item " + strings.TrimPrefix(prefix, "/data/")
+	}
 	if id := envItemID(item); id != "" {
 		where += fmt.Sprintf(" (id %q)", truncateID(id))
 	}
+	f.Pointer = prefix + f.Pointer
 	switch {
 	case f.Level == spec.LevelWarning:
 		t.add("ENV-06", ep, fmt.Sprintf("%s: %s: %s", where, f.Pointer, f.Message), ex, f.Pointer)

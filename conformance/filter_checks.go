@@ -182,6 +182,62 @@ func (c ftCase) matches(rec record) (ok, judged bool) {
 	return ok, true
 }
 
+// ftCell is one record's value of one filter's field, read once.
+type ftCell struct {
+	at  time.Time
+	str string
+	ok  bool // the field is there and parses
+}
+
+// ftColumns holds, per filter parameter, the cells of every record of a
+// walk, so that the many cases ftChoose tries do not parse a timestamp
+// each time.
+type ftColumns map[string][]ftCell
+
+func ftColumnsOf(recs []record, resource string, params []string) ftColumns {
+	cols := ftColumns{}
+	for _, p := range params {
+		cells := make([]ftCell, len(recs))
+		f, isTime := ftFilterOf(resource, p)
+		for i, rec := range recs {
+			if isTime {
+				_, t, ok := ftTime(rec, f.field)
+				cells[i] = ftCell{at: t, ok: ok}
+			} else {
+				c, ok := rec.Obj["category"].(string)
+				cells[i] = ftCell{str: c, ok: ok}
+			}
+		}
+		cols[p] = cells
+	}
+	return cols
+}
+
+// holdsAt is holds for record i of cols.
+func (b ftBoundValue) holdsAt(cols ftColumns, i int) (ok, judged bool) {
+	c := cols[b.param()][i]
+	if !c.ok {
+		return false, false
+	}
+	if b.isCategory() {
+		return c.str == b.value, true
+	}
+	return b.f.holds(c.at, b.at), true
+}
+
+// matchesAt is matches for record i of cols.
+func (c ftCase) matchesAt(cols ftColumns, i int) (ok, judged bool) {
+	ok = true
+	for _, b := range c {
+		h, j := b.holdsAt(cols, i)
+		if !j {
+			return false, false
+		}
+		ok = ok && h
+	}
+	return ok, true
+}
+
 // sortKeyOnly reports whether every filter of c bounds the sort timestamp
 // of resource: a cursor that forgot such filters after the first page
 // would still return only matching records (they all sort after it).
@@ -217,13 +273,13 @@ const ftMaxPages = 100
 // the page size is threePageLimit of the matching records, lowered (down
 // to 1, for at most ftMaxPages pages) when that lets records outside the
 // filters follow the first page.
-func ftPlanCase(recs []record, c ftCase) ftPlan {
+func ftPlanCase(recs []record, cols ftColumns, c ftCase) ftPlan {
 	p := ftPlan{c: c, binding: true}
 	// outside[i] counts the records from i on that do not match c.
 	outside := make([]int, len(recs)+1)
 	for i := len(recs) - 1; i >= 0; i-- {
 		outside[i] = outside[i+1]
-		ok, judged := c.matches(recs[i])
+		ok, judged := c.matchesAt(cols, i)
 		if judged && !ok {
 			outside[i]++
 		}
@@ -262,9 +318,9 @@ func ftPlanCase(recs []record, c ftCase) ftPlan {
 		for i := range c {
 			others := append(slices.Clone(c[:i]), c[i+1:]...)
 			cuts := false
-			for _, rec := range recs {
-				ok, judged := others.matches(rec)
-				if own, j := c[i].holds(rec); judged && ok && j && !own {
+			for j := range recs {
+				ok, judged := others.matchesAt(cols, j)
+				if own, oj := c[i].holdsAt(cols, j); judged && ok && oj && !own {
 					cuts = true
 					break
 				}
@@ -351,9 +407,10 @@ func ftChoose(recs []record, resource string, params []string) (ftPlan, bool) {
 		}
 		cases = next
 	}
+	cols := ftColumnsOf(recs, resource, params)
 	var best ftPlan
 	for i, c := range cases {
-		p := ftPlanCase(recs, c)
+		p := ftPlanCase(recs, cols, c)
 		if i == 0 || ftBetter(p, best) {
 			best = p
 		}
@@ -563,7 +620,7 @@ func ftFarFuture(ctx context.Context, s *session, r string) {
 			bad++
 			continue
 		}
-		env, err := readPage(ex.Body)
+		env, err := ex.envelope()
 		switch {
 		case err != nil:
 			s.fail(id, ep, fmt.Sprintf("%s=%s answered 200 with a body that is not a valid list envelope: %v; want {\"data\": [], \"hasMore\": false}", f.param, future, err), ex.evidence(""))
@@ -659,7 +716,7 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 	switch ex.Status {
 	case http.StatusBadRequest:
 	case http.StatusOK:
-		env, err := readPage(ex.Body)
+		env, err := ex.envelope()
 		switch {
 		case err != nil:
 			s.fail(id, ep, fmt.Sprintf("category=%s answered 200 with a body that is not a valid list envelope: %v; want 400 or an empty page", unknown, err), ex.evidence(""))
@@ -695,7 +752,7 @@ func ftOddParams(ctx context.Context, s *session, r string) {
 		return
 	}
 	count := func(ex *exchange) int {
-		env, err := readPage(ex.Body)
+		env, err := ex.envelope()
 		if err != nil {
 			return -1
 		}

@@ -44,6 +44,12 @@ func readPage(body []byte) (listPage, error) {
 	if err != nil {
 		return p, err
 	}
+	return pageOf(members)
+}
+
+// pageOf is readPage over the members of an object already read.
+func pageOf(members map[string]json.RawMessage) (listPage, error) {
+	var p listPage
 	data, ok := members["data"]
 	switch {
 	case !ok:
@@ -135,6 +141,59 @@ func jsonKind(raw []byte) string {
 	return "a number"
 }
 
+// parsed holds what was read of an exchange's body, so that each body is
+// read once however many checks look at it.
+type parsed struct {
+	membersDone bool
+	members     map[string]json.RawMessage
+	membersErr  error
+	pageDone    bool
+	page        listPage
+	pageErr     error
+}
+
+// object reads the body as a JSON object (readObject), once.
+func (ex *exchange) object() (map[string]json.RawMessage, error) {
+	if !ex.parsed.membersDone {
+		ex.parsed.membersDone = true
+		if !utf8.Valid(ex.Body) {
+			ex.parsed.membersErr = errors.New("the body is not valid UTF-8")
+		} else {
+			ex.parsed.members, ex.parsed.membersErr = readObject(ex.Body)
+		}
+	}
+	return ex.parsed.members, ex.parsed.membersErr
+}
+
+// envelope reads the body as readPage does, once.
+func (ex *exchange) envelope() (listPage, error) {
+	if !ex.parsed.pageDone {
+		ex.parsed.pageDone = true
+		m, err := ex.object()
+		if err != nil {
+			ex.parsed.pageErr = err
+		} else {
+			ex.parsed.page, ex.parsed.pageErr = pageOf(m)
+		}
+	}
+	return ex.parsed.page, ex.parsed.pageErr
+}
+
+// items returns the items of the body's data member when it is an array,
+// whatever else is wrong with the envelope.
+func (ex *exchange) items() []json.RawMessage {
+	if p, err := ex.envelope(); err == nil {
+		return p.Data
+	}
+	m, err := ex.object()
+	if err != nil || jsonKind(m["data"]) != "an array" {
+		return nil
+	}
+	var data []json.RawMessage
+	_ = json.Unmarshal(m["data"], &data)
+	return data
+}
+
 // page reads ex as a list page: a 200 answer whose body readPage accepts.
 func (ex *exchange) page() (listPage, error) {
 	switch {
@@ -143,7 +202,7 @@ func (ex *exchange) page() (listPage, error) {
 	case ex.Status != http.StatusOK:
 		return listPage{}, fmt.Errorf("answered %d", ex.Status)
 	}
-	p, err := readPage(ex.Body)
+	p, err := ex.envelope()
 	if err != nil {
 		return p, fmt.Errorf("not a valid list envelope: %w", err)
 	}

@@ -93,13 +93,29 @@ func pgDecodePage(resource string, ex *exchange) ([]record, listPage, string) {
 	if ex.Status != http.StatusOK {
 		return nil, listPage{}, fmt.Sprintf("GET %s answered %s", endpoint(resource), ex.describe())
 	}
-	env, err := readPage(ex.Body)
+	env, err := ex.envelope()
 	if err != nil {
 		return nil, env, fmt.Sprintf("the page is not a valid list envelope: %v", err)
 	}
 	recs := make([]record, 0, len(env.Data))
 	for _, raw := range env.Data {
 		recs = append(recs, decodeRecord(resource, raw))
+	}
+	return recs, env, ""
+}
+
+// pgDecodePage is pgDecodePage with the session's decoded records.
+func (s *session) pgDecodePage(resource string, ex *exchange) ([]record, listPage, string) {
+	if ex.Status != http.StatusOK {
+		return pgDecodePage(resource, ex)
+	}
+	env, err := ex.envelope()
+	if err != nil {
+		return pgDecodePage(resource, ex)
+	}
+	recs := make([]record, 0, len(env.Data))
+	for _, raw := range env.Data {
+		recs = append(recs, s.decodeRecord(resource, raw))
 	}
 	return recs, env, ""
 }
@@ -121,7 +137,7 @@ func (s *session) pgWalkPages(ctx context.Context, resource string, q url.Values
 		}
 		ex := s.get(ctx, endpoint(resource), pq, opts...)
 		w.Pages = append(w.Pages, ex)
-		recs, env, problem := pgDecodePage(resource, ex)
+		recs, env, problem := s.pgDecodePage(resource, ex)
 		if problem != "" {
 			w.Problem, w.Ex = problem, ex
 			return w
@@ -255,7 +271,7 @@ func (s *session) pgFirstCursor(ctx context.Context, resource string) *pgCursor 
 	if ex.Status != http.StatusOK {
 		return nil
 	}
-	env, err := readPage(ex.Body)
+	env, err := ex.envelope()
 	if err != nil || !env.HasMore || env.cursor() == "" {
 		return nil
 	}

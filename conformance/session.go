@@ -26,7 +26,8 @@ type session struct {
 	exchanges []*exchange
 	offered   map[string]bool // resource -> the provider serves it
 
-	walks map[string]*walk
+	walks   map[string]*walk
+	decoded map[[32]byte]decodedRecord // records decoded so far, by content
 
 	results []*Result
 	index   map[resultKey]*resultAgg
@@ -41,7 +42,7 @@ type resultAgg struct {
 }
 
 func newSession(cfg Config) *session {
-	return &session{cfg: cfg, offered: map[string]bool{}, walks: map[string]*walk{}, index: map[resultKey]*resultAgg{}}
+	return &session{cfg: cfg, offered: map[string]bool{}, walks: map[string]*walk{}, decoded: map[[32]byte]decodedRecord{}, index: map[resultKey]*resultAgg{}}
 }
 
 // --- requests
@@ -55,6 +56,8 @@ type exchange struct {
 	RespHdr http.Header
 	Body    []byte
 	Err     error // transport error: no answer
+
+	parsed parsed // what checks have read of Body
 }
 
 // reqOpt changes a request.

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -74,7 +75,7 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 	s.mu.Lock()
 	exs := append([]*exchange(nil), s.exchanges...)
 	s.mu.Unlock()
-	seen := map[string]bool{}
+	seen := map[[32]byte]bool{}
 	records = map[string]int{}
 	for _, ex := range exs {
 		if ex.Method != http.MethodGet || ex.Status != http.StatusOK {
@@ -84,31 +85,29 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 		if r == "" || !s.offered[r] {
 			continue
 		}
-		var doc any
-		if json.Unmarshal(ex.Body, &doc) != nil {
-			continue
-		}
 		ep := endpoint(r)
-		var items []any
+		var raws []json.RawMessage
 		var bases []string
 		if single {
-			items, bases = []any{doc}, []string{""}
-		} else if m, ok := doc.(map[string]any); ok {
-			data, _ := m["data"].([]any)
-			for i, it := range data {
-				items = append(items, it)
+			raws, bases = []json.RawMessage{ex.Body}, []string{""}
+		} else {
+			raws = ex.items()
+			for i := range raws {
 				bases = append(bases, "/data/"+strconv.Itoa(i))
 			}
 		}
-		for i, it := range items {
+		for i, raw := range raws {
 			// The same record served alike on several pages is read once;
 			// served otherwise (on a later page, say), it is read again.
-			raw, _ := json.Marshal(it)
-			key := ep + "|" + timeRecordKey(it) + "|" + string(raw)
+			key := sha256.Sum256(raw)
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
+			var it any
+			if json.Unmarshal(raw, &it) != nil {
+				continue
+			}
 			records[ep]++
 			timeFind(it, bases[i], "", func(field, ptr, v string) {
 				vals = append(vals, timeValue{ep: ep, field: field, value: v, pointer: ptr, ex: ex})

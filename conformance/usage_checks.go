@@ -184,7 +184,7 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values, limit int) *us
 			w.Problem, w.Ex, w.First = fmt.Sprintf("GET /usage answered %s", ex.describe()), ex, page == 0
 			break
 		}
-		env, err := readPage(ex.Body)
+		env, err := ex.envelope()
 		if err != nil {
 			w.Problem, w.Ex, w.First = fmt.Sprintf("page %d is not a valid list envelope: %v", page+1, err), ex, page == 0
 			break

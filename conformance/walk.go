@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -129,13 +130,13 @@ func (s *session) walkList(ctx context.Context, resource string, q url.Values, l
 			w.Problem, w.Ex = fmt.Sprintf("GET /%s answered %s", resource, ex.describe()), ex
 			break
 		}
-		env, err := readPage(ex.Body)
+		env, err := ex.envelope()
 		if err != nil {
 			w.Problem, w.Ex = fmt.Sprintf("page %d is not a valid list envelope: %v", page+1, err), ex
 			break
 		}
 		for _, raw := range env.Data {
-			w.Records = append(w.Records, decodeRecord(resource, raw))
+			w.Records = append(w.Records, s.decodeRecord(resource, raw))
 		}
 		w.Sizes = append(w.Sizes, len(env.Data))
 		if !env.HasMore {
@@ -163,6 +164,24 @@ func (s *session) walkList(ctx context.Context, resource string, q url.Values, l
 		s.walks[key] = w
 	}
 	return w
+}
+
+// decodeRecord is decodeRecord, once per distinct record of the run: every
+// walk brings the same records back.
+func (s *session) decodeRecord(resource string, raw json.RawMessage) record {
+	k := sha256.Sum256(raw)
+	if r, ok := s.decoded[k]; ok && r.resource == resource {
+		return r.record
+	}
+	r := decodeRecord(resource, raw)
+	s.decoded[k] = decodedRecord{resource, r}
+	return r
+}
+
+// decodedRecord is a record decoded for a resource.
+type decodedRecord struct {
+	resource string
+	record   record
 }
 
 func decodeRecord(resource string, raw json.RawMessage) record {
