@@ -31,7 +31,7 @@ import (
 )
 
 // This file is a small reference provider of the AI usage data interface,
-// written from DESIGN.md ("The AI usage data interface") without the kit's
+// written from the kit's decisions (docs/conformance.md) without the kit's
 // provider package, so that the suite is tested black-box. A defect switch
 // breaks exactly one behaviour; broken_test.go runs the suite against each.
 

@@ -29,7 +29,7 @@ func sampleHTMLReport() *Report {
 	long := strings.Repeat(`{"id":"conv_01HZX3K9Q4M8T2V6B7N5R1P0AB","assistantId":"asst_7f3c2a","userId":"user_42","department":"Research & Development","title":"Quarterly planning <draft>","updatedAt":"2026-02-28T23:59:59.000Z","messages":12},`, 6)
 	r.Results = append(r.Results,
 		Result{ID: "PAGE-02", Level: MUST, Status: FAIL, Endpoint: "/conversations", Title: "no duplicates, no gaps",
-			Rule:    `Pagination is keyset on that pair, so ... no record is skipped or repeated (DESIGN.md).`,
+			Rule:    `Pagination is keyset on that pair, so ... no record is skipped or repeated.`,
 			Message: "record conv_01HZX3K9Q4M8T2V6B7N5R1P0AB appears on page 3 and again on page 4 of a walk with limit=7",
 			Evidence: &Evidence{
 				Curl:     `curl -sS -i -H 'Authorization: Bearer $TOKEN' -H 'X-Request-Id: conformance-page-02-walk-limit-7' 'https://api.provider.example.com/v1/conversations?limit=7&updatedSince=2026-01-01T00%3A00%3A00Z&cursor=eyJ1cGRhdGVkQXQiOiIyMDI2LTAyLTI4VDIzOjU5OjU5LjAwMFoiLCJpZCI6ImNvbnZfMDFIWlgzSzlRNE04VDJWNkI3TjVSMVAwQUIifQ'`,
@@ -37,7 +37,7 @@ func sampleHTMLReport() *Report {
 				Response: `200 application/json {"data":[` + strings.TrimSuffix(long, ",") + `],"hasMore":true,"nextCursor":"eyJ1cGRhdGVkQXQiOiIyMDI2LTAyLTI4VDIzOjU5OjU5LjAwMFoiLCJpZCI6ImNvbnZfMDFIWlgzSzlRNE04VDJWNkI3TjVSMVAwQUIifQ"}`,
 			}},
 		Result{ID: "HTTP-01", Level: MUST, Status: ERROR, Endpoint: "/usage", Title: "no 5xx anywhere in the run",
-			Rule:    `A 500 never shows internals (DESIGN.md); nothing a client sends may cause a 5xx.`,
+			Rule:    `Kit decision: a 500 never shows internals; nothing a client sends may cause a 5xx.`,
 			Message: "GET /usage answered 503 Service Unavailable three times in a row",
 			Evidence: &Evidence{
 				Curl:     `curl -sS -i -H 'X-Api-Key: $TOKEN' 'https://api.provider.example.com/v1/usage?startAt=2026-02-01T00%3A00%3A00Z&endAt=2026-03-01T00%3A00%3A00Z&granularity=hour&groupBy=model,assistantId,userId,department'`,

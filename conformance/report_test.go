@@ -38,7 +38,7 @@ func goldenReport() *Report {
 			res("FILT-01", FAIL, "/conversations", "a record with updatedAt before updatedSince was returned", ev),
 			res("ENV-06", WARN, "/events", `"Archived" is not a value known to this version`, &Evidence{Pointer: "/data/3/action"}),
 			base,
-			res("AUTH-03", SKIP, "/usage", "no token without read:usage (--usage-less-token)", nil),
+			res("AUTH-03", SKIP, "/usage", "no token without read:usage (--token-without-usage)", nil),
 			res("HTTP-01", PASS, "*", "no 5xx in 321 requests", nil),
 		},
 		Stale: []string{"TIME-02"},

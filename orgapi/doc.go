@@ -3,8 +3,8 @@
 // the audit trail of every change, stored in SQLite or PostgreSQL.
 //
 // The wire format is spec's ([spec.Instruction], [spec.Agent],
-// [spec.Problem]); the rules are those of the organisation API document and
-// DESIGN.md. A [Store] keeps the data; a [Handler] serves it over HTTP:
+// [spec.Problem]); the rules are those of the organisation API and the
+// kit's decisions where it is silent. A [Store] keeps the data; a [Handler] serves it over HTTP:
 //
 //	db, err := sqldb.Open(ctx, "sqlite:/var/lib/aiusage/service.db")
 //	if err != nil {

@@ -12,7 +12,7 @@
 //	}
 //	mux.Handle("/aiusage/", http.StripPrefix("/aiusage", h))
 //
-// The Handler owns everything the specification and DESIGN.md decide beyond
+// The Handler owns everything the specification and the kit decide beyond
 // the data: authentication ([Authenticator], [StaticTokens]) and scopes,
 // query parameters, page sizes, sealed cursors bound to endpoint, filters and
 // tenant, RFC 9457 problem details, gzip, request ids and access logs. The

@@ -139,7 +139,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 
 // DefaultRetrySchedule is the wait before each retry of a failed webhook
 // delivery: the first retry 5 s after the first attempt failed, the last one
-// 27 h 35 min 5 s after the first attempt, 8 attempts in all (DESIGN.md).
+// 27 h 35 min 5 s after the first attempt, 8 attempts in all.
 var DefaultRetrySchedule = []time.Duration{
 	5 * time.Second,
 	5 * time.Minute,

@@ -23,7 +23,7 @@
 //	orgHandler, _ := orgapi.NewHandler(orgStore)
 //	err = http.ListenAndServe(addr, reviewapi.NewHandler(orgHandler, svc))
 //
-// States follow DESIGN.md: pending -> processing -> approved |
+// States: pending -> processing -> approved |
 // change_requested | requires_intervention; requires_intervention ->
 // approved | rejected | change_requested by a reviewer ([Service.Decide]),
 // or rejected with reason timeout ([Service.SweepTimeouts]). Final states

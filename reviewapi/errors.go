@@ -23,8 +23,8 @@ var (
 	ErrWebhookNotFound = errors.New("webhook not found")
 )
 
-// Error is an error of the review-task API: an error code of the seed (or
-// DESIGN.md), a message for the client and, where one is to blame, the field.
+// Error is an error of the review-task API: an error code of the review-task
+// API (or one the kit adds), a message for the client and, where one is to blame, the field.
 type Error struct {
 	Code    string
 	Message string

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkValidateConversationPage validates a page of 100 realistic
-// conversations (about the 170 KB DESIGN.md assumes), as the conformance
+// conversations (about the 170 KB the performance targets assume), as the conformance
 // suite and the consumer do for every page they read.
 func BenchmarkValidateConversationPage(b *testing.B) {
 	page, err := json.Marshal(conversationPage(100))
@@ -65,7 +65,7 @@ func TestConversationPageSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(page); n < 120_000 || n > 400_000 {
-		t.Fatalf("a page of 100 conversations is %d bytes; DESIGN.md assumes about 170 KB", n)
+		t.Fatalf("a page of 100 conversations is %d bytes; the performance targets assume about 170 KB", n)
 	}
 }
 

@@ -37,7 +37,7 @@ const (
 	CriticalityHigh = "High"
 )
 
-// Limits of an instruction, from the organisation API and DESIGN.md.
+// Limits of an instruction, from the organisation API and the kit's decisions.
 const (
 	MaxTitleLength        = 200
 	MaxPatternLength      = 1000

@@ -247,7 +247,7 @@ func TestEveryRecordValidates(t *testing.T) {
 	require.NoError(t, err)
 	validateAll(t, d)
 
-	// The page size DESIGN.md assumes: about 1.7 KB per conversation.
+	// The page size the performance targets assume: about 1.7 KB per conversation.
 	size := len(marshal(t, d.Conversations))
 	avg := size / len(d.Conversations)
 	t.Logf("average conversation: %d bytes of JSON", avg)

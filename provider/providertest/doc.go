@@ -4,7 +4,7 @@
 // implements [provider.Writer] passes it to [Run], which writes its own
 // deterministic data through the writer, serves the source with
 // [provider.NewHandler] and checks the AI usage data interface over HTTP, as
-// DESIGN.md describes it:
+// the kit decides it (docs/conformance.md):
 //
 //   - walks of /conversations, /assistants and /events with every page size
 //     from 1 up give exactly the records written, once each, in keyset order,

@@ -1,0 +1,121 @@
+package conformance
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/spec"
+)
+
+func TestReadPage(t *testing.T) {
+	t.Parallel()
+	ok := []struct {
+		body   string
+		n      int
+		more   bool
+		cursor string
+	}{
+		{`{"data":[],"hasMore":false,"nextCursor":null}`, 0, false, ""},
+		{`{"data":[],"hasMore":false}`, 0, false, ""},
+		{` {"data":[{"id":"a"},{"id":"b"}],"hasMore":true,"nextCursor":"c1","extra":{"x":[1]}} `, 2, true, "c1"},
+		{"{\"data\":[1],\"hasMore\":false,\"nextCursor\":null}\n", 1, false, ""},
+	}
+	for _, c := range ok {
+		p, err := readPage([]byte(c.body))
+		require.NoError(t, err, c.body)
+		require.Len(t, p.Data, c.n, c.body)
+		require.Equal(t, c.more, p.HasMore, c.body)
+		require.Equal(t, c.cursor, p.cursor(), c.body)
+	}
+	bad := map[string]string{
+		`{"data":null,"hasMore":false,"nextCursor":null}`: `"data" is null, not an array`,
+		`{"hasMore":false}`:                           `"data" is missing`,
+		`{"data":{},"hasMore":false}`:                 `"data" is an object`,
+		`{"Data":[],"hasMore":false}`:                 `"data" is missing`,
+		`{"data":[],"HasMore":false}`:                 `"hasMore" is missing`,
+		`{"data":[]}`:                                 `"hasMore" is missing`,
+		`{"data":[],"hasMore":"false"}`:               `"hasMore" is a string, not a boolean`,
+		`{"data":[],"hasMore":null}`:                  `"hasMore" is null, not a boolean`,
+		`{"data":[],"hasMore":false,"nextCursor":0}`:  `"nextCursor" is a number`,
+		`{"data":[],"hasMore":false,"nextCursor":{}}`: `"nextCursor" is an object`,
+		`{"data":[1],"hasMore":false,"data":[]}`:      `"data" appears twice`,
+		`{"data":[],"hasMore":false} {"data":[]}`:     "data after the JSON object",
+		`{"data":[],"hasMore":false}x`:                "data after the JSON object",
+		`[]`:                                          "an array, not a JSON object",
+		`null`:                                        "null, not a JSON object",
+		``:                                            "not JSON",
+		`{"data":[],"hasMore":false`:                  "not JSON",
+		"{\"data\":[\"\xff\"],\"hasMore\":false}":     "not valid UTF-8",
+		`{"data":[],"hasMore":tru}`:                   "not JSON",
+		`{"data":[1,],"hasMore":false}`:               "not JSON",
+	}
+	for body, want := range bad {
+		_, err := readPage([]byte(body))
+		require.Error(t, err, body)
+		require.Contains(t, err.Error(), want, body)
+	}
+}
+
+// FuzzReadPage checks readPage against the envelope schema: a page it
+// accepts is a valid envelope as far as types go, and a body the schema
+// accepts, in UTF-8 and with no member given twice, is one it accepts.
+func FuzzReadPage(f *testing.F) {
+	for _, s := range []string{
+		`{"data":[],"hasMore":false,"nextCursor":null}`,
+		`{"data":[{"id":"a"}],"hasMore":true,"nextCursor":"c"}`,
+		`{"data":null,"hasMore":false}`,
+		`{"data":[],"hasMore":false,"data":[]}`,
+		`{"data":[],"hasMore":"true"}`,
+		`{"data":[],"hasMore":false,"nextCursor":0}`,
+		`{"data":[],"hasMore":false} []`,
+		`[{"data":[]}]`,
+		`{"data":[],"hasMore":false,"nextCursor":"\u00e9\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := readPage(body)
+		findings, verr := spec.Validate("list-envelope", body)
+		typeFinding := false
+		for _, fd := range findings {
+			// hasMore and nextCursor disagreeing is ENV-03's, not a type.
+			if fd.Pointer != "/nextCursor" {
+				typeFinding = true
+			}
+		}
+		if err == nil {
+			require.NoError(t, verr, "readPage accepted what is not JSON: %q", body)
+			require.False(t, typeFinding, "readPage accepted %q; the schema says %v", body, findings)
+			require.NotNil(t, p.Data, "data is never nil once accepted")
+			return
+		}
+		if verr == nil && len(findings) == 0 && !strings.Contains(err.Error(), "twice") && !strings.Contains(err.Error(), "UTF-8") && json.Valid(body) {
+			t.Fatalf("the schema accepts %q but readPage says %v", body, err)
+		}
+	})
+}
+
+// TestCredentialsMaskedWhereSent: a one-letter token is masked in the
+// headers of the curl line and in query strings, never in prose.
+func TestCredentialsMaskedWhereSent(t *testing.T) {
+	t.Parallel()
+	s := newSession(Config{BaseURL: "http://h", Token: "h"})
+	ex := &exchange{Method: "GET", URL: "http://h/conversations?access_token=h&limit=1",
+		Header: map[string][]string{"Authorization": {"Bearer h"}, "X-Api-Key": {"h"}}, Err: errTest}
+	s.record(ex)
+	c := ex.curl()
+	require.Contains(t, c, "http://h/conversations?access_token=$TOKEN&limit=1")
+	require.Contains(t, c, `"Authorization: Bearer $TOKEN"`)
+	require.Contains(t, c, `"X-Api-Key: $TOKEN"`)
+	require.NotContains(t, c, "$TOKEN$TOKEN")
+	require.Equal(t, "the http host has no answer", ex.Err.Error(), "prose is not searched for the token's text")
+}
+
+var errTest = testErr("the http host has no answer")
+
+type testErr string
+
+func (e testErr) Error() string { return string(e) }
