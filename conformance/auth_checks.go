@@ -414,7 +414,7 @@ func authCheckHeaders(ctx context.Context, s *session) {
 			s.skip(id, ep, "the walk with a bearer token stopped early: "+a.problem)
 			continue
 		case b.problem != "" && b.ex.Status != http.StatusOK:
-			s.fail(id, ep, fmt.Sprintf("with X-API-Key, page %d answered %s, while with a bearer token it was read (%s)", b.pages, b.ex.describe(), b.problem), b.ex.evidence(""))
+			s.fail(id, ep, fmt.Sprintf("with X-API-Key, page %d answered %s, while with a bearer token the same page was read", b.pages+1, b.ex.describe()), b.ex.evidence(""))
 			continue
 		case b.problem != "":
 			s.skip(id, ep, "the walk with X-API-Key stopped early: "+b.problem)

@@ -132,6 +132,8 @@ var brokenCases = []brokenCase{
 	{defect: dAPIKeyFirstPageOnly, want: "AUTH-06"},
 	{defect: dUsageGroupByFirstPage, want: "USE-02"},
 	{defect: dOffsetLaterPages, want: "TIME-01"},
+	// The category walks meet the same refusal.
+	{defect: dFilteredCursor400, want: "FILT-02", also: []string{"FILT-04"}},
 	{defect: dLimitIgnored, want: "PAGE-09"},
 	{defect: dLimitZero500, want: "PAGE-09", also: []string{"HTTP-01"}},
 	{defect: dWrongOrder, want: "PAGE-12"},
@@ -168,6 +170,39 @@ var brokenCases = []brokenCase{
 	{defect: dProblemNoTitle, want: "ENV-05"},
 	{defect: dPost200, want: "HTTP-02"},
 	{defect: dRate429NoRetryAfter, want: "HTTP-03"},
+}
+
+// TestEmptyPageNamed: "data": null fails ENV-01 at every endpoint that
+// served an empty page, and the message names the page.
+func TestEmptyPageNamed(t *testing.T) {
+	t.Parallel()
+	rep := runRef(t, dDataNullEmpty)
+	failed := map[string]string{}
+	for _, r := range rep.Results {
+		if r.ID == "ENV-01" && r.Status == conformance.FAIL {
+			failed[r.Endpoint] = r.Message
+		}
+	}
+	for _, ep := range []string{"/conversations", "/assistants", "/events"} {
+		require.Contains(t, failed, ep)
+		require.Contains(t, failed[ep], "2999-01-01", "the message names the far-future page")
+		require.Contains(t, failed[ep], "/data", failed[ep])
+	}
+}
+
+// TestFilterDefectNamesPageAndRecord: a cursor that forgets the filters
+// fails FILT-01 with the page and the record.
+func TestFilterDefectNamesPageAndRecord(t *testing.T) {
+	t.Parallel()
+	rep := runRef(t, dFilterFirstPageOnly)
+	for _, r := range rep.Results {
+		if r.ID == "FILT-01" && r.Status == conformance.FAIL {
+			require.Regexp(t, `^page [2-9]\d* of startedAfter=\S+ \(limit=\d+\) returned "conv_[0-9a-f]+" with startedAt `, r.Message)
+			require.Contains(t, r.Evidence.Curl, "cursor=")
+			return
+		}
+	}
+	t.Fatal("FILT-01 did not fail")
 }
 
 func levelOf(t *testing.T, id string) conformance.Level {

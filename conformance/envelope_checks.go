@@ -143,8 +143,14 @@ func (s *session) checkBodies() {
 	exs := append([]*exchange(nil), s.exchanges...)
 	s.mu.Unlock()
 	t := envTallies{}
-	seen := map[[32]byte]bool{}
-	items := map[[32]byte]bool{}
+	// Bodies and records are judged once per endpoint: an empty page is
+	// the same bytes everywhere, and each endpoint gets its own verdict.
+	type key struct {
+		ep string
+		h  [32]byte
+	}
+	seen := map[key]bool{}
+	items := map[string]map[[32]byte]bool{}
 	findings := map[string]bool{}
 	pages, records, singles := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, ex := range exs {
@@ -159,21 +165,24 @@ func (s *session) checkBodies() {
 		if !single {
 			s.envCheckPageSize(ep, ex)
 		}
-		h := sha256.Sum256(ex.Body)
-		if seen[h] {
+		k := key{ep, sha256.Sum256(ex.Body)}
+		if seen[k] {
 			if !single {
 				pages[ep]++
 			}
 			continue
 		}
-		seen[h] = true
+		seen[k] = true
+		if items[ep] == nil {
+			items[ep] = map[[32]byte]bool{}
+		}
 		schemas := envListSchemas[r]
 		switch {
 		case !single:
 			pages[ep]++
-			records[ep] += s.envCheckPage(ep, schemas, ex, t, findings, items)
+			records[ep] += s.envCheckPage(ep, schemas, ex, t, findings, items[ep])
 		case slices.Contains(envSingleRecords, r):
-			if s.envCheckRecord(ep, schemas[1], ex, t, findings, items) {
+			if s.envCheckRecord(ep, schemas[1], ex, t, findings, items[ep]) {
 				singles[ep]++
 			}
 		}
@@ -183,7 +192,11 @@ func (s *session) checkBodies() {
 		if pages[ep] == 0 {
 			msg := "no list page could be read"
 			var ex *exchange
-			if w := s.walks[r+"?#1000"]; w != nil && w.Problem != "" {
+			wk := r + "?#1000"
+			if r == Usage {
+				wk = Usage + "?#0"
+			}
+			if w := s.walks[wk]; w != nil && w.Problem != "" {
 				msg += ": " + w.Problem
 				ex = w.Ex
 			}

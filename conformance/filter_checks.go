@@ -168,20 +168,6 @@ func (c ftCase) query() url.Values {
 
 func (c ftCase) String() string { return pgDescribe(c.query()) }
 
-// matches reports whether rec satisfies every filter of c; judged is false
-// when a field it needs is missing or unparseable.
-func (c ftCase) matches(rec record) (ok, judged bool) {
-	ok = true
-	for _, b := range c {
-		h, j := b.holds(rec)
-		if !j {
-			return false, false
-		}
-		ok = ok && h
-	}
-	return ok, true
-}
-
 // ftCell is one record's value of one filter's field, read once.
 type ftCell struct {
 	at  time.Time
@@ -262,8 +248,6 @@ type ftPlan struct {
 	// binding: every filter of c leaves out some record the others keep.
 	binding bool
 }
-
-func (p ftPlan) pages() int { return (len(p.matched) + p.limit - 1) / p.limit }
 
 // ftMaxPages bounds the pages of a filtered walk the page size is lowered
 // to.
@@ -454,6 +438,9 @@ func (o *ftOutcome) record(s *session, ep string) {
 // ftWalkNote says what a filtered walk could not show: fewer than three
 // pages, or no record outside the filters after the first page.
 func ftWalkNote(r string, p ftPlan, fw *walk) string {
+	if !fw.Complete() {
+		return fmt.Sprintf(" (the walk stopped after %s: %s)", envCount(len(fw.Sizes), "page"), fw.Problem)
+	}
 	var notes []string
 	if len(fw.Sizes) < 3 {
 		notes = append(notes, fmt.Sprintf("the data holds only %d matching records, so the walk had %s, fewer than the three the check asks for",
@@ -484,6 +471,11 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	fw := s.walkList(ctx, r, p.c.query(), p.limit)
 	if len(fw.Sizes) == 0 {
 		ex := fw.Pages[0]
+		if ex.Status == http.StatusOK {
+			out.skip("FILT-01", fmt.Sprintf("%s: the first page is not a valid list envelope (ENV-01's)", what))
+			out.skip("FILT-02", fmt.Sprintf("%s: the first page is not a valid list envelope (ENV-01's)", what))
+			return
+		}
 		if ex.Status == 0 || ex.Status >= 500 {
 			out.skip("FILT-01", fmt.Sprintf("%s: %s", what, fw.Problem))
 			out.skip("FILT-02", fmt.Sprintf("%s: %s", what, fw.Problem))
@@ -545,7 +537,11 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 		}
 	}
 	if bad == 0 {
-		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy every bound%s", what, len(fw.Records), envCount(len(fw.Sizes), "page"), note))
+		bounds := "every bound"
+		if slices.ContainsFunc(p.c, ftBoundValue.isCategory) {
+			bounds = "every timestamp bound (the category is FILT-04's)"
+		}
+		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy %s%s", what, len(fw.Records), envCount(len(fw.Sizes), "page"), bounds, note))
 	}
 
 	// FILT-02: the walk holds every matching record of the full walk (but
@@ -555,6 +551,11 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 		out.skip("FILT-02", "the full walk did not complete: "+full.Problem)
 		return
 	case !fw.Complete():
+		if ex, refused := fw.stoppedEarly(); refused {
+			s.fail("FILT-02", ep, fmt.Sprintf("page %d of %s answered %d: the nextCursor of page %d, sent back with the same filters, was refused, so the walk cannot reach the matching records after it",
+				len(fw.Pages), what, ex.Status, len(fw.Pages)-1), ex.evidence(""))
+			return
+		}
 		out.skip("FILT-02", fmt.Sprintf("the walk with %s did not complete: %s", what, fw.Problem))
 		return
 	}
@@ -584,17 +585,32 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	}
 	m := missing[0]
 	// Blame the page that jumped over it: the first page holding a record
-	// that sorts after it.
-	at := len(fw.Records) - 1
+	// that sorts after it, or the last page when none does.
+	at, where := -1, ""
 	for i, rec := range fw.Records {
 		if keyLess(m, rec) {
 			at = i
 			break
 		}
 	}
-	page, _ := fw.pageOf(max(at, 0))
-	s.fail("FILT-02", ep, fmt.Sprintf("%s left out %d of %d matching records of the full walk, first %q (%s %s), which belongs before page %d's records",
-		what, len(missing), len(p.matched), truncateID(m.ID), sortField(r), m.Time, page), fw.evidence(max(at, 0), ""))
+	if at >= 0 {
+		page, _ := fw.pageOf(at)
+		where = fmt.Sprintf("which belongs before record %d of page %d", at-ftPageStart(fw, page)+1, page)
+	} else {
+		at = max(len(fw.Records)-1, 0)
+		where = fmt.Sprintf("which belongs after the last record of the last page (page %d)", len(fw.Sizes))
+	}
+	s.fail("FILT-02", ep, fmt.Sprintf("%s left out %d of %d matching records of the full walk, first %q (%s %s), %s",
+		what, len(missing), len(p.matched), truncateID(m.ID), sortField(r), m.Time, where), fw.evidence(at, ""))
+}
+
+// ftPageStart is the index in the walk of the first record of page (from 1).
+func ftPageStart(w *walk, page int) int {
+	n := 0
+	for _, size := range w.Sizes[:page-1] {
+		n += size
+	}
+	return n
 }
 
 // ftFarFuture is FILT-03.
@@ -674,9 +690,14 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 		}
 		if !cw.Complete() {
 			unionOK = false
+			if ex, refused := cw.stoppedEarly(); refused {
+				s.fail(id, ep, fmt.Sprintf("page %d of category=%s (limit=%d) answered %d: the nextCursor of page %d, sent back with the same category, was refused",
+					len(cw.Pages), c, limit, ex.Status, len(cw.Pages)-1), ex.evidence(""))
+				bad++
+			}
 		}
 		pages += len(cw.Sizes)
-		if counts[c] > 0 && len(cw.Sizes) < 3 {
+		if cw.Complete() && counts[c] > 0 && len(cw.Sizes) < 3 {
 			short = append(short, fmt.Sprintf("%s (%d events)", c, counts[c]))
 		}
 		for i, rec := range cw.Records {
@@ -776,20 +797,27 @@ func ftOddParams(ctx context.Context, s *session, r string) {
 		}
 	}
 	try("?foo=bar", url.Values{"foo": {"bar"}, "limit": {"1"}}, func(*exchange) string { return "is ignored" })
+	const notEnvelope = "answered 200 with a body that is not a valid list envelope (ENV-01's)"
 	try("?LIMIT=1", url.Values{"LIMIT": {"1"}}, func(ex *exchange) string {
-		if n := count(ex); n <= 1 {
+		switch n := count(ex); {
+		case n < 0:
+			return notEnvelope
+		case n <= 1:
 			return "is read as limit (" + strconv.Itoa(n) + " record)"
 		}
 		return "is ignored as unknown"
 	})
 	try("?limit=1&limit=2", url.Values{"limit": {"1", "2"}}, func(ex *exchange) string {
-		switch count(ex) {
+		switch n := count(ex); n {
+		case -1:
+			return notEnvelope
 		case 1:
 			return "takes the first value"
 		case 2:
 			return "takes the last value"
+		default:
+			return fmt.Sprintf("answered %d records", n)
 		}
-		return fmt.Sprintf("answered %d records", count(ex))
 	})
 	if bad == 0 {
 		s.pass(id, ep, "policy: "+strings.Join(policy, "; "))

@@ -2,6 +2,9 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -119,3 +122,24 @@ var errTest = testErr("the http host has no answer")
 type testErr string
 
 func (e testErr) Error() string { return string(e) }
+
+// TestWalkPageCapEvidence: a walk stopped by the page cap blames its last
+// page (checks take evidence from it).
+func TestWalkPageCapEvidence(t *testing.T) {
+	t.Parallel()
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"data":[{"id":"r%d","updatedAt":"2026-01-01T00:00:00.000Z"}],"hasMore":true,"nextCursor":"c%d"}`, n, n)
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := (&Config{BaseURL: srv.URL, Token: "t", PageCap: 3, MaxRate: 1000}).withDefaults()
+	require.NoError(t, err)
+	w := newSession(cfg).walkList(t.Context(), Conversations, nil, 1)
+	require.Contains(t, w.Problem, "page cap")
+	require.NotNil(t, w.Ex)
+	require.Len(t, w.Sizes, 3)
+	_, refused := w.stoppedEarly()
+	require.False(t, refused)
+}

@@ -117,6 +117,7 @@ const (
 	dAPIKeyFirstPageOnly   defect = "x-api-key-first-page-only" // X-API-Key is not read on cursor pages
 	dUsageGroupByFirstPage defect = "usage-groupby-first-page"  // usage cursor pages drop groupBy
 	dOffsetLaterPages      defect = "offset-timestamps-later"   // cursor pages write timestamps with +02:00
+	dFilteredCursor400     defect = "filtered-cursor-400"       // a cursor sent back with its filters is refused
 )
 
 // refItem is one record of a list resource.
@@ -771,6 +772,9 @@ func (p *refProvider) serveList(pr refPrincipal, resource string, v url.Values) 
 	cur, err := p.readCursor(q, resource, pr.tenant, digest)
 	if err != nil {
 		return nil, err
+	}
+	if cur != nil && digest != "" && p.has(dFilteredCursor400) {
+		return nil, invalid("cursor", "is malformed")
 	}
 	tenant := pr.tenant
 	if cur != nil && p.has(dCursorAuthority) && p.tenants[cur.Tenant] != nil {

@@ -403,7 +403,7 @@ func (s *session) reqRef(ex *exchange) string {
 	path, _, _ = strings.Cut(path, "?")
 	q := u.Query()
 	if c := q.Get("cursor"); len(c) > 16 {
-		q.Set("cursor", c[:12]+"...")
+		q.Set("cursor", truncateText(c, 12))
 	}
 	ref := ex.Method + " " + path
 	if len(q) > 0 {

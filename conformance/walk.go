@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // record is one list item, decoded enough to order and compare it.
@@ -112,6 +113,9 @@ func (s *session) walkList(ctx context.Context, resource string, q url.Values, l
 	for page := 0; ; page++ {
 		if page == s.cfg.PageCap {
 			w.Problem = fmt.Sprintf("stopped after the page cap of %d pages", s.cfg.PageCap)
+			if len(w.Pages) > 0 {
+				w.Ex = w.Pages[len(w.Pages)-1]
+			}
 			break
 		}
 		pq := url.Values{}
@@ -227,9 +231,29 @@ func (s *session) fullWalk(ctx context.Context, resource string) *walk {
 func endpoint(resource string) string { return "/" + resource }
 
 // truncateID shortens an id for a message.
-func truncateID(id string) string {
-	if len(id) > 60 {
-		return id[:60] + "..."
+func truncateID(id string) string { return truncateText(id, 60) }
+
+// truncateText shortens s to at most n bytes for a message, without cutting
+// a character in two; invalid UTF-8 shows as "?".
+func truncateText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= n {
+		return s
 	}
-	return strings.ToValidUTF8(id, "?")
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// stoppedEarly reports whether a walk that read at least one page stopped
+// at a later page answered with a 4xx: the provider refused a cursor it
+// issued, sent back with the same query. The page to blame is returned.
+func (w *walk) stoppedEarly() (*exchange, bool) {
+	if len(w.Sizes) == 0 || len(w.Pages) <= len(w.Sizes) {
+		return nil, false
+	}
+	ex := w.Pages[len(w.Pages)-1]
+	return ex, ex.Status >= 400 && ex.Status < 500
 }
