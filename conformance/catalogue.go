@@ -160,7 +160,8 @@ var Catalogue = []Check{
 		Sends: `At each list, its timestamp filter at an observed instant that has another record within two ` +
 			`hours of it, written once with Z and once with +02:00; each is walked with a small limit across ` +
 			`several pages.`,
-		Requires: `Both walks answer 200 and hold the same ids in the same order. SKIP when no record has a ` +
+		Requires: `Both walks answer 200 and hold the same ids in the same order; on a difference both are ` +
+			`walked again once (the data may have changed) before the check fails. SKIP when no record has a ` +
 			`timestamp, or when the walk with Z does not complete (the FILT checks judge that filter).`,
 		Rule: `"Timestamp parameters are RFC 3339, UTC." Kit decision: a filter accepts any RFC 3339 offset and ` +
 			`means the instant it names.`,
@@ -334,8 +335,9 @@ var Catalogue = []Check{
 		Requires: `Each filtered walk holds every record of the unfiltered walk that matches its bounds, so that, ` +
 			`with FILT-01, it is exactly the matching subset. Records exactly at an inclusive bound are ` +
 			`FILT-01's, and records left out only where they share a timestamp with another are PAGE-03's. ` +
-			`When the data is too small for three pages the message says so; SKIP when a walk does not ` +
-			`complete.`,
+			`A later page that refuses the nextCursor of the page before it, sent back with the same ` +
+			`filters, fails. When the data is too small for three pages the message says so; SKIP when a ` +
+			`walk stops otherwise (a 5xx, no answer, the page cap).`,
 		Rule: `"Incremental filters updatedSince and occurredAfter." Kit decision: a filtered list returns every ` +
 			`matching record, on every page, so an incremental sync misses nothing.`,
 	},
@@ -357,8 +359,8 @@ var Catalogue = []Check{
 			`to cross at least three pages where the data allows, and category=NoSuchCategory; it also judges ` +
 			`the category of the occurredAfter with category walk of FILT-01.`,
 		Requires: `Every record of every page has the category asked; together the walks hold every event of ` +
-			`the unfiltered walk whose category is known; the unknown category answers 400, or 200 with ` +
-			`"data": []; never a 5xx.`,
+			`the unfiltered walk whose category is known; no later page refuses the nextCursor of the page ` +
+			`before it; the unknown category answers 400, or 200 with "data": []; never a 5xx.`,
 		Rule: `"category takes the event category values."`,
 	},
 	{
