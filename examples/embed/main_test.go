@@ -18,33 +18,50 @@ import (
 	"github.com/aiusage/kit/conformance"
 )
 
-// readmeSection is the README section whose Go block is this program.
-const readmeSection = "## Embedding the provider in your Go application"
+// The embedding section of docs/provider.md, whose Go block is this program.
+const (
+	docFile    = "../../docs/provider.md"
+	docSection = "# Embedding the provider in your Go application"
+)
 
-// TestReadmeSnippetIsThisProgram requires the fenced Go block of the README's
-// embedding section to be main.go byte for byte, so that what a newcomer
-// pastes is what TestConformance checks.
-func TestReadmeSnippetIsThisProgram(t *testing.T) {
+// TestDocSnippetIsThisProgram requires the fenced Go block of the embedding
+// section of docs/provider.md to be main.go byte for byte, so that what a
+// newcomer pastes is what TestConformance checks.
+func TestDocSnippetIsThisProgram(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(docFile)
 	require.NoError(t, err)
-	snippet, err := goBlock(string(readme), readmeSection)
+	snippet, err := goBlock(string(doc), docSection)
 	require.NoError(t, err)
 	program, err := os.ReadFile("main.go")
 	require.NoError(t, err)
 	require.Equal(t, string(program), snippet,
-		"the Go block of README.md %q differs from examples/embed/main.go: change both together", readmeSection)
+		"the Go block of docs/provider.md %q differs from examples/embed/main.go: change both together", docSection)
 }
 
 // goBlock returns the body of the first ```go block of the Markdown
-// section headed by heading, up to the next heading of the same level.
+// section headed by heading, up to the next heading of the same or a higher
+// level (lines of fenced code blocks, such as shell comments, are not
+// headings).
 func goBlock(markdown, heading string) (string, error) {
-	_, section, ok := strings.Cut(markdown, "\n"+heading+"\n")
-	if !ok {
+	var section string
+	if strings.HasPrefix(markdown, heading+"\n") {
+		section = markdown[len(heading):]
+	} else if _, rest, ok := strings.Cut(markdown, "\n"+heading+"\n"); ok {
+		section = "\n" + rest
+	} else {
 		return "", fmt.Errorf("no section %q", heading)
 	}
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end+1]
+	level := len(heading) - len(strings.TrimLeft(heading, "#"))
+	fenced, offset := false, 0
+	for _, line := range strings.SplitAfter(section, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		} else if !fenced && offset > 0 && isHeadingUpTo(line, level) {
+			section = section[:offset]
+			break
+		}
+		offset += len(line)
 	}
 	_, block, ok := strings.Cut(section, "\n```go\n")
 	if !ok {
@@ -55,6 +72,12 @@ func goBlock(markdown, heading string) (string, error) {
 		return "", fmt.Errorf("the ```go block of section %q is not closed", heading)
 	}
 	return block + "\n", nil
+}
+
+// isHeadingUpTo reports whether line is a Markdown heading of level 1 to level.
+func isHeadingUpTo(line string, level int) bool {
+	hashes := len(line) - len(strings.TrimLeft(line, "#"))
+	return hashes >= 1 && hashes <= level && strings.HasPrefix(line[hashes:], " ")
 }
 
 // TestConformance builds this program as a newcomer would run it, starts it
@@ -74,7 +97,7 @@ func TestConformance(t *testing.T) {
 
 	conformance.Test(t, conformance.Config{BaseURL: base, Token: full, MaxRate: 5000})
 
-	// The README's second token shares usage metrics without conversation
+	// The program's second token shares usage metrics without conversation
 	// content.
 	require.Equal(t, http.StatusOK, status(t, base+"/usage", usageOnly))
 	require.Equal(t, http.StatusForbidden, status(t, base+"/conversations", usageOnly))
