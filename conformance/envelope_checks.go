@@ -251,21 +251,23 @@ func (s *session) envCheckPageSize(ep string, ex *exchange) {
 // the whole list with limit equal to its length or, for a longer list, the
 // records from a timestamp filter near the end, with limit equal to their
 // number. A provider that derives hasMore from a full page, rather than
-// from a record that follows, answers hasMore true there (ENV-03). It
-// returns nil when no such page can be asked for.
-func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) *exchange {
+// from a record that follows, answers hasMore true there (ENV-03, judged
+// with every other page by checkBodies). It asks nothing when no such page
+// can be asked for.
+func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) {
 	n := len(w.Records)
 	if r == Usage || !w.Complete() || n == 0 {
-		return nil
+		return
 	}
 	if n <= 1000 {
-		return s.get(ctx, endpoint(r), url.Values{"limit": {strconv.Itoa(n)}})
+		s.get(ctx, endpoint(r), url.Values{"limit": {strconv.Itoa(n)}})
+		return
 	}
 	param := timeFilters[r]
 	var times []time.Time
 	for _, rec := range w.Records {
 		if rec.At.IsZero() {
-			return nil
+			return
 		}
 		times = append(times, rec.At)
 	}
@@ -278,9 +280,9 @@ func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) *excha
 		}
 	}
 	if param == "" || m == 0 || m > 1000 {
-		return nil
+		return
 	}
-	return s.get(ctx, endpoint(r), url.Values{param: {at.UTC().Format(time.RFC3339Nano)}, "limit": {strconv.Itoa(m)}})
+	s.get(ctx, endpoint(r), url.Values{param: {at.UTC().Format(time.RFC3339Nano)}, "limit": {strconv.Itoa(m)}})
 }
 
 // envSampleIDs picks a few ids spread over the records, and a tombstone if

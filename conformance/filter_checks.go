@@ -144,15 +144,18 @@ func (b ftBoundValue) param() string {
 // holds reports whether rec satisfies the bound; judged is false when its
 // field is missing or unparseable.
 func (b ftBoundValue) holds(rec record) (ok, judged bool) {
-	if b.isCategory() {
-		c, isStr := rec.Obj["category"].(string)
-		return c == b.value, isStr
-	}
-	_, t, parsed := ftTime(rec, b.f.field)
-	if !parsed {
+	return b.holdsCell(ftCellOf(rec, b.f, b.isCategory()))
+}
+
+// holdsCell is holds for a record's value already read.
+func (b ftBoundValue) holdsCell(c ftCell) (ok, judged bool) {
+	if !c.ok {
 		return false, false
 	}
-	return b.f.holds(t, b.at), true
+	if b.isCategory() {
+		return c.str == b.value, true
+	}
+	return b.f.holds(c.at, b.at), true
 }
 
 // ftCase is a set of filters walked together.
@@ -180,19 +183,23 @@ type ftCell struct {
 // each time.
 type ftColumns map[string][]ftCell
 
+// ftCellOf reads rec's value of filter f (of the category when category).
+func ftCellOf(rec record, f ftFilter, category bool) ftCell {
+	if category {
+		c, ok := rec.Obj["category"].(string)
+		return ftCell{str: c, ok: ok}
+	}
+	_, t, ok := ftTime(rec, f.field)
+	return ftCell{at: t, ok: ok}
+}
+
 func ftColumnsOf(recs []record, resource string, params []string) ftColumns {
 	cols := ftColumns{}
 	for _, p := range params {
 		cells := make([]ftCell, len(recs))
 		f, isTime := ftFilterOf(resource, p)
 		for i, rec := range recs {
-			if isTime {
-				_, t, ok := ftTime(rec, f.field)
-				cells[i] = ftCell{at: t, ok: ok}
-			} else {
-				c, ok := rec.Obj["category"].(string)
-				cells[i] = ftCell{str: c, ok: ok}
-			}
+			cells[i] = ftCellOf(rec, f, !isTime)
 		}
 		cols[p] = cells
 	}
@@ -201,14 +208,7 @@ func ftColumnsOf(recs []record, resource string, params []string) ftColumns {
 
 // holdsAt is holds for record i of cols.
 func (b ftBoundValue) holdsAt(cols ftColumns, i int) (ok, judged bool) {
-	c := cols[b.param()][i]
-	if !c.ok {
-		return false, false
-	}
-	if b.isCategory() {
-		return c.str == b.value, true
-	}
-	return b.f.holds(c.at, b.at), true
+	return b.holdsCell(cols[b.param()][i])
 }
 
 // matchesAt is matches for record i of cols.
