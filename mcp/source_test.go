@@ -11,9 +11,9 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/demodata"
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
 
 // TestStatusPlan checks that Status counts each line's records with index

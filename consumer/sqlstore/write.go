@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/consumer"
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/orgapi"
+	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/spec"
 )
 

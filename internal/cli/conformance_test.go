@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
 func TestConformanceCommand(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
 
 // buildBinary builds cmd/aiusage into a temporary directory.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/demodata"
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"
 )

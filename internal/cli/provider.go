@@ -15,9 +15,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/internal/demodata"
-	"github.com/aiusage/kit/internal/ops"
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"

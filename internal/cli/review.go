@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aiusage/kit/orgapi"
-	"github.com/aiusage/kit/reviewapi"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 )
 
 // withService is withStore with the review-task service on the same

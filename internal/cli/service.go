@@ -14,11 +14,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/ops"
-	"github.com/aiusage/kit/internal/sources"
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/orgapi"
-	"github.com/aiusage/kit/reviewapi"
+	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 )
 
 // defaultServiceDB is the database of the oversight service, shared by

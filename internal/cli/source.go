@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aiusage/kit/internal/sources"
-	"github.com/aiusage/kit/orgapi"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/orgapi"
 )
 
 // --- admin source

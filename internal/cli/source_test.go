@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
 
 // adminSource is a source as the admin source commands print it.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aiusage/kit/reviewapi"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 )
 
 func webhookCommand() *command {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/reviewapi"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 )
 
 func TestWebhookListenVerifiesAndPrints(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/providertest"
 	"github.com/aiusage/kit/provider/sqlsource"

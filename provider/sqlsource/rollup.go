@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"modernc.org/sqlite"
 
-	"github.com/aiusage/kit/internal/sqldb"
-	"github.com/aiusage/kit/internal/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aiusage/kit/internal/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )

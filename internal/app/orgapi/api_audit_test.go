@@ -1,0 +1,209 @@
+package orgapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/spec"
+)
+
+// lastSeq is the Seq of the last record of an audit trail, 0 when empty.
+func lastSeq(recs []orgapi.AuditRecord) int64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[len(recs)-1].Seq
+}
+
+func TestAuditTrailRecordsChangesMadeWithAKey(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		require.Equal(t, "ci-bot", e.Key.Name)
+		base := lastSeq(e.audit(e.Org.ID))
+
+		createdAt := e.clock.Now()
+		r := e.do(post, e.listPath(), with(regexBody("audited"), "usedBy", []string{e.Agents[0].ID}), nil)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+		created := r.Body
+		id := decodeJSON[spec.Instruction](t, r).ID
+
+		e.clock.Advance(time.Second)
+		updatedAt := e.clock.Now()
+		r = e.do(patch, e.itemPath(id), jsonObj{"title": "audited, patched", "criticality": "High"}, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		patched := r.Body
+
+		e.clock.Advance(time.Second)
+		deletedAt := e.clock.Now()
+		r = e.do(del, e.itemPath(id), nil, nil)
+		require.Equal(t, http.StatusNoContent, r.Status, "%s", r)
+
+		recs, err := e.store.Audit(t.Context(), e.Org.ID, 0, 100)
+		require.NoError(t, err)
+		var mine []orgapi.AuditRecord
+		for _, rec := range recs {
+			if rec.Seq > base {
+				mine = append(mine, rec)
+			}
+		}
+		require.Len(t, mine, 3)
+		want := []struct {
+			action        string
+			at            time.Time
+			before, after string
+		}{
+			{orgapi.AuditInstructionCreated, createdAt, "null", string(created)},
+			{orgapi.AuditInstructionUpdated, updatedAt, string(created), string(patched)},
+			{orgapi.AuditInstructionDeleted, deletedAt, string(patched), "null"},
+		}
+		for i, rec := range mine {
+			w := want[i]
+			require.Equal(t, orgapi.Actor{Type: "apiKey", ID: e.Key.ID, Name: "ci-bot"}, rec.Actor, "record %d", i)
+			require.Equal(t, w.action, rec.Action, "record %d", i)
+			require.Equal(t, e.Org.ID, rec.OrganisationID, "record %d", i)
+			require.Equal(t, "instruction", rec.ResourceType, "record %d", i)
+			require.Equal(t, id, rec.ResourceID, "record %d", i)
+			require.True(t, w.at.Equal(rec.At.Time), "record %d: at %s, want %s", i, rec.At, w.at)
+			require.JSONEq(t, w.before, string(rec.Before), "record %d: before", i)
+			require.JSONEq(t, w.after, string(rec.After), "record %d: after", i)
+			if i > 0 {
+				require.Greater(t, rec.Seq, mine[i-1].Seq)
+			}
+		}
+		// The records are read in pages after a Seq.
+		page, err := e.store.Audit(t.Context(), e.Org.ID, mine[0].Seq, 1)
+		require.NoError(t, err)
+		require.Equal(t, []orgapi.AuditRecord{mine[1]}, page)
+	})
+}
+
+func TestAuditAttributesChangesToTheKeyUsed(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		deploy := e.newKey(e.Org.ID, "deploy-bot", orgapi.KeyTypeAPI, nil)
+		base := lastSeq(e.audit(e.Org.ID))
+
+		in := e.create(regexBody("by ci-bot"))
+		r := e.doKey(deploy.Secret, patch, e.itemPath(in.ID), jsonObj{"title": "by deploy-bot"}, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		// With Authorization: Bearer, and with both headers (X-API-Key wins).
+		r = e.doKey("", patch, e.itemPath(in.ID), jsonObj{"title": "by deploy-bot, bearer"}, hdr{"Authorization": "Bearer " + deploy.Secret})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		r = e.do(patch, e.itemPath(in.ID), jsonObj{"title": "by ci-bot, both headers"}, hdr{"Authorization": "Bearer " + deploy.Secret})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+
+		var actors []orgapi.Actor
+		for _, rec := range e.audit(e.Org.ID) {
+			if rec.Seq > base {
+				actors = append(actors, rec.Actor)
+			}
+		}
+		ci := orgapi.Actor{Type: orgapi.ActorAPIKey, ID: e.Key.ID, Name: "ci-bot"}
+		dep := orgapi.Actor{Type: orgapi.ActorAPIKey, ID: deploy.ID, Name: "deploy-bot"}
+		require.Equal(t, []orgapi.Actor{ci, dep, dep, ci}, actors)
+	})
+}
+
+func TestAuditFailedRequestsAddNoRecord(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		bt := e.newTenant("Beta", 1, "beta-key")
+		full, _ := fullAgent(e)
+		in := e.create(with(regexBody("existing"), "assessmentId", "asmt-1"))
+		bIn := e.withT(t)
+		bIn.tenant = bt
+		bInstr := bIn.create(regexBody("B's"))
+		revoked := e.newKey(e.Org.ID, "revoked", orgapi.KeyTypeAPI, nil)
+		_, err := e.store.RevokeKey(t.Context(), e.Org.ID, revoked.ID, adminActor)
+		require.NoError(t, err)
+		ing := e.newKey(e.Org.ID, "telemetry", orgapi.KeyTypeIngestion, nil)
+
+		e.clock.Advance(time.Minute)
+		aBefore := len(e.audit(e.Org.ID))
+		bBefore := len(e.audit(bt.Org.ID))
+
+		for _, c := range []struct {
+			secret       string
+			method, path string
+			body         any
+			status       int
+		}{
+			{e.Key.Secret, post, e.listPath(), `{"title":`, 400},
+			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "agentType", "Other"), 400},
+			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{uuid.NewString()}), 400},
+			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{full.ID}), 409},
+			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "assessmentId", "asmt-1"), 409},
+			{e.Key.Secret, post, e.listPath(), regexBody(strings.Repeat("x", 201)), 400},
+			{e.Key.Secret, post, e.listPath(), append([]byte(`{"title":"`), make([]byte, orgapi.MaxBodyBytes)...), 413},
+			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"usedBy": []string{full.ID}}, 409},
+			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"title": nil}, 400},
+			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"allowRedaction": true, "trigger": jsonObj{"type": "Semantic", "text": "x"}}, 400},
+			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{}, 200}, // changes nothing
+			{e.Key.Secret, patch, e.itemPath(bInstr.ID), jsonObj{"title": "x"}, 404},
+			{e.Key.Secret, del, e.itemPath(bInstr.ID), nil, 404},
+			{e.Key.Secret, del, bt.itemPath(bInstr.ID), nil, 404},
+			{e.Key.Secret, del, e.itemPath(uuid.NewString()), nil, 404},
+			{e.Key.Secret, http.MethodPut, e.itemPath(in.ID), regexBody("x"), 405},
+			{e.Key.Secret, post, e.orgPath() + "/api-keys", jsonObj{"name": "x"}, 403},
+			{revoked.Secret, post, e.listPath(), regexBody("x"), 401},
+			{revoked.Secret, del, e.itemPath(in.ID), nil, 401},
+			{ing.Secret, post, e.listPath(), regexBody("x"), 403},
+			{ing.Secret, del, e.itemPath(in.ID), nil, 403},
+		} {
+			r := e.doKey(c.secret, c.method, c.path, c.body, nil)
+			require.Equal(t, c.status, r.Status, "%s", r)
+		}
+		require.Len(t, e.audit(e.Org.ID), aBefore, "a failed request added an audit record")
+		require.Len(t, e.audit(bt.Org.ID), bBefore, "a failed request added an audit record to another organisation")
+	})
+}
+
+func TestAuditTrailIsPerOrganisation(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		bt := e.newTenant("Beta", 1, "beta-key")
+		b := e.withT(t)
+		b.tenant = bt
+
+		aIn := e.create(regexBody("A's"))
+		r := e.do(patch, e.itemPath(aIn.ID), jsonObj{"title": "A's, patched"}, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		bIn := b.create(regexBody("B's"))
+		r = b.do(del, b.itemPath(bIn.ID), nil, nil)
+		require.Equal(t, http.StatusNoContent, r.Status, "%s", r)
+		e.create(regexBody("A's second"))
+
+		check := func(recs []orgapi.AuditRecord, own tenant, ownIn string, other tenant, otherIn string, wantOwn int) {
+			t.Helper()
+			n := 0
+			for _, rec := range recs {
+				require.Equal(t, own.Org.ID, rec.OrganisationID)
+				require.NotEqual(t, otherIn, rec.ResourceID)
+				require.NotEqual(t, other.Key.ID, rec.Actor.ID)
+				require.NotContains(t, string(rec.Before)+string(rec.After), otherIn)
+				if rec.Actor.Type == orgapi.ActorAPIKey {
+					require.Equal(t, own.Key.ID, rec.Actor.ID)
+					n++
+				}
+			}
+			require.Equal(t, wantOwn, n)
+		}
+		check(e.audit(e.Org.ID), e.tenant, aIn.ID, bt, bIn.ID, 3)
+		check(e.audit(bt.Org.ID), bt, bIn.ID, e.tenant, aIn.ID, 2)
+		recs, err := e.store.Audit(t.Context(), uuid.NewString(), 0, 100)
+		require.NoError(t, err)
+		require.Empty(t, recs)
+	})
+}

@@ -1,0 +1,342 @@
+package reviewapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/spec"
+)
+
+// NewHandler returns the whole service's HTTP handler: the organisation API
+// (org) and the review-task API of s, on one router, each answering errors
+// in its own body shape.
+//
+// mounts add more routes to the same router (the collected data of the
+// sources, operations endpoints); they run after the common middleware.
+func NewHandler(org *orgapi.Handler, s *Service, mounts ...func(chi.Router)) http.Handler {
+	r := chi.NewRouter()
+	r.Use(org.Middleware()...)
+	org.Routes(r)
+	s.Routes(r)
+	for _, m := range mounts {
+		m(r)
+	}
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		if isReviewPath(req.URL.Path) {
+			writeError(w, &Error{Code: spec.CodeNotFound, Message: "No such endpoint."})
+			return
+		}
+		org.ServeHTTP(w, req) // its own 404 problem
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		if !isReviewPath(req.URL.Path) {
+			orgapi.MethodNotAllowed(r, w, req)
+			return
+		}
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+				if m == http.MethodGet {
+					allow = append(allow, http.MethodHead)
+				}
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, &Error{Code: spec.CodeMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed here; the path allows %s.", req.Method, strings.Join(allow, ", "))})
+	})
+	return r
+}
+
+func isReviewPath(p string) bool {
+	return p == "/review-tasks" || strings.HasPrefix(p, "/review-tasks/") || p == "/webhooks" || strings.HasPrefix(p, "/webhooks/")
+}
+
+// Routes registers the review-task API on r.
+func (s *Service) Routes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.rateLimit)
+		r.Post("/review-tasks", s.adapt(s.createTask))
+		r.Get("/review-tasks", s.adapt(s.listTasks))
+		r.Get("/review-tasks/{taskId}", s.adapt(s.getTask))
+		r.HandleFunc("/review-tasks/{taskId}/decision", s.adapt(func(http.ResponseWriter, *http.Request) error {
+			return &Error{Code: spec.CodeForbidden, Message: "Decisions are made by a person (aiusage admin review decide), never with an API key."}
+		}))
+		r.Post("/webhooks", s.adapt(s.createWebhook))
+		r.Get("/webhooks", s.adapt(s.listWebhooks))
+		r.Delete("/webhooks/{id}", s.adapt(s.deleteWebhook))
+	})
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Service) adapt(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = &Error{Code: CodeUnavailable, Message: "The request ran out of time; retry it shortly.", cause: err}
+	}
+	e := apiError(err)
+	if statusOfCode(e.Code) >= 500 {
+		s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", orgapi.RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	writeError(w, e)
+}
+
+type principalKey struct{}
+
+func (s *Service) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.orgs.Authenticate(r.Context(), orgapi.Credential(r, true))
+		if err != nil && errors.Is(err, orgapi.ErrForbidden) && p.KeyID != "" {
+			// A known key of the wrong kind: its 403 is counted and carries
+			// the rate-limit headers, as every answer to a key does.
+			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })
+			s.rateLimit(refuse).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func principal(r *http.Request) orgapi.Principal {
+	p, _ := r.Context().Value(principalKey{}).(orgapi.Principal)
+	return p
+}
+
+// rateLimit counts the request against its key's hourly limit, in the
+// database (so every process of the service shares the count), and writes
+// the RateLimit-Policy and RateLimit headers.
+func (s *Service) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		now := s.now()
+		window := now.Truncate(time.Hour)
+		count, err := s.countRequest(r.Context(), p.KeyID, window)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		limit := org.RateLimit()
+		reset := int((window.Add(time.Hour).Sub(now) + time.Second - 1) / time.Second)
+		h := w.Header()
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=3600`, org.Plan, limit))
+		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, org.Plan, max(0, limit-count), reset))
+		if count > limit {
+			h.Set("Retry-After", strconv.Itoa(reset))
+			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
+				Message: fmt.Sprintf("The key has made %d requests this hour; the %s plan allows %d. Retry in %d seconds.", count-1, org.Plan, limit, reset)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// countRequest adds one to the key's count of the hour and returns it.
+func (s *Service) countRequest(ctx context.Context, keyID string, window time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `INSERT INTO reviewapi_rate_counts (key_id, window_start, count) VALUES ($1, $2, 1)
+		ON CONFLICT (key_id, window_start) DO UPDATE SET count = reviewapi_rate_counts.count + 1
+		RETURNING count`, keyID, window.UnixMilli()).Scan(&n)
+	return n, err
+}
+
+// --- endpoints
+
+func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
+	body, err := orgapi.ReadJSON(w, r)
+	if err != nil {
+		return err
+	}
+	var c spec.ReviewTaskCreate
+	if err := orgapi.DecodeJSON("review-task-create", body, &c); err != nil {
+		return err
+	}
+	c.AgentID = strings.ToLower(c.AgentID)
+	t, err := s.CreateTask(r.Context(), principal(r), c)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/review-tasks/"+t.ID)
+	return writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
+	id, ok := orgapi.CanonicalUUID(chi.URLParam(r, "taskId"))
+	if !ok {
+		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task: taskId is not a UUID."}
+	}
+	t, err := s.Task(r.Context(), principal(r).OrganisationID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
+	q, err := ParseTaskQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	list, err := s.ListTasks(r.Context(), principal(r).OrganisationID, q)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
+// parameter is INVALID_REQUEST naming it; unknown ones are ignored.
+func ParseTaskQuery(raw string) (TaskQuery, error) {
+	q := TaskQuery{Limit: 20}
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, invalid("query", "cannot be parsed: %v", err)
+	}
+	get := func(name string) (string, bool, error) {
+		v, ok := values[name]
+		switch {
+		case !ok:
+			return "", false, nil
+		case len(v) > 1:
+			return "", false, invalid(name, "%s is given %d times; give it once", name, len(v))
+		case !utf8.ValidString(v[0]):
+			return "", false, invalid(name, "%s is not valid UTF-8", name)
+		}
+		return v[0], true, nil
+	}
+	if v, ok, err := get("status"); err != nil {
+		return q, err
+	} else if ok && v != "" {
+		switch v {
+		case spec.StatusPending, spec.StatusProcessing, spec.StatusApproved, spec.StatusRequiresIntervention,
+			spec.StatusRejected, spec.StatusChangeRequested:
+			q.Status = v
+		default:
+			return q, invalid("status", "status must be one of pending, processing, approved, requires_intervention, rejected, change_requested; got %q", v)
+		}
+	}
+	if v, ok, err := get("limit"); err != nil {
+		return q, err
+	} else if ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return q, invalid("limit", "limit must be an integer from 1 to 100, got %q", v)
+		}
+		q.Limit = n
+	}
+	if v, ok, err := get("offset"); err != nil {
+		return q, err
+	} else if ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return q, invalid("offset", "offset must be an integer of 0 or more, got %q", v)
+		}
+		q.Offset = n
+	}
+	for _, name := range []string{"from", "to"} {
+		v, ok, err := get(name)
+		if err != nil {
+			return q, err
+		}
+		if !ok || v == "" {
+			continue
+		}
+		t, err := spec.ParseTime(v)
+		if err != nil {
+			return q, invalid(name, "%s must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", name, v)
+		}
+		if name == "from" {
+			q.From = t
+		} else {
+			q.To = t
+		}
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		return q, invalid("to", "to must be after from")
+	}
+	return q, nil
+}
+
+func (s *Service) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	body, err := orgapi.ReadJSON(w, r)
+	if err != nil {
+		return err
+	}
+	var c spec.WebhookCreate
+	if err := orgapi.DecodeJSON("webhook-create", body, &c); err != nil {
+		return err
+	}
+	wh, err := s.CreateWebhook(r.Context(), principal(r).OrganisationID, c)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, wh)
+}
+
+func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	hooks, err := s.Webhooks(r.Context(), principal(r).OrganisationID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, spec.WebhookList{Data: hooks})
+}
+
+func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, ok := orgapi.CanonicalUUID(chi.URLParam(r, "id"))
+	if !ok {
+		return &Error{Code: spec.CodeNotFound, Message: "No such webhook: the id is not a UUID."}
+	}
+	if err := s.DeleteWebhook(r.Context(), principal(r).OrganisationID, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -1,0 +1,236 @@
+package reviewapi
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/policy"
+)
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// Component is the name under which the store's migrations are recorded.
+const Component = "reviewapi"
+
+// Migrations returns the embedded migrations, for readiness checks.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// DefaultReviewTimeout is how long a task waits for a person before it is
+// rejected with reason timeout, unless the organisation sets another.
+const DefaultReviewTimeout = 24 * time.Hour
+
+// Config configures a [Service]. DB and Orgs are required; every other field
+// has the default its comment gives.
+type Config struct {
+	// DB is the service's database, shared with Orgs.
+	DB *sqldb.DB
+	// Orgs authenticates keys and gives the agents' instructions.
+	Orgs *orgapi.Store
+	// Policy configures evaluation (the semantic matcher, the redaction
+	// mark). Default: policy's defaults (the built-in n-gram matcher).
+	Policy policy.Options
+	// AllowPrivateWebhooks lets webhook URLs be http and resolve to
+	// private, loopback and link-local addresses: for local use only.
+	AllowPrivateWebhooks bool
+	// Resolver resolves webhook hosts at registration. Default:
+	// net.DefaultResolver.
+	Resolver *net.Resolver
+	// ReviewTimeout is the default review timeout. Default 24 h.
+	ReviewTimeout time.Duration
+	// RetrySchedule is the wait before each retry of a webhook delivery.
+	// Default DefaultRetrySchedule (about 5 s, 5 min, 30 min, 2 h, 5 h,
+	// 10 h, 10 h).
+	RetrySchedule []time.Duration
+	// DeliveryTimeout bounds one delivery attempt. Default 10 s.
+	DeliveryTimeout time.Duration
+	// SweepInterval is how often timeouts are applied and lost work is
+	// picked up again. Default 30 s.
+	SweepInterval time.Duration
+	// PollInterval is how often the job queue looks for new jobs when it
+	// has not been notified (SQLite has no notifications). Default 50 ms.
+	PollInterval time.Duration
+	// Workers is how many jobs run at once in this process. Default 10.
+	Workers int
+	// InsertOnly makes a service that queues jobs but never works them: the
+	// admin commands, which leave the work to the running service.
+	InsertOnly bool
+	// AddWorkers, when set, registers more River workers on the service's
+	// job queue, for other components of the service that share it (the
+	// consumer's scheduled syncs).
+	AddWorkers func(*river.Workers)
+	// PeriodicJobs are more periodic jobs for the queue (run by one process
+	// of those sharing a database, its leader).
+	PeriodicJobs []*river.PeriodicJob
+	// Now is the clock of state changes, deadlines and rate limits.
+	// Default time.Now.
+	Now func() time.Time
+	// Logger logs 5xx errors, jobs and deliveries. Default: nothing.
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() (*Config, error) {
+	out := *c
+	switch {
+	case out.DB == nil:
+		return nil, errors.New("reviewapi: Config.DB is required")
+	case out.Orgs == nil:
+		return nil, errors.New("reviewapi: Config.Orgs is required")
+	}
+	if out.Resolver == nil {
+		out.Resolver = net.DefaultResolver
+	}
+	if out.ReviewTimeout == 0 {
+		out.ReviewTimeout = DefaultReviewTimeout
+	}
+	if out.RetrySchedule == nil {
+		out.RetrySchedule = DefaultRetrySchedule
+	}
+	if out.DeliveryTimeout == 0 {
+		out.DeliveryTimeout = 10 * time.Second
+	}
+	if out.SweepInterval == 0 {
+		out.SweepInterval = 30 * time.Second
+	}
+	if out.PollInterval == 0 {
+		out.PollInterval = 50 * time.Millisecond
+	}
+	if out.Workers == 0 {
+		out.Workers = 10
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case out.ReviewTimeout < 0:
+		return nil, fmt.Errorf("reviewapi: Config.ReviewTimeout %s is negative", out.ReviewTimeout)
+	case out.DeliveryTimeout < 0, out.SweepInterval < 0, out.PollInterval < 0, out.Workers < 0:
+		return nil, errors.New("reviewapi: Config durations and Workers must be positive")
+	}
+	for _, d := range out.RetrySchedule {
+		if d <= 0 {
+			return nil, fmt.Errorf("reviewapi: Config.RetrySchedule holds %s; every wait must be positive", d)
+		}
+	}
+	return &out, nil
+}
+
+// Service is the review-task API: tasks evaluated against the policy of
+// their agent, human decisions, timeouts, webhooks and rate limits. Its
+// background work (evaluation retries, webhook deliveries, timeouts) runs on
+// River over the same database, so several processes sharing a PostgreSQL
+// database share the work.
+type Service struct {
+	cfg    *Config
+	db     *sqldb.DB
+	orgs   *orgapi.Store
+	cache  *policy.Cache
+	jobs   jobs
+	client *http.Client
+}
+
+// New applies the migrations (the service's and River's) and returns the
+// service. Call Start to work jobs and Close when done.
+func New(ctx context.Context, c Config) (*Service, error) {
+	cfg, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, cache: policy.NewCache(cfg.Policy, 1000)}
+	s.client = NewWebhookClient(AddressPolicy{AllowPrivate: cfg.AllowPrivateWebhooks}, cfg.DeliveryTimeout)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &deliverWorker{s: s})
+	river.AddWorker(workers, &evaluateWorker{s: s})
+	river.AddWorker(workers, &sweepWorker{s: s})
+	if cfg.AddWorkers != nil {
+		cfg.AddWorkers(workers)
+	}
+	rc := &river.Config{
+		Workers:    workers,
+		Logger:     slog.New(warnOnly{cfg.Logger.Handler()}),
+		JobTimeout: cfg.DeliveryTimeout + 30*time.Second,
+		// A job left running by a process that died is worked again
+		// after this, not after River's default hour.
+		RescueStuckJobsAfter: cfg.DeliveryTimeout + 2*time.Minute,
+	}
+	if cfg.DB.Dialect == sqldb.SQLite {
+		// SQLite has no notifications: River finds new jobs by polling.
+		// PostgreSQL notifies River of each insert.
+		rc.FetchPollInterval = cfg.PollInterval
+		rc.FetchCooldown = min(cfg.PollInterval, river.FetchCooldownDefault)
+	}
+	if !cfg.InsertOnly {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true})}
+		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.PeriodicJobs...)
+	}
+	if s.jobs, err = newJobs(ctx, cfg.DB, rc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start starts working jobs in the background; it returns at once. Stop or
+// cancelling ctx stops it.
+func (s *Service) Start(ctx context.Context) error {
+	if s.cfg.InsertOnly {
+		return nil
+	}
+	return s.jobs.start(ctx)
+}
+
+// Stop stops working jobs, letting those running finish until ctx ends.
+func (s *Service) Stop(ctx context.Context) error {
+	if s.cfg.InsertOnly {
+		return nil
+	}
+	return s.jobs.stop(ctx)
+}
+
+// Enqueue queues a job of another component on the service's queue (its
+// worker registered with Config.AddWorkers).
+func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	return s.jobs.insert(ctx, args, opts)
+}
+
+// Close releases the job queue's connections. Call it after Stop.
+func (s *Service) Close() { s.jobs.close() }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+// warnOnly passes on records of level Warn and above: River reports its
+// routine (start, poll mode, leadership) at Info, which is noise in the
+// service's log.
+type warnOnly struct{ slog.Handler }
+
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(a)} }
+func (h warnOnly) WithGroup(n string) slog.Handler      { return warnOnly{h.Handler.WithGroup(n)} }

@@ -1,0 +1,510 @@
+package reviewapi
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/policy"
+	"github.com/aiusage/kit/spec"
+)
+
+// Decisions a reviewer makes on a task waiting for a person.
+const (
+	DecisionApprove        = "approve"
+	DecisionReject         = "reject"
+	DecisionRequestChanges = "request-changes"
+)
+
+// ReasonTimeout is decision.reason of a task rejected by the review timeout.
+const ReasonTimeout = "timeout"
+
+// event is a webhook event to record in the transaction of the change.
+type event struct {
+	typ  string
+	task spec.ReviewTask
+}
+
+// delivery names one (event, webhook) delivery to queue after the commit.
+type delivery struct{ eventID, webhookID string }
+
+func (s *Service) forUpdate() string {
+	if s.db.Dialect == sqldb.Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// inTx runs fn in a transaction, again when it lost to concurrent ones
+// (sqldb.DB.InTxRetry); still failing so is answered 503 (apiError).
+func (s *Service) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.db.InTxRetry(ctx, fn)
+}
+
+func (s *Service) loadTask(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, orgID, id, suffix string) (spec.ReviewTask, error) {
+	var body string
+	query := `SELECT body FROM reviewapi_tasks WHERE id = $1`
+	args := []any{id}
+	if orgID != "" {
+		query += ` AND org_id = $2`
+		args = append(args, orgID)
+	}
+	err := q.QueryRowContext(ctx, query+suffix, args...).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return spec.ReviewTask{}, fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
+	}
+	if err != nil {
+		return spec.ReviewTask{}, err
+	}
+	var t spec.ReviewTask
+	return t, json.Unmarshal([]byte(body), &t)
+}
+
+// saveTask writes t over its row, if its status is still one of from.
+func saveTask(ctx context.Context, tx *sql.Tx, t spec.ReviewTask, from ...string) (bool, error) {
+	body, err := json.Marshal(t)
+	if err != nil {
+		return false, err
+	}
+	var deadline any
+	if !t.ReviewDeadline.IsZero() && t.Status == spec.StatusRequiresIntervention {
+		deadline = sqldb.Millis(t.ReviewDeadline.Time)
+	}
+	args := []any{t.Status, string(body), deadline, sqldb.Millis(t.UpdatedAt.Time), t.ID}
+	ph := make([]string, len(from))
+	for i, f := range from {
+		args = append(args, f)
+		ph[i] = fmt.Sprintf("$%d", len(args))
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE reviewapi_tasks SET status = $1, body = $2, review_deadline = $3, updated_at = $4
+		WHERE id = $5 AND status IN (`+strings.Join(ph, ", ")+`)`, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Task returns one task of the organisation.
+func (s *Service) Task(ctx context.Context, orgID, id string) (spec.ReviewTask, error) {
+	return s.loadTask(ctx, s.db, orgID, id, "")
+}
+
+// CreateTask records a task for the key's organisation, sends task.created,
+// and evaluates it at once. When evaluation cannot run, the task stays
+// pending, is evaluated again in the background, and the error is a
+// POLICY_ERROR naming the task.
+func (s *Service) CreateTask(ctx context.Context, p orgapi.Principal, c spec.ReviewTaskCreate) (spec.ReviewTask, error) {
+	agent, err := s.orgs.Agent(ctx, p.OrganisationID, c.AgentID)
+	if errors.Is(err, orgapi.ErrNotFound) {
+		return spec.ReviewTask{}, invalid("agentId", "agent %s is not one of the organisation's agents", c.AgentID)
+	}
+	if err != nil {
+		return spec.ReviewTask{}, err
+	}
+	now := s.now()
+	req := c.Request
+	t := spec.ReviewTask{
+		ID: uuid.NewString(), AgentID: agent.ID, Status: spec.StatusPending, Request: &req,
+		User: c.User, Metadata: c.Metadata, ExternalID: c.ExternalID,
+		CreatedAt: spec.NewTime(now), UpdatedAt: spec.NewTime(now),
+	}
+	// Evaluate before anything is written: the task then goes from pending
+	// through processing to its outcome in one transaction, with its
+	// task.created event showing it pending. Only when evaluation cannot run
+	// is it stored pending, for the background job.
+	created := t
+	res, evalErr := s.evaluateRequest(ctx, p.OrganisationID, t)
+	var ev *event
+	if evalErr == nil {
+		timeout, err := s.ReviewTimeout(ctx, p.OrganisationID)
+		if err != nil {
+			return spec.ReviewTask{}, err
+		}
+		e := applyOutcome(&t, res, s.now(), timeout)
+		ev = &e
+	}
+	body, err := json.Marshal(t)
+	if err != nil {
+		return t, err
+	}
+	var deadline any
+	if t.Status == spec.StatusRequiresIntervention {
+		deadline = sqldb.Millis(t.ReviewDeadline.Time)
+	}
+	var queued []delivery
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_tasks (id, org_id, agent_id, status, body, review_deadline, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, t.ID, p.OrganisationID, agent.ID, t.Status, string(body), deadline,
+			sqldb.Millis(now), sqldb.Millis(t.UpdatedAt.Time)); err != nil {
+			return err
+		}
+		events := []event{{spec.EventTaskCreated, created}}
+		if ev != nil {
+			events = append(events, *ev)
+		}
+		var err error
+		queued, err = s.recordEvents(ctx, tx, p.OrganisationID, s.now(), events...)
+		return err
+	})
+	if err != nil {
+		return spec.ReviewTask{}, err
+	}
+	s.queueDeliveries(ctx, queued)
+	if evalErr != nil {
+		s.queueEvaluation(ctx, t.ID)
+		var pe *policyError
+		if errors.As(evalErr, &pe) {
+			return spec.ReviewTask{}, &Error{Code: spec.CodePolicyError, TaskID: t.ID, cause: evalErr,
+				Message: "The request could not be evaluated against the policy: " + pe.msg + ". The task stays pending and is evaluated again; follow it with GET /review-tasks/" + t.ID + " or webhooks."}
+		}
+		// Any other failure (the database) leaves the task pending too; the
+		// background job evaluates it again.
+		return spec.ReviewTask{}, evalErr
+	}
+	return t, nil
+}
+
+// evaluateRequest evaluates the task's request against the instructions
+// of its agent.
+func (s *Service) evaluateRequest(ctx context.Context, orgID string, t spec.ReviewTask) (policy.Result, error) {
+	instructions, err := s.orgs.AgentInstructions(ctx, orgID, t.AgentID)
+	if err != nil {
+		return policy.Result{}, err
+	}
+	set, err := s.cache.Get(t.AgentID, instructions)
+	if err != nil {
+		return policy.Result{}, &policyError{msg: "the agent's instructions do not compile", cause: err}
+	}
+	texts := make([]string, len(t.Request.Messages))
+	for i, m := range t.Request.Messages {
+		texts[i] = m.Content
+	}
+	res, err := set.Evaluate(ctx, texts)
+	if err != nil {
+		return res, &policyError{msg: "evaluation failed", cause: err}
+	}
+	switch res.Outcome {
+	case policy.OutcomeApproved, policy.OutcomeRedacted, policy.OutcomeChangeRequested, policy.OutcomeRequiresIntervention:
+		return res, nil
+	}
+	return res, fmt.Errorf("reviewapi: unknown policy outcome %q", res.Outcome)
+}
+
+// applyOutcome moves t to the outcome of its evaluation and returns the
+// event to send.
+func applyOutcome(t *spec.ReviewTask, res policy.Result, now time.Time, timeout time.Duration) event {
+	t.Reasons = res.Reasons
+	if res.Redacted != nil {
+		red := *t.Request
+		red.Messages = make([]spec.ReviewMessage, len(t.Request.Messages))
+		copy(red.Messages, t.Request.Messages)
+		for i := range red.Messages {
+			red.Messages[i].Content = res.Redacted[i]
+		}
+		t.RedactedRequest = &red
+	}
+	t.UpdatedAt = spec.NewTime(now)
+	switch res.Outcome {
+	case policy.OutcomeChangeRequested:
+		t.Status = spec.StatusChangeRequested
+	case policy.OutcomeRequiresIntervention:
+		t.Status = spec.StatusRequiresIntervention
+		t.ReviewDeadline = spec.NewTime(now.Add(timeout))
+		return event{spec.EventTaskRequiresIntervention, *t}
+	default:
+		t.Status = spec.StatusApproved
+	}
+	t.Decision = &spec.ReviewDecision{By: spec.DecidedByPolicy, DecidedAt: spec.NewTime(now)}
+	t.CompletedAt = spec.NewTime(now)
+	return event{spec.EventTaskCompleted, *t}
+}
+
+// policyError is an evaluation that could not run.
+type policyError struct {
+	msg   string
+	cause error
+}
+
+func (e *policyError) Error() string { return "policy error: " + e.msg }
+func (e *policyError) Unwrap() error { return e.cause }
+
+// evaluate moves a pending task through processing to the outcome of its
+// policy. A task already past pending is returned as it is.
+func (s *Service) evaluate(ctx context.Context, id string) (spec.ReviewTask, error) {
+	var t spec.ReviewTask
+	var orgID string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if err = tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
+		} else if err != nil {
+			return err
+		}
+		if t, err = s.loadTask(ctx, tx, "", id, s.forUpdate()); err != nil || t.Status != spec.StatusPending {
+			return err
+		}
+		t.Status, t.UpdatedAt = spec.StatusProcessing, spec.NewTime(s.now())
+		_, err = saveTask(ctx, tx, t, spec.StatusPending)
+		return err
+	})
+	if err != nil || t.Status != spec.StatusProcessing {
+		return t, err
+	}
+	res, err := s.evaluateRequest(ctx, orgID, t)
+	if err != nil {
+		return t, s.backToPending(ctx, t, err)
+	}
+	timeout, err := s.ReviewTimeout(ctx, orgID)
+	if err != nil {
+		return t, s.backToPending(ctx, t, err)
+	}
+	now := s.now()
+	ev := applyOutcome(&t, res, now, timeout)
+	var queued []delivery
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		ok, err := saveTask(ctx, tx, t, spec.StatusProcessing)
+		if err != nil || !ok {
+			return err
+		}
+		queued, err = s.recordEvents(ctx, tx, orgID, now, ev)
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	s.queueDeliveries(ctx, queued)
+	cur, err := s.Task(ctx, orgID, id)
+	if err == nil && cur.Status == spec.StatusPending {
+		// The sweep took the task back from this slow evaluation; the
+		// job evaluates it again.
+		return cur, fmt.Errorf("task %s went back to pending during its evaluation", id)
+	}
+	return cur, err
+}
+
+// backToPending returns a task whose evaluation failed to pending, so it is
+// evaluated again, and returns cause.
+func (s *Service) backToPending(ctx context.Context, t spec.ReviewTask, cause error) error {
+	t.Status, t.UpdatedAt = spec.StatusPending, spec.NewTime(s.now())
+	t.Reasons, t.RedactedRequest = nil, nil
+	err := s.inTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		_, err := saveTask(ctx, tx, t, spec.StatusProcessing)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `UPDATE reviewapi_tasks SET evaluations = evaluations + 1 WHERE id = $1`, t.ID)
+		}
+		return err
+	})
+	return errors.Join(cause, err)
+}
+
+// Decide records a reviewer's decision on a task waiting for a person:
+// approve, reject or request-changes. Any other state is ErrFinal.
+func (s *Service) Decide(ctx context.Context, id, decision, reviewer, comment string) (spec.ReviewTask, error) {
+	status := map[string]string{DecisionApprove: spec.StatusApproved, DecisionReject: spec.StatusRejected,
+		DecisionRequestChanges: spec.StatusChangeRequested}[decision]
+	if status == "" {
+		return spec.ReviewTask{}, fmt.Errorf("decision must be approve, reject or request-changes, got %q", decision)
+	}
+	var t spec.ReviewTask
+	var queued []delivery
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var orgID string
+		if err := tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
+		} else if err != nil {
+			return err
+		}
+		var err error
+		if t, err = s.loadTask(ctx, tx, "", id, s.forUpdate()); err != nil {
+			return err
+		}
+		if t.Status != spec.StatusRequiresIntervention {
+			return fmt.Errorf("task %s is %s, not waiting for a person: %w", id, t.Status, ErrFinal)
+		}
+		now := s.now()
+		if !now.Before(t.ReviewDeadline.Time) {
+			return fmt.Errorf("task %s: its review deadline %s has passed; it is rejected by timeout: %w", id, t.ReviewDeadline, ErrFinal)
+		}
+		t.Status, t.UpdatedAt, t.CompletedAt = status, spec.NewTime(now), spec.NewTime(now)
+		t.Decision = &spec.ReviewDecision{By: spec.DecidedByReviewer, Reviewer: reviewer, Comment: comment, DecidedAt: spec.NewTime(now)}
+		ok, err := saveTask(ctx, tx, t, spec.StatusRequiresIntervention)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("task %s changed meanwhile: %w", id, ErrFinal)
+		}
+		queued, err = s.recordEvents(ctx, tx, orgID, now, event{spec.EventTaskCompleted, t})
+		return err
+	})
+	if err != nil {
+		return spec.ReviewTask{}, err
+	}
+	s.queueDeliveries(ctx, queued)
+	return t, nil
+}
+
+// SweepTimeouts rejects, with reason timeout, every task whose review
+// deadline has passed, and sends task.timeout. It returns how many. The
+// service runs it periodically; tests call it with an advanced clock.
+func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
+	now := s.now()
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM reviewapi_tasks WHERE status = $1 AND review_deadline <= $2`,
+		spec.StatusRequiresIntervention, sqldb.Millis(now))
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		var queued []delivery
+		done := false
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			var orgID string
+			if err := tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); err != nil {
+				return err
+			}
+			t, err := s.loadTask(ctx, tx, "", id, s.forUpdate())
+			if err != nil {
+				return err
+			}
+			if t.Status != spec.StatusRequiresIntervention || t.ReviewDeadline.After(now) {
+				return nil // decided meanwhile
+			}
+			t.Status, t.UpdatedAt, t.CompletedAt = spec.StatusRejected, spec.NewTime(now), spec.NewTime(now)
+			t.Decision = &spec.ReviewDecision{By: spec.DecidedBySystem, Reason: ReasonTimeout, DecidedAt: spec.NewTime(now)}
+			ok, err := saveTask(ctx, tx, t, spec.StatusRequiresIntervention)
+			if err != nil || !ok {
+				return err
+			}
+			done = true
+			queued, err = s.recordEvents(ctx, tx, orgID, now, event{spec.EventTaskTimeout, t})
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		if done {
+			n++
+			s.queueDeliveries(ctx, queued)
+		}
+	}
+	return n, nil
+}
+
+// ReviewTimeout returns the organisation's review timeout.
+func (s *Service) ReviewTimeout(ctx context.Context, orgID string) (time.Duration, error) {
+	var ms int64
+	err := s.db.QueryRowContext(ctx, `SELECT review_timeout_ms FROM reviewapi_settings WHERE org_id = $1`, orgID).Scan(&ms)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s.cfg.ReviewTimeout, nil
+	}
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// SetReviewTimeout sets the organisation's review timeout; 0 restores the
+// service's default.
+func (s *Service) SetReviewTimeout(ctx context.Context, orgID string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("review timeout %s is negative", d)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM reviewapi_settings WHERE org_id = $1`, orgID); err != nil || d == 0 {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_settings (org_id, review_timeout_ms) VALUES ($1, $2)`, orgID, d.Milliseconds())
+		return err
+	})
+}
+
+// TaskQuery selects a page of tasks.
+type TaskQuery struct {
+	Status   string
+	From, To time.Time // zero: unbounded; From inclusive, To exclusive
+	Limit    int       // 1..100
+	Offset   int
+}
+
+// ListTasks returns a page of the organisation's tasks, newest first.
+func (s *Service) ListTasks(ctx context.Context, orgID string, q TaskQuery) (spec.ReviewTaskList, error) {
+	list := spec.ReviewTaskList{Data: []spec.ReviewTask{}, Limit: q.Limit, Offset: q.Offset}
+	where, args := []string{"org_id = $1"}, []any{orgID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if q.Status != "" {
+		add("status = $%d", q.Status)
+	}
+	if !q.From.IsZero() {
+		add("created_at >= $%d", sqldb.MillisCeil(q.From))
+	}
+	if !q.To.IsZero() {
+		add("created_at < $%d", sqldb.MillisCeil(q.To))
+	}
+	cond := strings.Join(where, " AND ")
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.db.Dialect == sqldb.Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return list, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE `+cond, args...).Scan(&list.Total); err != nil {
+		return list, err
+	}
+	if q.Offset >= list.Total {
+		return list, nil
+	}
+	n := len(args)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT body FROM reviewapi_tasks WHERE %s
+		ORDER BY created_at DESC, id LIMIT $%d OFFSET $%d`, cond, n+1, n+2), append(args, q.Limit, q.Offset)...)
+	if err != nil {
+		return list, err
+	}
+	list.Data, err = sqldb.ScanJSON[spec.ReviewTask](rows)
+	return list, err
+}
+
+// Queue returns the organisation's tasks waiting for a person, oldest
+// first: the reviewer's queue.
+func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT body FROM reviewapi_tasks WHERE org_id = $1 AND status = $2
+		ORDER BY created_at, id`, orgID, spec.StatusRequiresIntervention)
+	if err != nil {
+		return nil, err
+	}
+	return sqldb.ScanJSON[spec.ReviewTask](rows)
+}
+
+// queueEvaluation asks the job queue to evaluate a pending task again.
+func (s *Service) queueEvaluation(ctx context.Context, id string) {
+	if err := s.jobs.insert(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, nil); err != nil {
+		s.cfg.Logger.Error("queue evaluation", "task", id, "error", err) // the sweep picks it up
+	}
+}

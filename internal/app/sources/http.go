@@ -1,0 +1,231 @@
+package sources
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/mcp"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// buildView builds the collected view: one provider.Handler over the consumer
+// store, whose tenant (the source id) comes from the request, with the MCP
+// binding at /mcp.
+func (s *Service) buildView(ctx context.Context) error {
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := mcp.NewServer(s.store, mcp.WithCursorKey(key))
+	if err != nil {
+		return fmt.Errorf("sources: mcp: %w", err)
+	}
+	h, err := provider.NewHandler(s.store, provider.WithAuthenticator(viewAuth{}), provider.WithCursorKey(key),
+		provider.WithLogger(s.log), provider.WithMount("/mcp", m.HTTPHandler()))
+	if err != nil {
+		return fmt.Errorf("sources: collected view: %w", err)
+	}
+	s.view = h
+	return nil
+}
+
+// verified is what the sources handler checked before the collected view
+// runs: the credential, of the organisation that owns the source.
+type verified struct {
+	credential, keyName, sourceID string
+}
+
+type verifiedKey struct{}
+
+// viewAuth authenticates the collected view's requests: the credential must
+// be the one the sources handler verified for this request; the tenant is the
+// source id.
+type viewAuth struct{}
+
+func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.Principal, error) {
+	v, ok := ctx.Value(verifiedKey{}).(verified)
+	if !ok || subtle.ConstantTimeCompare([]byte(v.credential), []byte(credential)) != 1 {
+		return nil, fmt.Errorf("sources: credential not verified: %w", provider.ErrUnauthorized)
+	}
+	return &provider.Principal{Name: "api-key:" + v.keyName, Tenant: v.sourceID}, nil
+}
+
+// Routes adds the sources' routes to r (a mount of reviewapi.NewHandler).
+func (s *Service) Routes(r chi.Router) {
+	r.Get("/organisations/{organisationId}/sources", s.listHandler)
+	r.Handle("/organisations/{organisationId}/sources/{sourceId}", http.HandlerFunc(s.viewHandler))
+	r.Handle("/organisations/{organisationId}/sources/{sourceId}/*", http.HandlerFunc(s.viewHandler))
+}
+
+// authorize authenticates the request's API key and checks that it belongs
+// to organisation {organisationId}. It writes the problem and returns false
+// otherwise.
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Principal, string, bool) {
+	cred := orgapi.Credential(r, false)
+	if cred == "" {
+		// Missing, mistyped, revoked and expired keys get one answer, as on
+		// the organisation API.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
+		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
+		return orgapi.Principal{}, "", false
+	}
+	p, err := s.orgs.Authenticate(r.Context(), cred)
+	switch {
+	case errors.Is(err, orgapi.ErrUnauthorized):
+		// Missing, mistyped, revoked and expired keys get one answer, as on
+		// the organisation API.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
+		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
+		return orgapi.Principal{}, "", false
+	case errors.Is(err, orgapi.ErrForbidden):
+		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
+		return orgapi.Principal{}, "", false
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "sources: authenticate", "error", err)
+		writeProblem(w, http.StatusServiceUnavailable, "The service cannot check the key now.")
+		return orgapi.Principal{}, "", false
+	}
+	org, ok := orgapi.CanonicalUUID(chi.URLParam(r, "organisationId"))
+	if !ok || org != p.OrganisationID {
+		writeProblem(w, http.StatusNotFound, "No such organisation.")
+		return orgapi.Principal{}, "", false
+	}
+	return p, cred, true
+}
+
+// ResourceStatus is the sync status of one resource of a source.
+type ResourceStatus struct {
+	Records     int64      `json:"records"`
+	Missing     int64      `json:"missing"`
+	Quarantined int64      `json:"quarantined"`
+	InProgress  bool       `json:"inProgress"`
+	Watermark   *time.Time `json:"watermark"`
+	LastSuccess *time.Time `json:"lastSuccess"`
+	LastError   string     `json:"lastError,omitempty"`
+	LastErrorAt *time.Time `json:"lastErrorAt"`
+	NeedsFull   bool       `json:"needsFull,omitempty"`
+	Reason      string     `json:"needsFullReason,omitempty"`
+}
+
+// Listed is a source as GET /organisations/{id}/sources lists it.
+type Listed struct {
+	Source
+	Every     string                     `json:"every"`
+	Resources map[string]*ResourceStatus `json:"resources"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Statuses returns the sources of orgID with their per-resource sync status.
+func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) {
+	list, err := s.List(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	status, err := s.store.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]map[string]*ResourceStatus{}
+	out := make([]Listed, len(list))
+	for i, src := range list {
+		res := map[string]*ResourceStatus{}
+		for _, r := range consumer.Resources {
+			res[string(r)] = &ResourceStatus{}
+		}
+		byID[src.ID] = res
+		out[i] = Listed{Source: src, Every: src.Every.String(), Resources: res}
+	}
+	for _, st := range status {
+		res, ok := byID[st.Source]
+		if !ok {
+			continue
+		}
+		c := st.Checkpoint
+		res[string(st.Resource)] = &ResourceStatus{Records: st.Records, Missing: st.Missing, Quarantined: st.Quarantined,
+			InProgress: c.InProgress, Watermark: timePtr(c.Watermark), LastSuccess: timePtr(c.LastSuccess),
+			LastError: c.LastError, LastErrorAt: timePtr(c.LastErrorAt), NeedsFull: c.NeedsFull, Reason: c.NeedsFullReason}
+	}
+	return out, nil
+}
+
+func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
+	p, _, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	out, err := s.Statuses(r.Context(), p.OrganisationID)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "sources: list", "error", err)
+		writeProblem(w, http.StatusInternalServerError, "The sources cannot be listed now.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+}
+
+// viewHandler serves the collected view of one source: the provider
+// interface with the path below /organisations/{id}/sources/{sourceId}.
+func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
+	p, cred, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	src, err := s.Get(r.Context(), p.OrganisationID, chi.URLParam(r, "sourceId"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeProblem(w, http.StatusNotFound, "No such source.")
+		return
+	case err != nil:
+		s.log.ErrorContext(r.Context(), "sources: get", "error", err)
+		writeProblem(w, http.StatusInternalServerError, "The source cannot be read now.")
+		return
+	}
+	ctx := context.WithValue(r.Context(), verifiedKey{}, verified{credential: cred, keyName: p.KeyName, sourceID: src.ID})
+	// The view routes on its own: it must not see this router's context.
+	ctx = context.WithValue(ctx, chi.RouteCtxKey, (*chi.Context)(nil))
+	r2 := r.WithContext(ctx)
+	u := *r.URL
+	u.Path = below(r.URL.Path)
+	if r.URL.RawPath != "" {
+		u.RawPath = below(r.URL.RawPath)
+	}
+	r2.URL = &u
+	r2.RequestURI = u.RequestURI()
+	s.view.ServeHTTP(w, r2)
+}
+
+// below returns the part of /organisations/O/sources/S/REST from its
+// fifth slash: "/REST", or "/" when there is none.
+func below(path string) string {
+	parts := strings.SplitN(path, "/", 6)
+	if len(parts) < 6 {
+		return "/"
+	}
+	return "/" + parts[5]
+}
+
+func writeProblem(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(spec.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
+}

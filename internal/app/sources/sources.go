@@ -1,0 +1,442 @@
+// Package sources keeps the sources of the oversight service: the providers
+// of the AI usage data interface whose data the service collects for an
+// organisation. It stores them (table sources, component "sources"),
+// schedules their syncs on the service's River job queue, runs the consumer
+// (package consumer) into the consumer's store (consumer/sqlstore, in the same
+// database, under the source id as consumer source name), and serves what
+// was collected, read with the organisation's API keys:
+//
+//	GET /organisations/{organisationId}/sources                 the sources with their sync status
+//	/organisations/{organisationId}/sources/{sourceId}/...      the provider interface over one source's data
+//	/organisations/{organisationId}/sources/{sourceId}/mcp      the same over MCP
+package sources
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/mcp"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/provider"
+)
+
+// Component is the name under which the migrations of this package are
+// recorded in schema_migrations.
+const Component = "sources"
+
+// Limits and defaults of a source.
+const (
+	MaxNameLength    = 200
+	MinEvery         = 10 * time.Second
+	DefaultEvery     = 5 * time.Minute
+	TransportREST    = "rest"
+	TransportMCP     = "mcp"
+	DefaultTransport = TransportREST
+)
+
+// Error kinds; every error of the package about its input wraps one.
+var (
+	ErrInvalid  = errors.New("invalid")
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// Migrations returns the embedded migrations of this package.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// NewSource is what an administrator gives to add a source.
+type NewSource struct {
+	// Name is 1 to MaxNameLength characters, unique within the organisation.
+	Name string
+	// URL is the provider's base address (absolute http or https); with
+	// TransportMCP its MCP endpoint (the base address followed by /mcp).
+	URL string
+	// Token is the provider's credential, sent as a bearer token.
+	Token string
+	// Transport is TransportREST (default) or TransportMCP.
+	Transport string
+	// Every is the interval between syncs, at least MinEvery; 0 means
+	// DefaultEvery.
+	Every time.Duration
+}
+
+// Source is a source as stored. Its JSON never carries the token, only
+// TokenHint.
+type Source struct {
+	ID             string        `json:"id"`
+	OrganisationID string        `json:"organisationId"`
+	Name           string        `json:"name"`
+	URL            string        `json:"url"`
+	Token          string        `json:"-"`
+	Transport      string        `json:"transport"`
+	Every          time.Duration `json:"-"`
+	CreatedAt      time.Time     `json:"createdAt"`
+	// NextSyncAt is when the scheduler next queues a sync.
+	NextSyncAt time.Time `json:"nextSyncAt"`
+	// LastSyncStartedAt is when a sync last started; nil before the first.
+	LastSyncStartedAt *time.Time `json:"lastSyncStartedAt"`
+}
+
+// TokenHint is the token masked: its last four characters at most.
+func (s Source) TokenHint() string {
+	if len(s.Token) < 12 {
+		return "****"
+	}
+	return "****" + s.Token[len(s.Token)-4:]
+}
+
+// Config configures a Service.
+type Config struct {
+	// DB is the service's database. Required.
+	DB *sqldb.DB
+	// Orgs checks organisations and authenticates API keys. Required.
+	Orgs *orgapi.Store
+	// HTTPClient reaches the providers. Default: the consumer's own.
+	HTTPClient *http.Client
+	// ScheduleInterval is how often the scheduler looks for sources due.
+	// Default 10 s.
+	ScheduleInterval time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger logs syncs. Default: nothing.
+	Logger *slog.Logger
+}
+
+// Service stores the sources, syncs them and serves what was collected.
+type Service struct {
+	cfg   Config
+	db    *sqldb.DB
+	orgs  *orgapi.Store
+	store *sqlstore.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	enqueue func(context.Context, river.JobArgs, *river.InsertOpts) error
+
+	view http.Handler
+}
+
+// New returns a Service over cfg.DB, applying its migrations and those of
+// the consumer's store.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Orgs == nil {
+		return nil, errors.New("sources: Config.DB and Config.Orgs are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ScheduleInterval <= 0 {
+		cfg.ScheduleInterval = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
+		return nil, fmt.Errorf("sources: migrate: %w", err)
+	}
+	store, err := sqlstore.New(ctx, cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("sources: consumer store: %w", err)
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, store: store, log: log}
+	if err := s.buildView(ctx); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the consumer store's statements (not the database).
+func (s *Service) Close() error { return s.store.Close() }
+
+// Store returns the consumer store the sources are synced into; its consumer
+// source names are the source ids.
+func (s *Service) Store() *sqlstore.Store { return s.store }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+// Add validates n and adds it as a source of organisation orgID. The first
+// sync is due at once.
+func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, error) {
+	org, ok := orgapi.CanonicalUUID(orgID)
+	if !ok {
+		return Source{}, fmt.Errorf("organisation %q: %w", orgID, ErrNotFound)
+	}
+	if err := validate(&n); err != nil {
+		return Source{}, err
+	}
+	if _, err := s.orgs.Organisation(ctx, org); err != nil {
+		if errors.Is(err, orgapi.ErrNotFound) {
+			return Source{}, fmt.Errorf("organisation %s: %w", org, ErrNotFound)
+		}
+		return Source{}, err
+	}
+	now := s.now()
+	src := Source{ID: uuid.NewString(), OrganisationID: org, Name: n.Name, URL: n.URL, Token: n.Token,
+		Transport: n.Transport, Every: n.Every, CreatedAt: now, NextSyncAt: now}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		src.ID, org, src.Name, src.URL, src.Token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli())
+	if sqldb.IsUniqueViolation(err) {
+		return Source{}, fmt.Errorf("organisation %s already has a source named %q: %w", org, n.Name, ErrConflict)
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("sources: add: %w", err)
+	}
+	return src, nil
+}
+
+func validate(n *NewSource) error {
+	switch l := utf8.RuneCountInString(n.Name); {
+	case !utf8.ValidString(n.Name):
+		return fmt.Errorf("name must be UTF-8: %w", ErrInvalid)
+	case strings.TrimSpace(n.Name) == "":
+		return fmt.Errorf("name is required: %w", ErrInvalid)
+	case l > MaxNameLength:
+		return fmt.Errorf("name is %d characters, at most %d: %w", l, MaxNameLength, ErrInvalid)
+	}
+	u, err := url.Parse(n.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, ErrInvalid)
+	}
+	if n.Token == "" {
+		return fmt.Errorf("token is required: %w", ErrInvalid)
+	}
+	if n.Transport == "" {
+		n.Transport = DefaultTransport
+	}
+	if n.Transport != TransportREST && n.Transport != TransportMCP {
+		return fmt.Errorf("transport must be rest or mcp, got %q: %w", n.Transport, ErrInvalid)
+	}
+	if n.Every == 0 {
+		n.Every = DefaultEvery
+	}
+	if n.Every < MinEvery {
+		return fmt.Errorf("every must be at least %s, got %s: %w", MinEvery, n.Every, ErrInvalid)
+	}
+	return nil
+}
+
+const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms`
+
+func scanSource(row interface{ Scan(...any) error }) (Source, error) {
+	var src Source
+	var every, created, next int64
+	var last sql.NullInt64
+	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last); err != nil {
+		return Source{}, err
+	}
+	src.Every = time.Duration(every) * time.Millisecond
+	src.CreatedAt = time.UnixMilli(created).UTC()
+	src.NextSyncAt = time.UnixMilli(next).UTC()
+	if last.Valid {
+		t := time.UnixMilli(last.Int64).UTC()
+		src.LastSyncStartedAt = &t
+	}
+	return src, nil
+}
+
+// List returns the sources of organisation orgID, oldest first. An unknown
+// organisation has none.
+func (s *Service) List(ctx context.Context, orgID string) ([]Source, error) {
+	org, ok := orgapi.CanonicalUUID(orgID)
+	if !ok {
+		return []Source{}, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE org_id = $1 ORDER BY created_at_ms, id`, org)
+	if err != nil {
+		return nil, fmt.Errorf("sources: list: %w", err)
+	}
+	defer rows.Close()
+	out := []Source{}
+	for rows.Next() {
+		src, err := scanSource(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sources: list: %w", err)
+		}
+		out = append(out, src)
+	}
+	return out, rows.Err()
+}
+
+// Get returns source id of organisation orgID; a source of another
+// organisation, an unknown or malformed id is ErrNotFound.
+func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
+	src, err := s.get(ctx, id)
+	if err != nil {
+		return Source{}, err
+	}
+	if org, _ := orgapi.CanonicalUUID(orgID); org != src.OrganisationID {
+		return Source{}, fmt.Errorf("source %s: %w", id, ErrNotFound)
+	}
+	return src, nil
+}
+
+// get returns source id of any organisation.
+func (s *Service) get(ctx context.Context, id string) (Source, error) {
+	sid, ok := orgapi.CanonicalUUID(id)
+	if !ok {
+		return Source{}, fmt.Errorf("source %q: %w", id, ErrNotFound)
+	}
+	src, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE id = $1`, sid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Source{}, fmt.Errorf("source %s: %w", sid, ErrNotFound)
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("sources: get: %w", err)
+	}
+	return src, nil
+}
+
+// Remove removes source id of organisation orgID and returns it; it is no
+// longer synced nor served. The records collected stay in the consumer store.
+func (s *Service) Remove(ctx context.Context, orgID, id string) (Source, error) {
+	src, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return Source{}, err
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM sources WHERE id = $1 AND org_id = $2`, src.ID, src.OrganisationID)
+	if err != nil {
+		return Source{}, fmt.Errorf("sources: remove: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Source{}, fmt.Errorf("source %s: %w", src.ID, ErrNotFound)
+	}
+	return src, nil
+}
+
+// SetURL points one source of the organisation at another URL (a provider
+// that moved); its collected data and checkpoints stay.
+func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
+	src, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return err
+	}
+	if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", rawURL, ErrInvalid)
+	}
+	_, err = s.db.ExecContext(ctx, `UPDATE sources SET url = $1 WHERE id = $2 AND org_id = $3`, rawURL, src.ID, src.OrganisationID)
+	return err
+}
+
+// due returns the sources whose next sync is due at now.
+func (s *Service) due(ctx context.Context, now time.Time) ([]Source, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE next_due_ms <= $1 ORDER BY next_due_ms, id`, now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("sources: due: %w", err)
+	}
+	defer rows.Close()
+	var out []Source
+	for rows.Next() {
+		src, err := scanSource(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, rows.Err()
+}
+
+// SyncNow syncs source id (of any organisation) once, now, in this process.
+// The consumer's leases keep it from syncing a resource another process
+// syncs at the same time (that resource is then skipped).
+func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, error) {
+	src, err := s.get(ctx, id)
+	if err != nil {
+		return consumer.Result{}, err
+	}
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, `UPDATE sources SET last_sync_started_ms = $2 WHERE id = $1`, src.ID, now.UnixMilli()); err != nil {
+		return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
+	}
+	var transport consumer.Source
+	switch src.Transport {
+	case TransportMCP:
+		ms, err := mcp.NewSource(ctx, src.URL, src.Token)
+		if err != nil {
+			return consumer.Result{}, fmt.Errorf("sources: sync %s: mcp: %w", src.ID, err)
+		}
+		defer ms.Close()
+		transport = ms
+	default:
+		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.cfg.HTTPClient,
+			OnRetry:    func(consumer.Retry) { ops.Global().ObserveSyncRetry() },
+			MaxRetries: 3, UserAgent: "aiusage-service"})
+		if err != nil {
+			return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
+		}
+		transport = c
+	}
+	p, err := consumer.NewPoller(transport, s.store, &consumer.Config{Source: src.ID, Logger: s.log})
+	if err != nil {
+		return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
+	}
+	res, err := p.SyncOnce(ctx)
+	for _, r := range res.Resources {
+		outcome := ops.SyncOK
+		if r.Err != nil {
+			outcome = ops.SyncFailed
+		}
+		if r.Skipped == "" {
+			ops.Global().ObserveSync(string(r.Resource), outcome, r.Records)
+		}
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "source synced", slog.String("source", src.ID),
+		slog.String("organisation", src.OrganisationID), slog.Int("records", res.Records()), slog.Any("error", err))
+	return res, err
+}
+
+// cursorKey returns the key that seals the collected view's cursors, created
+// at random on first use and kept in the database, so that cursors survive
+// restarts and work across processes.
+func (s *Service) cursorKey(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO sources_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		"cursor_key", hex.EncodeToString(fresh)); err != nil {
+		return nil, fmt.Errorf("sources: cursor key: %w", err)
+	}
+	var stored string
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM sources_settings WHERE name = $1`, "cursor_key").Scan(&stored); err != nil {
+		return nil, fmt.Errorf("sources: cursor key: %w", err)
+	}
+	key, err := hex.DecodeString(stored)
+	if err != nil || len(key) != 32 {
+		return nil, errors.New("sources: cursor key: the stored key is not 64 hex digits")
+	}
+	return key, nil
+}
+
+var _ provider.DataSource = (*sqlstore.Store)(nil)

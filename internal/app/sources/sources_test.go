@@ -1,0 +1,266 @@
+package sources_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/conformance"
+	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/mcp"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/provider/memsource"
+	"github.com/aiusage/kit/internal/app/reviewapi"
+)
+
+const providerToken = "provider-secret-token"
+
+// newProvider serves a demo dataset for tenant acme over REST and MCP.
+func newProvider(t *testing.T, conversations int) string {
+	t.Helper()
+	ctx := t.Context()
+	src := memsource.New()
+	require.NoError(t, demodata.Fill(ctx, demodata.Config{Conversations: conversations}, "acme", src))
+	m, err := mcp.NewServer(src)
+	require.NoError(t, err)
+	h, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: providerToken, Tenant: "acme"}),
+		provider.WithMount("/mcp", m.HTTPHandler()))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type env struct {
+	db      *sqldb.DB
+	orgs    *orgapi.Store
+	src     *sources.Service
+	svc     *reviewapi.Service
+	url     string
+	org     orgapi.Organisation
+	key     string
+	other   orgapi.Organisation
+	otherKy string
+}
+
+func newEnv(t *testing.T, db *sqldb.DB) *env {
+	t.Helper()
+	ctx := t.Context()
+	orgs, err := orgapi.NewStore(ctx, db)
+	require.NoError(t, err)
+	e := &env{db: db, orgs: orgs}
+	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
+	mk := func(name string) (orgapi.Organisation, string) {
+		o, err := orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: name}, actor)
+		require.NoError(t, err)
+		k, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: o.ID, Name: "k", Type: orgapi.KeyTypeAPI}, actor)
+		require.NoError(t, err)
+		return o, k.Secret
+	}
+	e.org, e.key = mk("Acme")
+	e.other, e.otherKy = mk("Other")
+	e.src, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, ScheduleInterval: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.src.Close() })
+	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, AddWorkers: e.src.AddWorkers,
+		PeriodicJobs: e.src.PeriodicJobs(), PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(e.svc.Close)
+	e.src.SetEnqueue(e.svc.Enqueue)
+	oh, err := orgapi.NewHandler(orgs)
+	require.NoError(t, err)
+	srv := httptest.NewServer(reviewapi.NewHandler(oh, e.svc, e.src.Routes))
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	return e
+}
+
+func get(t *testing.T, u, key string, v any) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if v != nil && resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	}
+	return resp.StatusCode
+}
+
+// count walks a list endpoint and returns how many records it served.
+func count(t *testing.T, base, resource, key string) int {
+	t.Helper()
+	n, cursor := 0, ""
+	for {
+		u := base + "/" + resource + "?limit=1000"
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page struct {
+			Data       []json.RawMessage `json:"data"`
+			HasMore    bool              `json:"hasMore"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		require.Equal(t, http.StatusOK, get(t, u, key, &page), u)
+		n += len(page.Data)
+		if !page.HasMore {
+			return n
+		}
+		cursor = page.NextCursor
+	}
+}
+
+func TestAddValidation(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		ctx := t.Context()
+		ok := sources.NewSource{Name: "vendor", URL: "https://vendor.example/ai", Token: "tok"}
+		for name, n := range map[string]sources.NewSource{
+			"no name":    {URL: ok.URL, Token: "t"},
+			"long name":  {Name: string(make([]byte, 201)), URL: ok.URL, Token: "t"},
+			"relative":   {Name: "x", URL: "/ai", Token: "t"},
+			"ftp":        {Name: "x", URL: "ftp://vendor.example", Token: "t"},
+			"no token":   {Name: "x", URL: ok.URL},
+			"transport":  {Name: "x", URL: ok.URL, Token: "t", Transport: "grpc"},
+			"every тиny": {Name: "x", URL: ok.URL, Token: "t", Every: 5 * time.Second},
+		} {
+			_, err := e.src.Add(ctx, e.org.ID, n)
+			require.ErrorIs(t, err, sources.ErrInvalid, name)
+		}
+		_, err := e.src.Add(ctx, "00000000-0000-4000-8000-000000000000", ok)
+		require.ErrorIs(t, err, sources.ErrNotFound)
+		s, err := e.src.Add(ctx, e.org.ID, ok)
+		require.NoError(t, err)
+		require.Equal(t, sources.TransportREST, s.Transport)
+		require.Equal(t, sources.DefaultEvery, s.Every)
+		_, err = e.src.Add(ctx, e.org.ID, ok)
+		require.ErrorIs(t, err, sources.ErrConflict)
+
+		got, err := e.src.Get(ctx, e.org.ID, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, s.ID, got.ID)
+		require.Equal(t, "tok", got.Token)
+		_, err = e.src.Get(ctx, e.other.ID, s.ID)
+		require.ErrorIs(t, err, sources.ErrNotFound)
+		list, err := e.src.List(ctx, e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		_, err = e.src.Remove(ctx, e.other.ID, s.ID)
+		require.ErrorIs(t, err, sources.ErrNotFound)
+		_, err = e.src.Remove(ctx, e.org.ID, s.ID)
+		require.NoError(t, err)
+		_, err = e.src.Remove(ctx, e.org.ID, s.ID)
+		require.ErrorIs(t, err, sources.ErrNotFound)
+	})
+}
+
+func TestCollectedView(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db)
+		provURL := newProvider(t, 120)
+		s, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "vendor", URL: provURL, Token: providerToken})
+		require.NoError(t, err)
+		res, err := e.src.SyncNow(ctx, s.ID)
+		require.NoError(t, err)
+		require.Positive(t, res.Records())
+
+		view := e.url + "/organisations/" + e.org.ID + "/sources/" + s.ID
+		for _, r := range []string{"conversations", "assistants", "events"} {
+			require.Equal(t, count(t, provURL, r, providerToken), count(t, view, r, e.key), r)
+		}
+		want := count(t, provURL, "conversations", providerToken)
+
+		var listed []struct {
+			ID        string `json:"id"`
+			Name      string `json:"name"`
+			Transport string `json:"transport"`
+			Every     string `json:"every"`
+			Token     *string
+			Resources map[string]struct {
+				Records     int64      `json:"records"`
+				LastSuccess *time.Time `json:"lastSuccess"`
+			} `json:"resources"`
+		}
+		require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.org.ID+"/sources", e.key, &listed))
+		require.Len(t, listed, 1)
+		require.Equal(t, s.ID, listed[0].ID)
+		require.Equal(t, "5m0s", listed[0].Every)
+		require.Nil(t, listed[0].Token)
+		require.EqualValues(t, want, listed[0].Resources["conversations"].Records)
+		require.NotNil(t, listed[0].Resources["conversations"].LastSuccess)
+		require.Len(t, listed[0].Resources, 4)
+
+		// Another organisation's key, an unknown or malformed source: 404;
+		// no key: 401.
+		require.Equal(t, http.StatusNotFound, get(t, view+"/conversations", e.otherKy, nil))
+		require.Equal(t, http.StatusNotFound, get(t, e.url+"/organisations/"+e.org.ID+"/sources", e.otherKy, nil))
+		var none []json.RawMessage
+		require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.other.ID+"/sources", e.otherKy, &none))
+		require.Empty(t, none)
+		require.Equal(t, http.StatusNotFound, get(t, e.url+"/organisations/"+e.other.ID+"/sources/"+s.ID+"/conversations", e.otherKy, nil))
+		require.Equal(t, http.StatusNotFound, get(t, e.url+"/organisations/"+e.org.ID+"/sources/00000000-0000-4000-8000-000000000000/conversations", e.key, nil))
+		require.Equal(t, http.StatusNotFound, get(t, e.url+"/organisations/"+e.org.ID+"/sources/nope/conversations", e.key, nil))
+		require.Equal(t, http.StatusUnauthorized, get(t, view+"/conversations", "", nil))
+		require.Equal(t, http.StatusUnauthorized, get(t, view+"/conversations", "wrong", nil))
+		// The organisation API still routes beside the sources.
+		require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.org.ID+"/agents", e.key, nil))
+
+		// The MCP binding of the collected view: the consumer reads it back.
+		s2, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "copy over mcp", URL: view + "/mcp", Token: e.key, Transport: "mcp"})
+		require.NoError(t, err)
+		_, err = e.src.SyncNow(ctx, s2.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, count(t, e.url+"/organisations/"+e.org.ID+"/sources/"+s2.ID, "conversations", e.key))
+
+		t.Run("conformance", func(t *testing.T) {
+			conformance.Test(t, conformance.Config{BaseURL: view, Token: e.key, MaxRate: 5000})
+		})
+	})
+}
+
+func TestScheduledSync(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db)
+		provURL := newProvider(t, 30)
+		s, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "vendor", URL: provURL, Token: providerToken, Every: 10 * time.Second})
+		require.NoError(t, err)
+		jobsCtx, stop := context.WithCancel(context.Background())
+		defer stop()
+		require.NoError(t, e.svc.Start(jobsCtx))
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = e.svc.Stop(sctx)
+		}()
+		want := count(t, provURL, "conversations", providerToken)
+		require.Eventually(t, func() bool {
+			l, err := e.src.Statuses(ctx, e.org.ID)
+			require.NoError(t, err)
+			return l[0].Resources["usage"].LastSuccess != nil
+		}, 60*time.Second, 100*time.Millisecond)
+		require.Equal(t, want, count(t, e.url+"/organisations/"+e.org.ID+"/sources/"+s.ID, "conversations", e.key))
+		got, err := e.src.Get(ctx, e.org.ID, s.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.LastSyncStartedAt)
+		require.True(t, got.NextSyncAt.After(got.CreatedAt))
+	})
+}
