@@ -1,20 +1,22 @@
 package provider
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/aiusage/kit/spec"
 )
 
-// Sentinel error kinds. Wrap them (or return an [*Error]) and compare with
+// The error kinds, re-exported from package spec (provider.ErrNotFound is
+// spec.ErrNotFound). Wrap them (or return an [*Error]) and compare with
 // errors.Is. The Handler maps each kind to one HTTP status.
 var (
-	ErrInvalid      = errors.New("invalid argument")     // 400
-	ErrUnauthorized = errors.New("unauthorized")         // 401
-	ErrForbidden    = errors.New("forbidden")            // 403
-	ErrNotFound     = errors.New("not found")            // 404
-	ErrConflict     = errors.New("conflict")             // 409
-	ErrUnsupported  = errors.New("unsupported resource") // 501
-	ErrUnavailable  = errors.New("unavailable")          // 503
+	ErrInvalid      = spec.ErrInvalid      // 400
+	ErrUnauthorized = spec.ErrUnauthorized // 401
+	ErrForbidden    = spec.ErrForbidden    // 403
+	ErrNotFound     = spec.ErrNotFound     // 404
+	ErrConflict     = spec.ErrConflict     // 409
+	ErrUnsupported  = spec.ErrUnsupported  // 501
+	ErrUnavailable  = spec.ErrUnavailable  // 503
 )
 
 // Error is an error of a kind, with a detail for the client and, where a field

@@ -135,9 +135,9 @@ func parseID(cmd, flagName, v string) (string, error) {
 // unreachable database, is a failure, with hint added to ErrNotFound.
 func storeError(cmd, flagName, hint string, err error) error {
 	switch {
-	case errors.Is(err, orgapi.ErrInvalid):
+	case errors.Is(err, spec.ErrInvalid):
 		return usagef("%s: --%s: %v", cmd, flagName, err)
-	case errors.Is(err, orgapi.ErrNotFound) && hint != "":
+	case errors.Is(err, spec.ErrNotFound) && hint != "":
 		return fmt.Errorf("%s: %w; %s", cmd, err, hint)
 	}
 	return fmt.Errorf("%s: %w", cmd, err)

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/spec"
 )
 
 // --- admin source
@@ -50,9 +51,9 @@ func (a *adminFlags) withSources(ctx context.Context, cmd string, fn func(*orgap
 // sourceError turns an error of the sources service into the command's error.
 func sourceError(cmd, hint string, err error) error {
 	switch {
-	case errors.Is(err, sources.ErrInvalid):
+	case errors.Is(err, spec.ErrInvalid):
 		return usagef("%s: %v", cmd, err)
-	case errors.Is(err, sources.ErrNotFound) && hint != "":
+	case errors.Is(err, spec.ErrNotFound) && hint != "":
 		return fmt.Errorf("%s: %w; %s", cmd, err, hint)
 	}
 	return fmt.Errorf("%s: %w", cmd, err)

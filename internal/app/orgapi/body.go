@@ -23,7 +23,7 @@ const MaxBodyBytes = 1 << 20
 // the instruction-create schema, an RE2 pattern that compiles, usedBy without
 // repeats. It returns the body with ids in lowercase and, for Regex and
 // StringMatch triggers, isCaseSensitive explicit. Every failure is an
-// [*Error] of kind ErrInvalid naming the fields to blame. Whether the agents of
+// [*Error] of kind spec.ErrInvalid naming the fields to blame. Whether the agents of
 // usedBy are the organisation's is the store's to check.
 func ParseInstructionCreate(body []byte) (spec.InstructionCreate, error) {
 	var c spec.InstructionCreate
@@ -132,7 +132,7 @@ func parseBody(schema string, body []byte, v any) error {
 		return invalidBody("body", "is not valid JSON")
 	}
 	if !spec.Valid(findings) {
-		e := &Error{Kind: ErrInvalid, Detail: detailBody}
+		e := &Error{Kind: spec.ErrInvalid, Detail: detailBody}
 		for _, f := range findings {
 			if f.Level != spec.LevelError {
 				continue
@@ -285,7 +285,7 @@ func describeAgent(id, name string) string { return fmt.Sprintf("%s (%s)", id, n
 
 // DecodeJSON checks that body is exactly one JSON value of valid UTF-8 that
 // the spec schema accepts, and decodes it into v. A failure is an [*Error] of
-// kind ErrInvalid naming every field to blame (dotted: "request.messages").
+// kind spec.ErrInvalid naming every field to blame (dotted: "request.messages").
 // The review-task API shares it.
 func DecodeJSON(schema string, body []byte, v any) error { return parseBody(schema, body, v) }
 

@@ -11,19 +11,6 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// Sentinel error kinds. Every error of the package wraps one of them (or is
-// an [*Error] of one); compare with errors.Is. The Handler maps each kind to
-// one HTTP status.
-var (
-	ErrInvalid      = errors.New("invalid")        // 400
-	ErrUnauthorized = errors.New("unauthorized")   // 401
-	ErrForbidden    = errors.New("forbidden")      // 403
-	ErrNotFound     = errors.New("not found")      // 404
-	ErrConflict     = errors.New("conflict")       // 409
-	ErrTooLarge     = errors.New("body too large") // 413
-	ErrUnavailable  = errors.New("unavailable")    // 503
-)
-
 // Error is an error of a kind with a detail safe to show to the client and,
 // where fields are to blame, each of them.
 type Error struct {
@@ -43,7 +30,7 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Unwrap returns the kind, so errors.Is(err, ErrInvalid) works.
+// Unwrap returns the kind, so errors.Is(err, spec.ErrInvalid) works.
 func (e *Error) Unwrap() error { return e.Kind }
 
 // fieldError returns an error of kind naming one field.
@@ -53,7 +40,7 @@ func fieldError(kind error, detail, field, format string, a ...any) *Error {
 
 // invalidBody returns a 400 naming one field of the request body.
 func invalidBody(field, format string, a ...any) *Error {
-	return fieldError(ErrInvalid, detailBody, field, format, a...)
+	return fieldError(spec.ErrInvalid, detailBody, field, format, a...)
 }
 
 const (
@@ -64,19 +51,19 @@ const (
 // statusOf is the one table from error kind to HTTP status.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, spec.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, spec.ErrUnauthorized):
 		return http.StatusUnauthorized
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, spec.ErrForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, spec.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, spec.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, spec.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ErrUnavailable), sqldb.IsRetryable(err):
+	case errors.Is(err, spec.ErrUnavailable), sqldb.IsRetryable(err):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -28,8 +28,8 @@ var fuzzBodies = []string{
 func checkParseError(t *testing.T, err error) {
 	t.Helper()
 	var e *Error
-	if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("error %v (%T) is not an *Error of kind ErrInvalid", err, err)
+	if !errors.As(err, &e) || !errors.Is(err, spec.ErrInvalid) {
+		t.Fatalf("error %v (%T) is not an *Error of kind spec.ErrInvalid", err, err)
 	}
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)

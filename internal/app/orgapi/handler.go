@@ -85,7 +85,7 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
 		r.Get("/agents", h.adapt(h.listAgents))
 		keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &Error{Kind: ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
+			return &Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
 		})
 		r.HandleFunc("/api-keys", keys)
 		r.HandleFunc("/api-keys/*", keys)
@@ -96,7 +96,7 @@ func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(h.Middleware()...)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
+		return &Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
 	}))
 	r.MethodNotAllowed(h.methodNotAllowed)
 	h.Routes(r)
@@ -151,7 +151,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled):
 		return // the client went away; nobody reads an answer
 	case errors.Is(err, context.DeadlineExceeded):
-		err = &Error{Kind: ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
+		err = &Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
 	}
 	p := problemOf(err, RequestID(r.Context()))
 	if p.Status >= 500 {
@@ -261,7 +261,7 @@ func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 		p, _ := PrincipalFrom(r.Context())
 		id, ok := canonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
-			h.writeError(w, r, &Error{Kind: ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
+			h.writeError(w, r, &Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -320,7 +320,7 @@ func instructionID(r *http.Request) (string, error) {
 		} else {
 			raw = "(malformed)"
 		}
-		return "", &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
+		return "", &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
 	}
 	return id, nil
 }
@@ -385,11 +385,11 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
-// [*Error] of kind ErrInvalid naming it; unknown parameters are ignored.
+// [*Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
 func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	q := InstructionQuery{Page: 1, PageSize: DefaultPageSize}
 	bad := func(field, format string, a ...any) error {
-		return fieldError(ErrInvalid, detailQuery, field, format, a...)
+		return fieldError(spec.ErrInvalid, detailQuery, field, format, a...)
 	}
 	values, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -480,17 +480,17 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		if got == "" {
 			got = "none"
 		}
-		return nil, fieldError(ErrInvalid, "Send the body as JSON, with Content-Type: application/json.", "Content-Type",
+		return nil, fieldError(spec.ErrInvalid, "Send the body as JSON, with Content-Type: application/json.", "Content-Type",
 			"must be application/json, got %s", got)
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, fieldError(ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
+		return nil, fieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
 			"is larger than %d bytes", MaxBodyBytes)
 	}
 	if err != nil {
-		return nil, fieldError(ErrInvalid, detailBody, "body", "could not be read: %v", err)
+		return nil, fieldError(spec.ErrInvalid, detailBody, "body", "could not be read: %v", err)
 	}
 	return b, nil
 }
@@ -515,6 +515,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 }
 
 // ReadJSON reads the JSON body of r: Content-Type application/json, at most
-// MaxBodyBytes (else an [*Error] of kind ErrTooLarge). The review-task API
+// MaxBodyBytes (else an [*Error] of kind spec.ErrTooLarge). The review-task API
 // shares it.
 func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) { return readBody(w, r) }

@@ -78,11 +78,11 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 
 // inTx runs fn in a transaction, again when it failed only because of
 // concurrent ones (sqldb.DB.InTxRetry); still failing so after the last
-// attempt is ErrUnavailable.
+// attempt is spec.ErrUnavailable.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.db.InTxRetry(ctx, fn)
 	if sqldb.IsRetryable(err) {
-		return &Error{Kind: ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
+		return &Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
 	}
 	return err
 }
@@ -97,16 +97,16 @@ func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 func checkName(what, name string) error {
 	if strings.TrimSpace(name) == "" {
-		return fmt.Errorf("%s name: %w: must not be empty", what, ErrInvalid)
+		return fmt.Errorf("%s name: %w: must not be empty", what, spec.ErrInvalid)
 	}
 	if !utf8.ValidString(name) {
-		return fmt.Errorf("%s name: %w: must be UTF-8", what, ErrInvalid)
+		return fmt.Errorf("%s name: %w: must be UTF-8", what, spec.ErrInvalid)
 	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLength {
-		return fmt.Errorf("%s name: %w: %d characters, at most %d", what, ErrInvalid, n, MaxNameLength)
+		return fmt.Errorf("%s name: %w: %d characters, at most %d", what, spec.ErrInvalid, n, MaxNameLength)
 	}
 	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return fmt.Errorf("%s name: %w: must not hold control characters", what, ErrInvalid)
+		return fmt.Errorf("%s name: %w: must not hold control characters", what, spec.ErrInvalid)
 	}
 	return nil
 }
@@ -158,13 +158,13 @@ func (s *Store) CreateOrganisation(ctx context.Context, n NewOrganisation, actor
 		n.Plan = PlanStandard
 	}
 	if _, err := ParsePlan(string(n.Plan)); err != nil {
-		return Organisation{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Organisation{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
 	}
 	switch {
 	case n.Plan == PlanEnterprise && n.HourlyLimit < 1:
-		return Organisation{}, fmt.Errorf("%w: the enterprise plan needs an hourly limit of at least 1", ErrInvalid)
+		return Organisation{}, fmt.Errorf("%w: the enterprise plan needs an hourly limit of at least 1", spec.ErrInvalid)
 	case n.Plan != PlanEnterprise && n.HourlyLimit != 0:
-		return Organisation{}, fmt.Errorf("%w: an hourly limit is configured only for the enterprise plan; the %s plan's is fixed", ErrInvalid, n.Plan)
+		return Organisation{}, fmt.Errorf("%w: an hourly limit is configured only for the enterprise plan; the %s plan's is fixed", spec.ErrInvalid, n.Plan)
 	}
 	now := s.Now()
 	o := Organisation{ID: uuid.NewString(), Name: n.Name, Plan: n.Plan, HourlyLimit: n.HourlyLimit, CreatedAt: spec.NewTime(now)}
@@ -191,11 +191,11 @@ func scanOrg(row interface{ Scan(...any) error }) (Organisation, error) {
 	return o, nil
 }
 
-// Organisation returns the organisation id, or an error of kind ErrNotFound.
+// Organisation returns the organisation id, or an error of kind spec.ErrNotFound.
 func (s *Store) Organisation(ctx context.Context, id string) (Organisation, error) {
 	o, err := scanOrg(s.db.QueryRowContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations WHERE id = $1`, strings.ToLower(id)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return o, fmt.Errorf("organisation %s: %w", id, ErrNotFound)
+		return o, fmt.Errorf("organisation %s: %w", id, spec.ErrNotFound)
 	}
 	return o, err
 }
@@ -272,7 +272,7 @@ func (s *Store) CreateKey(ctx context.Context, n NewKey, actor Actor) (CreatedKe
 		n.Type = KeyTypeIngestion
 	}
 	if _, err := ParseKeyType(string(n.Type)); err != nil {
-		return CreatedKey{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return CreatedKey{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
 	}
 	org, err := s.Organisation(ctx, n.OrganisationID)
 	if err != nil {
@@ -285,14 +285,14 @@ func (s *Store) CreateKey(ctx context.Context, n NewKey, actor Actor) (CreatedKe
 		Last4: last4(k.Secret), CreatedAt: spec.NewTime(now)}
 	switch {
 	case n.NoExpiry && n.ExpiresAt != nil:
-		return CreatedKey{}, fmt.Errorf("%w: a key has an expiry or none, not both", ErrInvalid)
+		return CreatedKey{}, fmt.Errorf("%w: a key has an expiry or none, not both", spec.ErrInvalid)
 	case !n.NoExpiry && n.ExpiresAt == nil:
 		t := DefaultExpiry(now)
 		n.ExpiresAt = &t
 	}
 	if n.ExpiresAt != nil {
 		if !n.ExpiresAt.After(now) {
-			return CreatedKey{}, fmt.Errorf("%w: the expiry %s is not in the future", ErrInvalid, n.ExpiresAt.UTC().Format(time.RFC3339))
+			return CreatedKey{}, fmt.Errorf("%w: the expiry %s is not in the future", spec.ErrInvalid, n.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 		k.ExpiresAt = spec.TimePtr(*n.ExpiresAt)
 		expires = sqldb.Millis(k.ExpiresAt.Time)
@@ -361,7 +361,7 @@ func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor)
 		var err error
 		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM orgapi_api_keys WHERE id = $1 AND org_id = $2`+s.forUpdate(), keyID, orgID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("key %s of organisation %s: %w", keyID, orgID, ErrNotFound)
+			return fmt.Errorf("key %s of organisation %s: %w", keyID, orgID, spec.ErrNotFound)
 		}
 		if err != nil || k.RevokedAt != nil {
 			return err
@@ -382,12 +382,12 @@ func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor)
 const maxSecretLength = 256
 
 // Authenticate returns the principal of an API key secret. A secret that is
-// unknown, revoked or expired is an error of kind ErrUnauthorized, the same
-// for all three; a valid key that is not of type API is ErrForbidden. It reads
+// unknown, revoked or expired is an error of kind spec.ErrUnauthorized, the same
+// for all three; a valid key that is not of type API is spec.ErrForbidden. It reads
 // the database every time: revocation has effect on the next request.
 func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if secret == "" || len(secret) > maxSecretLength {
-		return Principal{}, ErrUnauthorized
+		return Principal{}, spec.ErrUnauthorized
 	}
 	digest := hashSecret(secret)
 	var p Principal
@@ -398,7 +398,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 		FROM orgapi_api_keys WHERE secret_hash = $1`, digest).
 		Scan(&p.KeyID, &p.OrganisationID, &p.KeyName, &typ, &stored, &expires, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Principal{}, ErrUnauthorized
+		return Principal{}, spec.ErrUnauthorized
 	}
 	if err != nil {
 		return Principal{}, err
@@ -406,11 +406,11 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 	now := s.Now()
 	if subtle.ConstantTimeCompare(stored, digest) != 1 || revoked.Valid ||
 		(expires.Valid && now.UnixMilli() >= expires.Int64) {
-		return Principal{}, ErrUnauthorized
+		return Principal{}, spec.ErrUnauthorized
 	}
 	p.Type = KeyType(typ)
 	if p.Type != KeyTypeAPI {
-		return p, &Error{Kind: ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
+		return p, &Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
 	}
 	return p, nil
 }
@@ -502,9 +502,9 @@ func encodeInstruction(in spec.Instruction) ([]byte, error) {
 
 // CreateInstruction creates an instruction of the organisation from a body
 // checked by [ParseInstructionCreate]. Agents of usedBy that are not the
-// organisation's are ErrInvalid naming usedBy; an agent that already holds
-// MaxInstructionsPerAgent instructions is ErrConflict naming the agent; a
-// repeated assessmentId is ErrConflict. Nothing is written on error.
+// organisation's are spec.ErrInvalid naming usedBy; an agent that already holds
+// MaxInstructionsPerAgent instructions is spec.ErrConflict naming the agent; a
+// repeated assessmentId is spec.ErrConflict. Nothing is written on error.
 func (s *Store) CreateInstruction(ctx context.Context, orgID string, c spec.InstructionCreate, actor Actor) (spec.Instruction, error) {
 	now := s.Now()
 	in := spec.Instruction{
@@ -549,14 +549,14 @@ func assessmentConflict(id *string) error {
 	if id != nil {
 		a = *id
 	}
-	return &Error{Kind: ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
+	return &Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
 		Fields: []spec.ProblemField{{Field: "assessmentId", Message: "already used by another instruction"}}}
 }
 
 // assign takes the places of an instruction on the agents added and gives
 // back those on the agents removed, with one statement for all of them. An
-// added agent must be the organisation's (else ErrInvalid naming usedBy) and
-// hold fewer than MaxInstructionsPerAgent instructions (else ErrConflict
+// added agent must be the organisation's (else spec.ErrInvalid naming usedBy) and
+// hold fewer than MaxInstructionsPerAgent instructions (else spec.ErrConflict
 // naming it): the conditional UPDATE is the guard, so two transactions racing
 // for an agent's last place cannot both win.
 func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, removed []string) error {
@@ -650,7 +650,7 @@ func collectIDs(rows *sql.Rows) (map[string]bool, error) {
 
 func agentFull(id, name string) error {
 	return &Error{
-		Kind: ErrConflict,
+		Kind: spec.ErrConflict,
 		Detail: fmt.Sprintf("Agent %q (%s) already holds %d instructions. Unassign an instruction from it first.",
 			name, id, spec.MaxInstructionsPerAgent),
 		Fields: []spec.ProblemField{{Field: "usedBy", Message: fmt.Sprintf("agent %s already holds %d instructions",
@@ -689,10 +689,10 @@ func (s *Store) link(ctx context.Context, tx *sql.Tx, instructionID string, adde
 }
 
 func notFoundInstruction(id string) error {
-	return &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
+	return &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
 }
 
-// Instruction returns one instruction of the organisation, or ErrNotFound.
+// Instruction returns one instruction of the organisation, or spec.ErrNotFound.
 func (s *Store) Instruction(ctx context.Context, orgID, id string) (spec.Instruction, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM orgapi_instructions WHERE id = $1 AND org_id = $2`, id, orgID).Scan(&body)
@@ -783,7 +783,7 @@ func diff(cur, next []string) (added, removed []string) {
 }
 
 // DeleteInstruction deletes one instruction of the organisation and removes
-// it from every agent it was assigned to; ErrNotFound when it is gone.
+// it from every agent it was assigned to; spec.ErrNotFound when it is gone.
 func (s *Store) DeleteInstruction(ctx context.Context, orgID, id string, actor Actor) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var body string
@@ -875,14 +875,14 @@ func (s *Store) ListInstructions(ctx context.Context, orgID string, q Instructio
 }
 
 // Agent returns one agent of the organisation, or an error of kind
-// ErrNotFound.
+// spec.ErrNotFound.
 func (s *Store) Agent(ctx context.Context, orgID, agentID string) (spec.Agent, error) {
 	var a spec.Agent
 	err := s.db.QueryRowContext(ctx, `SELECT id, name, type, instruction_count FROM orgapi_agents
 		WHERE id = $1 AND org_id = $2`, strings.ToLower(agentID), strings.ToLower(orgID)).
 		Scan(&a.ID, &a.Name, &a.Type, &a.InstructionCount)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, &Error{Kind: ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
+		return a, &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
 	}
 	return a, err
 }

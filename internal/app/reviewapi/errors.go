@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -92,24 +92,24 @@ func apiError(err error) *Error {
 		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task.", cause: err}
 	case errors.Is(err, ErrWebhookNotFound):
 		return &Error{Code: spec.CodeNotFound, Message: "No such webhook.", cause: err}
-	case errors.Is(err, orgapi.ErrUnauthorized):
+	case errors.Is(err, spec.ErrUnauthorized):
 		return &Error{Code: spec.CodeAuthenticationFailed, Message: "A valid API key is required, as Authorization: Bearer KEY, Authorization: KEY or X-API-Key: KEY.", cause: err}
-	case errors.Is(err, orgapi.ErrForbidden):
+	case errors.Is(err, spec.ErrForbidden):
 		msg := "The key is not allowed to do this."
 		if errors.As(err, &oe) {
 			msg = oe.Detail
 		}
 		return &Error{Code: spec.CodeForbidden, Message: msg, cause: err}
-	case errors.Is(err, orgapi.ErrTooLarge):
+	case errors.Is(err, spec.ErrTooLarge):
 		return &Error{Code: CodePayloadTooLarge, Field: "body", Message: fmt.Sprintf("The body is larger than %d bytes.", orgapi.MaxBodyBytes), cause: err}
-	case errors.Is(err, orgapi.ErrInvalid) && errors.As(err, &oe):
+	case errors.Is(err, spec.ErrInvalid) && errors.As(err, &oe):
 		out := &Error{Code: spec.CodeInvalidRequest, Message: oe.Detail, cause: err}
 		if len(oe.Fields) > 0 {
 			out.Field = oe.Fields[0].Field
 			out.Message = oe.Fields[0].Field + " " + oe.Fields[0].Message
 		}
 		return out
-	case errors.Is(err, orgapi.ErrUnavailable), sqldb.IsRetryable(err):
+	case errors.Is(err, spec.ErrUnavailable), sqldb.IsRetryable(err):
 		return &Error{Code: CodeUnavailable, Message: "The service is busy; retry the request shortly.", cause: err}
 	}
 	return &Error{Code: spec.CodeInternalError, Message: "An unexpected error occurred. Quote the request id to the service's operators.", cause: err}

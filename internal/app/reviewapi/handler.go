@@ -110,7 +110,7 @@ type principalKey struct{}
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.orgs.Authenticate(r.Context(), orgapi.Credential(r, true))
-		if err != nil && errors.Is(err, orgapi.ErrForbidden) && p.KeyID != "" {
+		if err != nil && errors.Is(err, spec.ErrForbidden) && p.KeyID != "" {
 			// A known key of the wrong kind: its 403 is counted and carries
 			// the rate-limit headers, as every answer to a key does.
 			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })

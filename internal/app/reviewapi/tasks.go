@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
@@ -106,7 +106,7 @@ func (s *Service) Task(ctx context.Context, orgID, id string) (spec.ReviewTask, 
 // POLICY_ERROR naming the task.
 func (s *Service) CreateTask(ctx context.Context, p orgapi.Principal, c spec.ReviewTaskCreate) (spec.ReviewTask, error) {
 	agent, err := s.orgs.Agent(ctx, p.OrganisationID, c.AgentID)
-	if errors.Is(err, orgapi.ErrNotFound) {
+	if errors.Is(err, spec.ErrNotFound) {
 		return spec.ReviewTask{}, invalid("agentId", "agent %s is not one of the organisation's agents", c.AgentID)
 	}
 	if err != nil {

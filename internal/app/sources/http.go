@@ -13,8 +13,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/consumer"
-	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -82,13 +82,13 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Prin
 	}
 	p, err := s.orgs.Authenticate(r.Context(), cred)
 	switch {
-	case errors.Is(err, orgapi.ErrUnauthorized):
+	case errors.Is(err, spec.ErrUnauthorized):
 		// Missing, mistyped, revoked and expired keys get one answer, as on
 		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
 		return orgapi.Principal{}, "", false
-	case errors.Is(err, orgapi.ErrForbidden):
+	case errors.Is(err, spec.ErrForbidden):
 		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
 		return orgapi.Principal{}, "", false
 	case err != nil:
@@ -192,7 +192,7 @@ func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	src, err := s.Get(r.Context(), p.OrganisationID, chi.URLParam(r, "sourceId"))
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, spec.ErrNotFound):
 		writeProblem(w, http.StatusNotFound, "No such source.")
 		return
 	case err != nil:

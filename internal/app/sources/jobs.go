@@ -8,6 +8,8 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/aiusage/kit/spec"
 )
 
 // uniqueWhileQueued makes a job unique by its arguments while one is queued
@@ -57,7 +59,7 @@ type syncWorker struct {
 
 func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	_, err := w.s.SyncNow(ctx, job.Args.SourceID)
-	if errors.Is(err, ErrNotFound) { // removed meanwhile
+	if errors.Is(err, spec.ErrNotFound) { // removed meanwhile
 		return river.JobCancel(err)
 	}
 	return err

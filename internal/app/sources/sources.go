@@ -33,11 +33,12 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
 )
 
 // Component is the name under which the migrations of this package are
@@ -52,13 +53,6 @@ const (
 	TransportREST    = "rest"
 	TransportMCP     = "mcp"
 	DefaultTransport = TransportREST
-)
-
-// Error kinds; every error of the package about its input wraps one.
-var (
-	ErrInvalid  = errors.New("invalid")
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
 )
 
 //go:embed migrations
@@ -190,14 +184,14 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Milli
 func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, error) {
 	org, ok := orgapi.CanonicalUUID(orgID)
 	if !ok {
-		return Source{}, fmt.Errorf("organisation %q: %w", orgID, ErrNotFound)
+		return Source{}, fmt.Errorf("organisation %q: %w", orgID, spec.ErrNotFound)
 	}
 	if err := validate(&n); err != nil {
 		return Source{}, err
 	}
 	if _, err := s.orgs.Organisation(ctx, org); err != nil {
-		if errors.Is(err, orgapi.ErrNotFound) {
-			return Source{}, fmt.Errorf("organisation %s: %w", org, ErrNotFound)
+		if errors.Is(err, spec.ErrNotFound) {
+			return Source{}, fmt.Errorf("organisation %s: %w", org, spec.ErrNotFound)
 		}
 		return Source{}, err
 	}
@@ -208,7 +202,7 @@ func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, e
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		src.ID, org, src.Name, src.URL, src.Token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli())
 	if sqldb.IsUniqueViolation(err) {
-		return Source{}, fmt.Errorf("organisation %s already has a source named %q: %w", org, n.Name, ErrConflict)
+		return Source{}, fmt.Errorf("organisation %s already has a source named %q: %w", org, n.Name, spec.ErrConflict)
 	}
 	if err != nil {
 		return Source{}, fmt.Errorf("sources: add: %w", err)
@@ -219,30 +213,30 @@ func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, e
 func validate(n *NewSource) error {
 	switch l := utf8.RuneCountInString(n.Name); {
 	case !utf8.ValidString(n.Name):
-		return fmt.Errorf("name must be UTF-8: %w", ErrInvalid)
+		return fmt.Errorf("name must be UTF-8: %w", spec.ErrInvalid)
 	case strings.TrimSpace(n.Name) == "":
-		return fmt.Errorf("name is required: %w", ErrInvalid)
+		return fmt.Errorf("name is required: %w", spec.ErrInvalid)
 	case l > MaxNameLength:
-		return fmt.Errorf("name is %d characters, at most %d: %w", l, MaxNameLength, ErrInvalid)
+		return fmt.Errorf("name is %d characters, at most %d: %w", l, MaxNameLength, spec.ErrInvalid)
 	}
 	u, err := url.Parse(n.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, ErrInvalid)
+		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
 	}
 	if n.Token == "" {
-		return fmt.Errorf("token is required: %w", ErrInvalid)
+		return fmt.Errorf("token is required: %w", spec.ErrInvalid)
 	}
 	if n.Transport == "" {
 		n.Transport = DefaultTransport
 	}
 	if n.Transport != TransportREST && n.Transport != TransportMCP {
-		return fmt.Errorf("transport must be rest or mcp, got %q: %w", n.Transport, ErrInvalid)
+		return fmt.Errorf("transport must be rest or mcp, got %q: %w", n.Transport, spec.ErrInvalid)
 	}
 	if n.Every == 0 {
 		n.Every = DefaultEvery
 	}
 	if n.Every < MinEvery {
-		return fmt.Errorf("every must be at least %s, got %s: %w", MinEvery, n.Every, ErrInvalid)
+		return fmt.Errorf("every must be at least %s, got %s: %w", MinEvery, n.Every, spec.ErrInvalid)
 	}
 	return nil
 }
@@ -290,14 +284,14 @@ func (s *Service) List(ctx context.Context, orgID string) ([]Source, error) {
 }
 
 // Get returns source id of organisation orgID; a source of another
-// organisation, an unknown or malformed id is ErrNotFound.
+// organisation, an unknown or malformed id is spec.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
 	src, err := s.get(ctx, id)
 	if err != nil {
 		return Source{}, err
 	}
 	if org, _ := orgapi.CanonicalUUID(orgID); org != src.OrganisationID {
-		return Source{}, fmt.Errorf("source %s: %w", id, ErrNotFound)
+		return Source{}, fmt.Errorf("source %s: %w", id, spec.ErrNotFound)
 	}
 	return src, nil
 }
@@ -306,11 +300,11 @@ func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
 func (s *Service) get(ctx context.Context, id string) (Source, error) {
 	sid, ok := orgapi.CanonicalUUID(id)
 	if !ok {
-		return Source{}, fmt.Errorf("source %q: %w", id, ErrNotFound)
+		return Source{}, fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
 	}
 	src, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE id = $1`, sid))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Source{}, fmt.Errorf("source %s: %w", sid, ErrNotFound)
+		return Source{}, fmt.Errorf("source %s: %w", sid, spec.ErrNotFound)
 	}
 	if err != nil {
 		return Source{}, fmt.Errorf("sources: get: %w", err)
@@ -330,7 +324,7 @@ func (s *Service) Remove(ctx context.Context, orgID, id string) (Source, error) 
 		return Source{}, fmt.Errorf("sources: remove: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return Source{}, fmt.Errorf("source %s: %w", src.ID, ErrNotFound)
+		return Source{}, fmt.Errorf("source %s: %w", src.ID, spec.ErrNotFound)
 	}
 	return src, nil
 }
@@ -343,7 +337,7 @@ func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 		return err
 	}
 	if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", rawURL, ErrInvalid)
+		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", rawURL, spec.ErrInvalid)
 	}
 	_, err = s.db.ExecContext(ctx, `UPDATE sources SET url = $1 WHERE id = $2 AND org_id = $3`, rawURL, src.ID, src.OrganisationID)
 	return err

@@ -13,14 +13,15 @@ import (
 
 	"github.com/aiusage/kit/conformance"
 	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/mcp"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/spec"
 )
 
 const providerToken = "provider-secret-token"
@@ -140,32 +141,32 @@ func TestAddValidation(t *testing.T) {
 			"every тиny": {Name: "x", URL: ok.URL, Token: "t", Every: 5 * time.Second},
 		} {
 			_, err := e.src.Add(ctx, e.org.ID, n)
-			require.ErrorIs(t, err, sources.ErrInvalid, name)
+			require.ErrorIs(t, err, spec.ErrInvalid, name)
 		}
 		_, err := e.src.Add(ctx, "00000000-0000-4000-8000-000000000000", ok)
-		require.ErrorIs(t, err, sources.ErrNotFound)
+		require.ErrorIs(t, err, spec.ErrNotFound)
 		s, err := e.src.Add(ctx, e.org.ID, ok)
 		require.NoError(t, err)
 		require.Equal(t, sources.TransportREST, s.Transport)
 		require.Equal(t, sources.DefaultEvery, s.Every)
 		_, err = e.src.Add(ctx, e.org.ID, ok)
-		require.ErrorIs(t, err, sources.ErrConflict)
+		require.ErrorIs(t, err, spec.ErrConflict)
 
 		got, err := e.src.Get(ctx, e.org.ID, s.ID)
 		require.NoError(t, err)
 		require.Equal(t, s.ID, got.ID)
 		require.Equal(t, "tok", got.Token)
 		_, err = e.src.Get(ctx, e.other.ID, s.ID)
-		require.ErrorIs(t, err, sources.ErrNotFound)
+		require.ErrorIs(t, err, spec.ErrNotFound)
 		list, err := e.src.List(ctx, e.org.ID)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		_, err = e.src.Remove(ctx, e.other.ID, s.ID)
-		require.ErrorIs(t, err, sources.ErrNotFound)
+		require.ErrorIs(t, err, spec.ErrNotFound)
 		_, err = e.src.Remove(ctx, e.org.ID, s.ID)
 		require.NoError(t, err)
 		_, err = e.src.Remove(ctx, e.org.ID, s.ID)
-		require.ErrorIs(t, err, sources.ErrNotFound)
+		require.ErrorIs(t, err, spec.ErrNotFound)
 	})
 }
 
