@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 )
@@ -49,24 +48,6 @@ func PrincipalFrom(ctx context.Context) (*Principal, bool) {
 // concurrent use and compare secrets in constant time.
 type Authenticator interface {
 	Authenticate(ctx context.Context, credential string) (*Principal, error)
-}
-
-// credential returns the credential of r: X-API-Key when present (it wins),
-// else the token of "Authorization: Bearer". ok is false when neither is
-// given.
-func credential(r *http.Request) (string, bool) {
-	if v := r.Header.Values("X-API-Key"); len(v) > 0 {
-		return strings.TrimSpace(v[0]), true
-	}
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
-		return "", false
-	}
-	scheme, token, found := strings.Cut(auth, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", true // present but not a bearer token: unauthorized
-	}
-	return strings.TrimSpace(token), true
 }
 
 // Token is a static credential for [WithTokens].

@@ -3,25 +3,22 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -69,32 +66,17 @@ func NewHandler(ds DataSource, opts ...Option) (*Handler, error) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
 
-// handlerFunc is an endpoint that returns its error for one adapter to write.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-func (h *Handler) adapt(fn handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		err := fn(w, r)
-		switch {
-		case err == nil:
-		case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
-			// The client went away: nobody reads an answer, and it is not
-			// the provider's failure.
-		default:
-			h.writeError(w, r, err)
-		}
-	}
-}
+func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
 
 func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, h.accessLog, h.recoverer, middleware.GetHead)
+	r.Use(httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The endpoints are /conversations, /conversations/{id}, /assistants, /assistants/{id}, /events and /usage."}
 	}))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
+		httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
 			Status: http.StatusMethodNotAllowed, Detail: "The interface is read-only: use GET."})
 	})
 	r.Group(func(r chi.Router) {
@@ -117,77 +99,9 @@ func (h *Handler) routes() chi.Router {
 
 // --- middleware
 
-type requestIDKey struct{}
-
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// withRequestID gives every request an id: the client's X-Request-Id when it
-// is sane, else a random one. It is echoed in the X-Request-Id header.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID.MatchString(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
-	})
-}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-// requestInfo carries what inner middleware learns back to the access log.
-type requestInfo struct{ credential string }
-
-type requestInfoKey struct{}
-
-func (h *Handler) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.cfg.logger.Enabled(r.Context(), slog.LevelInfo) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		info := &requestInfo{}
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-		attrs := []slog.Attr{
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", ww.Status()),
-			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("duration", time.Since(start)),
-		}
-		if info.credential != "" {
-			attrs = append(attrs, slog.String("credential", info.credential))
-		}
-		h.cfg.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
-	})
-}
-
-func (h *Handler) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				h.writeError(w, r, fmt.Errorf("panic: %v", v))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cred, ok := credential(r)
+		cred, ok := httpx.Credential(r, false)
 		if !ok {
 			h.writeError(w, r, &Error{Kind: ErrUnauthorized, Detail: "No credential: send Authorization: Bearer <token> or X-API-Key: <token>."})
 			return
@@ -200,9 +114,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
-		if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
-			info.credential = p.Name
-		}
+		httpx.Annotate(r.Context(), slog.String("credential", p.Name))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

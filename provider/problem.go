@@ -1,11 +1,10 @@
 package provider
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -38,10 +37,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	var e *Error
 	switch {
 	case status == http.StatusInternalServerError:
-		h.cfg.logger.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()),
+		h.cfg.logger.ErrorContext(r.Context(), "internal error", "request_id", httpx.RequestIDFrom(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err)
 		p.Detail = "The provider failed to answer; the request may be retried. Quote the request id to the provider."
-		p.Extensions = map[string]any{"requestId": requestID(r.Context())}
+		p.Extensions = map[string]any{"requestId": httpx.RequestIDFrom(r.Context())}
 	case errors.As(err, &e):
 		p.Detail = e.Detail
 		if e.Field != "" {
@@ -57,7 +56,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "5")
 	}
-	writeProblem(w, p)
+	httpx.WriteProblem(w, p)
 }
 
 func defaultDetail(status int) string {
@@ -74,17 +73,4 @@ func defaultDetail(status int) string {
 		return "The provider is temporarily unavailable; retry later."
 	}
 	return http.StatusText(status)
-}
-
-func writeProblem(w http.ResponseWriter, p spec.Problem) {
-	b, err := json.Marshal(p)
-	if err != nil { // a Problem always encodes; keep a body regardless
-		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
-		p.Status = http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", spec.ProblemContentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(b)
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -145,7 +146,7 @@ func TestAuditFailedRequestsAddNoRecord(t *testing.T) {
 			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{full.ID}), 409},
 			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "assessmentId", "asmt-1"), 409},
 			{e.Key.Secret, post, e.listPath(), regexBody(strings.Repeat("x", 201)), 400},
-			{e.Key.Secret, post, e.listPath(), append([]byte(`{"title":"`), make([]byte, orgapi.MaxBodyBytes)...), 413},
+			{e.Key.Secret, post, e.listPath(), append([]byte(`{"title":"`), make([]byte, httpx.MaxBodyBytes)...), 413},
 			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"usedBy": []string{full.ID}}, 409},
 			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"title": nil}, 400},
 			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"allowRedaction": true, "trigger": jsonObj{"type": "Semantic", "text": "x"}}, 400},

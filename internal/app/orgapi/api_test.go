@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -989,8 +990,8 @@ func TestBadBodiesAreRejectedWithoutWriting(t *testing.T) {
 			{"text/plain", func(v []byte) any { return v }, hdr{"Content-Type": "text/plain"}, 400, "Content-Type"},
 			{"form", func(v []byte) any { return v }, hdr{"Content-Type": "application/x-www-form-urlencoded"}, 400, "Content-Type"},
 			{"no Content-Type", func(v []byte) any { return v }, hdr{"Content-Type": ""}, 400, "Content-Type"},
-			{"over 1 MiB by one byte", func(v []byte) any { return pad(v, orgapi.MaxBodyBytes+1) }, nil, 413, ""},
-			{"2 MiB", func(v []byte) any { return pad(v, 2*orgapi.MaxBodyBytes) }, nil, 413, ""},
+			{"over 1 MiB by one byte", func(v []byte) any { return pad(v, httpx.MaxBodyBytes+1) }, nil, 413, ""},
+			{"2 MiB", func(v []byte) any { return pad(v, 2*httpx.MaxBodyBytes) }, nil, 413, ""},
 		}
 		before := e.state()
 		item := e.getRaw(target.ID)
@@ -1016,9 +1017,9 @@ func TestBadBodiesAreRejectedWithoutWriting(t *testing.T) {
 		// A charset parameter is fine, and a body of exactly 1 MiB is not too large.
 		r := e.do(post, e.listPath(), validCreate, hdr{"Content-Type": "application/json; charset=utf-8"})
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r)
-		r = e.do(post, e.listPath(), pad(validCreate, orgapi.MaxBodyBytes), nil)
+		r = e.do(post, e.listPath(), pad(validCreate, httpx.MaxBodyBytes), nil)
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r)
-		r = e.do(patch, e.itemPath(target.ID), pad(validPatch, orgapi.MaxBodyBytes), nil)
+		r = e.do(patch, e.itemPath(target.ID), pad(validPatch, httpx.MaxBodyBytes), nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -27,9 +28,9 @@ var fuzzBodies = []string{
 // checkParseError asserts that a parse failure is a 400 naming a field.
 func checkParseError(t *testing.T, err error) {
 	t.Helper()
-	var e *Error
+	var e *httpx.Error
 	if !errors.As(err, &e) || !errors.Is(err, spec.ErrInvalid) {
-		t.Fatalf("error %v (%T) is not an *Error of kind spec.ErrInvalid", err, err)
+		t.Fatalf("error %v (%T) is not an *httpx.Error of kind spec.ErrInvalid", err, err)
 	}
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)
@@ -72,7 +73,7 @@ func checkUsedBy(t *testing.T, ids []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if c, ok := canonicalUUID(id); !ok || c != id || seen[id] {
+		if c, ok := httpx.CanonicalUUID(id); !ok || c != id || seen[id] {
 			t.Fatalf("accepted usedBy %q", ids)
 		}
 		seen[id] = true
@@ -102,7 +103,7 @@ func FuzzParseInstructionCreate(f *testing.F) {
 			t.Fatalf("accepted assessmentId %q", *c.AssessmentID)
 		}
 		if c.CategoryID != nil {
-			if id, ok := canonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
+			if id, ok := httpx.CanonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
 				t.Fatalf("accepted categoryId %q", *c.CategoryID)
 			}
 		}
@@ -172,29 +173,11 @@ func FuzzParseInstructionQuery(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", raw, q)
 		}
 		if q.AgentID != "" {
-			if id, ok := canonicalUUID(q.AgentID); !ok || id != q.AgentID {
+			if id, ok := httpx.CanonicalUUID(q.AgentID); !ok || id != q.AgentID {
 				t.Fatalf("accepted agentId %q", q.AgentID)
 			}
 		}
 	})
-}
-
-func TestFieldOf(t *testing.T) {
-	for _, c := range []struct{ ptr, field, where string }{
-		{"", "body", ""},
-		{"/title", "title", ""},
-		{"/trigger/pattern", "trigger.pattern", ""},
-		{"/usedBy/2", "usedBy", "item 2"},
-		{"/trigger/values/10", "trigger.values", "item 10"},
-		{"/a~1b~0c", "a/b~c", ""},
-		{"/0", "0", ""},
-		{"/", `""`, ""},
-	} {
-		field, where := fieldOf(c.ptr)
-		if field != c.field || where != c.where {
-			t.Errorf("fieldOf(%q) = %q, %q; want %q, %q", c.ptr, field, where, c.field, c.where)
-		}
-	}
 }
 
 func TestSecret(t *testing.T) {

@@ -1,27 +1,20 @@
 package orgapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -85,7 +78,7 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
 		r.Get("/agents", h.adapt(h.listAgents))
 		keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
+			return &httpx.Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
 		})
 		r.HandleFunc("/api-keys", keys)
 		r.HandleFunc("/api-keys/*", keys)
@@ -96,7 +89,7 @@ func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(h.Middleware()...)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return &Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
+		return &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
 	}))
 	r.MethodNotAllowed(h.methodNotAllowed)
 	h.Routes(r)
@@ -106,7 +99,7 @@ func (h *Handler) routes() chi.Router {
 // Middleware returns the middleware every route of the service runs: request
 // ids, the access log, panic recovery and HEAD for GET routes.
 func (h *Handler) Middleware() []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{withRequestID, h.accessLog, h.recoverer, middleware.GetHead}
+	return []func(http.Handler) http.Handler{httpx.RequestID, httpx.AccessLog(h.logger), httpx.Recover(h.writeError), middleware.GetHead}
 }
 
 // methodNotAllowed answers 405 with the methods the path allows.
@@ -117,15 +110,7 @@ func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 // MethodNotAllowed answers 405 to r, a request whose path routes has but not
 // for its method, with an Allow header listing the methods it has.
 func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
-			allow = append(allow, m)
-			if m == http.MethodGet { // middleware.GetHead serves HEAD
-				allow = append(allow, http.MethodHead)
-			}
-		}
-	}
+	allow := httpx.AllowedMethods(routes, r.URL.Path)
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 	}
@@ -133,102 +118,24 @@ func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request)
 		Status: http.StatusMethodNotAllowed, Detail: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
 }
 
-// handlerFunc is an endpoint that returns its error for one adapter to write.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-func (h *Handler) adapt(fn handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
-			h.writeError(w, r, err)
-		}
-	}
-}
+func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
 
 // writeError writes err as a problem; a 5xx is logged once, with the
 // request id, and shows the client nothing of its cause.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled):
+	case httpx.ClientGone(r, err):
 		return // the client went away; nobody reads an answer
 	case errors.Is(err, context.DeadlineExceeded):
-		err = &Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
+		err = &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
 	}
-	p := problemOf(err, RequestID(r.Context()))
+	id := httpx.RequestIDFrom(r.Context())
+	p := problemOf(err, id)
 	if p.Status >= 500 {
-		h.logger.ErrorContext(r.Context(), "internal error", "request_id", RequestID(r.Context()),
+		h.logger.ErrorContext(r.Context(), "internal error", "request_id", id,
 			"method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	writeProblem(w, p)
-}
-
-// --- middleware
-
-type requestIDKey struct{}
-
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// withRequestID gives every request an id, the client's X-Request-Id when it
-// is sane, and echoes it in X-Request-Id.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID.MatchString(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
-	})
-}
-
-// RequestID returns the id of the request whose context ctx is.
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-type logInfo struct{ key string }
-
-type logInfoKey struct{}
-
-func (h *Handler) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.logger.Enabled(r.Context(), slog.LevelInfo) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		info := &logInfo{}
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), logInfoKey{}, info)))
-		attrs := []slog.Attr{
-			slog.String("request_id", RequestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", ww.Status()),
-			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("duration", time.Since(start)),
-		}
-		if info.key != "" {
-			attrs = append(attrs, slog.String("key", info.key))
-		}
-		h.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
-	})
-}
-
-func (h *Handler) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				h.writeError(w, r, fmt.Errorf("panic: %v", v))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
 }
 
 type principalKey struct{}
@@ -242,9 +149,10 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := h.store.Authenticate(r.Context(), Credential(r, false))
-		if info, ok := r.Context().Value(logInfoKey{}).(*logInfo); ok && p.KeyID != "" {
-			info.key = p.KeyID
+		cred, _ := httpx.Credential(r, false)
+		p, err := h.store.Authenticate(r.Context(), cred)
+		if p.KeyID != "" {
+			httpx.Annotate(r.Context(), slog.String("key", p.KeyID))
 		}
 		if err != nil {
 			h.writeError(w, r, err)
@@ -259,9 +167,9 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		id, ok := canonicalUUID(chi.URLParam(r, "organisationId"))
+		id, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
-			h.writeError(w, r, &Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
+			h.writeError(w, r, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -280,7 +188,7 @@ func (h *Handler) listOrganisations(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, []spec.Organisation{{ID: o.ID, Name: o.Name}})
+	return httpx.WriteJSON(w, http.StatusOK, []spec.Organisation{{ID: o.ID, Name: o.Name}})
 }
 
 func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
@@ -288,11 +196,11 @@ func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, agents)
+	return httpx.WriteJSON(w, http.StatusOK, agents)
 }
 
 func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r)
+	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -306,21 +214,21 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	w.Header().Set("Location", "/organisations/"+p.OrganisationID+"/instructions/"+in.ID)
-	return writeJSON(w, http.StatusCreated, in)
+	return httpx.WriteJSON(w, http.StatusCreated, in)
 }
 
 // instructionID reads the instruction id of the path; one that is not a
 // UUID names no instruction: 404.
 func instructionID(r *http.Request) (string, error) {
 	raw := chi.URLParam(r, "instructionId")
-	id, ok := canonicalUUID(raw)
+	id, ok := httpx.CanonicalUUID(raw)
 	if !ok {
 		if u, err := url.PathUnescape(raw); err == nil && utf8.ValidString(u) && len(u) <= 100 {
 			raw = u
 		} else {
 			raw = "(malformed)"
 		}
-		return "", &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
+		return "", &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
 	}
 	return id, nil
 }
@@ -334,7 +242,7 @@ func (h *Handler) getInstruction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, in)
+	return httpx.WriteJSON(w, http.StatusOK, in)
 }
 
 func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) error {
@@ -342,7 +250,7 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -355,7 +263,7 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, in)
+	return httpx.WriteJSON(w, http.StatusOK, in)
 }
 
 func (h *Handler) deleteInstruction(w http.ResponseWriter, r *http.Request) error {
@@ -380,16 +288,16 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, list)
+	return httpx.WriteJSON(w, http.StatusOK, list)
 }
 
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
-// [*Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
+// [*httpx.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
 func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	q := InstructionQuery{Page: 1, PageSize: DefaultPageSize}
 	bad := func(field, format string, a ...any) error {
-		return fieldError(spec.ErrInvalid, detailQuery, field, format, a...)
+		return httpx.FieldError(spec.ErrInvalid, detailQuery, field, format, a...)
 	}
 	values, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -447,7 +355,7 @@ func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	if v, ok, err := get("agentId"); err != nil {
 		return q, err
 	} else if ok && v != "" {
-		id, valid := canonicalUUID(v)
+		id, valid := httpx.CanonicalUUID(v)
 		if !valid {
 			return q, bad("agentId", "must be a UUID, got %q", v)
 		}
@@ -468,53 +376,3 @@ func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	}
 	return q, nil
 }
-
-// --- bodies
-
-// readBody reads a JSON request body of at most MaxBodyBytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		got := ct
-		if got == "" {
-			got = "none"
-		}
-		return nil, fieldError(spec.ErrInvalid, "Send the body as JSON, with Content-Type: application/json.", "Content-Type",
-			"must be application/json, got %s", got)
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, fieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
-			"is larger than %d bytes", MaxBodyBytes)
-	}
-	if err != nil {
-		return nil, fieldError(spec.ErrInvalid, detailBody, "body", "could not be read: %v", err)
-	}
-	return b, nil
-}
-
-// writeJSON encodes v into a buffer first, so an encoding error is still a
-// clean 500.
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
-	return err
-}
-
-// ReadJSON reads the JSON body of r: Content-Type application/json, at most
-// MaxBodyBytes (else an [*Error] of kind spec.ErrTooLarge). The review-task API
-// shares it.
-func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) { return readBody(w, r) }

@@ -3,7 +3,6 @@ package orgapi
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"net/http"
 	"strings"
 )
 
@@ -53,27 +52,4 @@ func last4(secret string) string {
 		return secret
 	}
 	return secret[len(secret)-4:]
-}
-
-// Credential returns the API key a request carries: the X-API-Key header when
-// present (even empty, which no key matches), else the token of "Authorization: Bearer <key>" (the scheme is
-// case-insensitive). With bare true, an Authorization header without a scheme
-// ("Authorization: <key>") is accepted too, as the review-task API does. It
-// returns "" when the request carries no key.
-func Credential(r *http.Request, bare bool) string {
-	if v := r.Header.Values("X-API-Key"); len(v) > 0 {
-		return strings.TrimSpace(v[0]) // sent, even empty: it wins over Authorization
-	}
-	a := strings.TrimSpace(r.Header.Get("Authorization"))
-	if a == "" {
-		return ""
-	}
-	scheme, token, ok := strings.Cut(a, " ")
-	if ok && strings.EqualFold(scheme, "Bearer") {
-		return strings.TrimSpace(token)
-	}
-	if bare && !ok {
-		return a
-	}
-	return ""
 }

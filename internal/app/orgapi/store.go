@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/cases"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -82,7 +83,7 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.db.InTxRetry(ctx, fn)
 	if sqldb.IsRetryable(err) {
-		return &Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
+		return &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
 	}
 	return err
 }
@@ -410,7 +411,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 	}
 	p.Type = KeyType(typ)
 	if p.Type != KeyTypeAPI {
-		return p, &Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
+		return p, &httpx.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
 	}
 	return p, nil
 }
@@ -549,7 +550,7 @@ func assessmentConflict(id *string) error {
 	if id != nil {
 		a = *id
 	}
-	return &Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
+	return &httpx.Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
 		Fields: []spec.ProblemField{{Field: "assessmentId", Message: "already used by another instruction"}}}
 }
 
@@ -578,7 +579,7 @@ func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, rem
 	}
 	for _, id := range added {
 		if !found[id] {
-			return invalidBody("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
+			return httpx.InvalidBody("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
 		}
 	}
 	args := []any{orgID, spec.MaxInstructionsPerAgent}
@@ -649,7 +650,7 @@ func collectIDs(rows *sql.Rows) (map[string]bool, error) {
 }
 
 func agentFull(id, name string) error {
-	return &Error{
+	return &httpx.Error{
 		Kind: spec.ErrConflict,
 		Detail: fmt.Sprintf("Agent %q (%s) already holds %d instructions. Unassign an instruction from it first.",
 			name, id, spec.MaxInstructionsPerAgent),
@@ -689,7 +690,7 @@ func (s *Store) link(ctx context.Context, tx *sql.Tx, instructionID string, adde
 }
 
 func notFoundInstruction(id string) error {
-	return &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
+	return &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
 }
 
 // Instruction returns one instruction of the organisation, or spec.ErrNotFound.
@@ -882,7 +883,7 @@ func (s *Store) Agent(ctx context.Context, orgID, agentID string) (spec.Agent, e
 		WHERE id = $1 AND org_id = $2`, strings.ToLower(agentID), strings.ToLower(orgID)).
 		Scan(&a.ID, &a.Name, &a.Type, &a.InstructionCount)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, &Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
+		return a, &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
 	}
 	return a, err
 }

@@ -11,10 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
-	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -218,8 +219,8 @@ func TestAPIBodyTooLarge(t *testing.T) {
 			path string
 			body any
 		}{
-			{"/review-tasks", tn.taskBody(strings.Repeat("a", orgapi.MaxBodyBytes))},
-			{"/webhooks", map[string]any{"url": "https://127.0.0.1/x", "description": strings.Repeat("d", orgapi.MaxBodyBytes)}},
+			{"/review-tasks", tn.taskBody(strings.Repeat("a", httpx.MaxBodyBytes))},
+			{"/webhooks", map[string]any{"url": "https://127.0.0.1/x", "description": strings.Repeat("d", httpx.MaxBodyBytes)}},
 		} {
 			r := tn.call(t, http.MethodPost, c.path, c.body)
 			require.Equal(t, http.StatusRequestEntityTooLarge, r.Status, "%s", r.Body)

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -86,7 +86,7 @@ func apiError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	var oe *orgapi.Error
+	var oe *httpx.Error
 	switch {
 	case errors.Is(err, ErrTaskNotFound):
 		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task.", cause: err}
@@ -101,7 +101,7 @@ func apiError(err error) *Error {
 		}
 		return &Error{Code: spec.CodeForbidden, Message: msg, cause: err}
 	case errors.Is(err, spec.ErrTooLarge):
-		return &Error{Code: CodePayloadTooLarge, Field: "body", Message: fmt.Sprintf("The body is larger than %d bytes.", orgapi.MaxBodyBytes), cause: err}
+		return &Error{Code: CodePayloadTooLarge, Field: "body", Message: fmt.Sprintf("The body is larger than %d bytes.", httpx.MaxBodyBytes), cause: err}
 	case errors.Is(err, spec.ErrInvalid) && errors.As(err, &oe):
 		out := &Error{Code: spec.CodeInvalidRequest, Message: oe.Detail, cause: err}
 		if len(oe.Fields) > 0 {

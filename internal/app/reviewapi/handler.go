@@ -1,9 +1,7 @@
 package reviewapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -45,15 +44,7 @@ func NewHandler(org *orgapi.Handler, s *Service, mounts ...func(chi.Router)) htt
 			orgapi.MethodNotAllowed(r, w, req)
 			return
 		}
-		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
-			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
-				allow = append(allow, m)
-				if m == http.MethodGet {
-					allow = append(allow, http.MethodHead)
-				}
-			}
-		}
+		allow := httpx.AllowedMethods(r, req.URL.Path)
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeError(w, &Error{Code: spec.CodeMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed here; the path allows %s.", req.Method, strings.Join(allow, ", "))})
 	})
@@ -80,18 +71,10 @@ func (s *Service) Routes(r chi.Router) {
 	})
 }
 
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-func (s *Service) adapt(fn handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
-			s.fail(w, r, err)
-		}
-	}
-}
+func (s *Service) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, s.fail) }
 
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
+	if httpx.ClientGone(r, err) {
 		return
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -99,7 +82,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e := apiError(err)
 	if statusOfCode(e.Code) >= 500 {
-		s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", orgapi.RequestID(r.Context()),
+		s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpx.RequestIDFrom(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	writeError(w, e)
@@ -109,7 +92,8 @@ type principalKey struct{}
 
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.orgs.Authenticate(r.Context(), orgapi.Credential(r, true))
+		cred, _ := httpx.Credential(r, true)
+		p, err := s.orgs.Authenticate(r.Context(), cred)
 		if err != nil && errors.Is(err, spec.ErrForbidden) && p.KeyID != "" {
 			// A known key of the wrong kind: its 403 is counted and carries
 			// the rate-limit headers, as every answer to a key does.
@@ -175,12 +159,12 @@ func (s *Service) countRequest(ctx context.Context, keyID string, window time.Ti
 // --- endpoints
 
 func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
-	body, err := orgapi.ReadJSON(w, r)
+	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
 	var c spec.ReviewTaskCreate
-	if err := orgapi.DecodeJSON("review-task-create", body, &c); err != nil {
+	if err := httpx.DecodeJSON("review-task-create", body, &c); err != nil {
 		return err
 	}
 	c.AgentID = strings.ToLower(c.AgentID)
@@ -189,11 +173,11 @@ func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/review-tasks/"+t.ID)
-	return writeJSON(w, http.StatusCreated, t)
+	return httpx.WriteJSON(w, http.StatusCreated, t)
 }
 
 func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, ok := orgapi.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
 	if !ok {
 		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task: taskId is not a UUID."}
 	}
@@ -201,7 +185,7 @@ func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, t)
+	return httpx.WriteJSON(w, http.StatusOK, t)
 }
 
 func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
@@ -213,7 +197,7 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, list)
+	return httpx.WriteJSON(w, http.StatusOK, list)
 }
 
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
@@ -290,19 +274,19 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 }
 
 func (s *Service) createWebhook(w http.ResponseWriter, r *http.Request) error {
-	body, err := orgapi.ReadJSON(w, r)
+	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
 	var c spec.WebhookCreate
-	if err := orgapi.DecodeJSON("webhook-create", body, &c); err != nil {
+	if err := httpx.DecodeJSON("webhook-create", body, &c); err != nil {
 		return err
 	}
 	wh, err := s.CreateWebhook(r.Context(), principal(r).OrganisationID, c)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, wh)
+	return httpx.WriteJSON(w, http.StatusCreated, wh)
 }
 
 func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -310,11 +294,11 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, spec.WebhookList{Data: hooks})
+	return httpx.WriteJSON(w, http.StatusOK, spec.WebhookList{Data: hooks})
 }
 
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, ok := orgapi.CanonicalUUID(chi.URLParam(r, "id"))
+	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "id"))
 	if !ok {
 		return &Error{Code: spec.CodeNotFound, Message: "No such webhook: the id is not a UUID."}
 	}
@@ -323,20 +307,4 @@ func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
-	return err
 }

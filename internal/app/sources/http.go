@@ -3,7 +3,6 @@ package sources
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
@@ -72,7 +72,7 @@ func (s *Service) Routes(r chi.Router) {
 // to organisation {organisationId}. It writes the problem and returns false
 // otherwise.
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Principal, string, bool) {
-	cred := orgapi.Credential(r, false)
+	cred, _ := httpx.Credential(r, false)
 	if cred == "" {
 		// Missing, mistyped, revoked and expired keys get one answer, as on
 		// the organisation API.
@@ -96,7 +96,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Prin
 		writeProblem(w, http.StatusServiceUnavailable, "The service cannot check the key now.")
 		return orgapi.Principal{}, "", false
 	}
-	org, ok := orgapi.CanonicalUUID(chi.URLParam(r, "organisationId"))
+	org, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 	if !ok || org != p.OrganisationID {
 		writeProblem(w, http.StatusNotFound, "No such organisation.")
 		return orgapi.Principal{}, "", false
@@ -177,10 +177,7 @@ func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusInternalServerError, "The sources cannot be listed now.")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(out)
+	_ = httpx.WriteJSON(w, http.StatusOK, out) // an error means the client went away
 }
 
 // viewHandler serves the collected view of one source: the provider
@@ -225,7 +222,5 @@ func below(path string) string {
 }
 
 func writeProblem(w http.ResponseWriter, status int, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(spec.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
+	httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
 }

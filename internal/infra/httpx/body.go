@@ -1,0 +1,208 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aiusage/kit/spec"
+)
+
+// MaxBodyBytes is the largest request body [ReadJSON] accepts: 1 MiB.
+const MaxBodyBytes = 1 << 20
+
+// DetailBody is the detail of an [*Error] about a request body.
+const DetailBody = "The request body is invalid."
+
+// Error is a client error: a kind of package spec (spec.ErrInvalid,
+// spec.ErrNotFound, ...), a detail safe to show to the client and, where
+// fields are to blame, each of them. Each API writes it in its own body
+// format, with the status its table gives the kind.
+type Error struct {
+	Kind   error               // one of the spec error kinds
+	Detail string              // for the client
+	Fields []spec.ProblemField // the fields (body fields, query parameters, headers) to blame
+	// Extensions are extra members of a problem body, such as the agent
+	// named by a 409.
+	Extensions map[string]any
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%v: %s", e.Kind, e.Detail)
+	for _, f := range e.Fields {
+		s += fmt.Sprintf("; %s: %s", f.Field, f.Message)
+	}
+	return s
+}
+
+// Unwrap returns the kind, so errors.Is(err, spec.ErrInvalid) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// FieldError returns an error of kind with detail, naming one field.
+func FieldError(kind error, detail, field, format string, a ...any) *Error {
+	return &Error{Kind: kind, Detail: detail, Fields: []spec.ProblemField{{Field: field, Message: fmt.Sprintf(format, a...)}}}
+}
+
+// InvalidBody returns a spec.ErrInvalid error naming one field of the body.
+func InvalidBody(field, format string, a ...any) *Error {
+	return FieldError(spec.ErrInvalid, DetailBody, field, format, a...)
+}
+
+// ReadJSON reads the body of r, which must be sent as Content-Type
+// application/json and hold at most [MaxBodyBytes] (else an [*Error] of kind
+// spec.ErrTooLarge).
+func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		got := ct
+		if got == "" {
+			got = "none"
+		}
+		return nil, FieldError(spec.ErrInvalid, "Send the body as JSON, with Content-Type: application/json.", "Content-Type",
+			"must be application/json, got %s", got)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, FieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
+			"is larger than %d bytes", MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, FieldError(spec.ErrInvalid, DetailBody, "body", "could not be read: %v", err)
+	}
+	return b, nil
+}
+
+// DecodeJSON checks that body is exactly one JSON value of valid UTF-8 that
+// the spec schema named schema accepts, and decodes it into v. A failure is
+// an [*Error] of kind spec.ErrInvalid naming every field to blame, dotted
+// ("trigger.pattern"), with the array items on the way ("usedBy", "item 2").
+func DecodeJSON(schema string, body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return InvalidBody("body", "is empty; send a JSON object")
+	}
+	if !utf8.Valid(body) {
+		return InvalidBody("body", "is not valid UTF-8")
+	}
+	if err := checkSingleJSON(body); err != nil {
+		return err
+	}
+	findings, err := spec.Validate(schema, body)
+	if err != nil {
+		return InvalidBody("body", "is not valid JSON")
+	}
+	if !spec.Valid(findings) {
+		e := &Error{Kind: spec.ErrInvalid, Detail: DetailBody}
+		for _, f := range findings {
+			if f.Level != spec.LevelError {
+				continue
+			}
+			field, where := fieldOf(f.Pointer)
+			msg := f.Message
+			if where != "" {
+				msg = where + ": " + msg
+			}
+			e.Fields = append(e.Fields, spec.ProblemField{Field: field, Message: msg})
+		}
+		return e
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		// The schema accepted the body, so this is a value the Go types
+		// cannot hold; name the field where encoding/json can.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return InvalidBody(te.Field, "has the wrong type")
+		}
+		return InvalidBody("body", "cannot be read: %v", err)
+	}
+	return nil
+}
+
+// checkSingleJSON reports a body that is not exactly one JSON value, with the
+// offset of the first error.
+func checkSingleJSON(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return InvalidBody("body", "is not valid JSON: %v (at byte %d)", se, se.Offset)
+		}
+		return InvalidBody("body", "is not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return InvalidBody("body", "has data after the JSON value (at byte %d)", dec.InputOffset())
+	}
+	return nil
+}
+
+// fieldOf turns a JSON pointer into the dotted name of the field
+// ("/trigger/pattern" -> "trigger.pattern") and the array positions on the
+// way ("/usedBy/2" -> "usedBy", "item 2").
+func fieldOf(ptr string) (field, where string) {
+	if ptr == "" {
+		return "body", ""
+	}
+	var names, idx []string
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if tok == "" {
+			tok = `""` // a property with an empty name
+		}
+		if _, err := strconv.Atoi(tok); err == nil && len(names) > 0 {
+			idx = append(idx, tok)
+			continue
+		}
+		names = append(names, tok)
+	}
+	if len(idx) > 0 {
+		where = "item " + strings.Join(idx, ", ")
+	}
+	return strings.Join(names, "."), where
+}
+
+// WriteJSON writes v as a JSON body with status. It encodes into a buffer
+// first, so an encoding error is returned before anything is written and can
+// still be answered as a clean 500. HTML characters are not escaped. Answers
+// are marked not to be cached or sniffed.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteProblem writes p as an RFC 9457 problem details body, with p.Status.
+// Headers the status calls for (WWW-Authenticate, Retry-After, Allow) are the
+// caller's to set first.
+func WriteProblem(w http.ResponseWriter, p spec.Problem) {
+	b, err := json.Marshal(p)
+	if err != nil { // a Problem with sane extensions always encodes
+		p = spec.Problem{Type: "about:blank", Title: "Internal Server Error", Status: http.StatusInternalServerError}
+		b, _ = json.Marshal(p)
+	}
+	h := w.Header()
+	h.Set("Content-Type", spec.ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
