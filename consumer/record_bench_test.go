@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/conformance"
-	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/provider"
 )
 

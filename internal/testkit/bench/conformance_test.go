@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aiusage/kit/conformance"
-	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"

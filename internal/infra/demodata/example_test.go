@@ -3,7 +3,7 @@ package demodata_test
 import (
 	"fmt"
 
-	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/demodata"
 )
 
 func ExampleGenerate() {

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/spec"
 )
 

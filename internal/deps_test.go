@@ -1,0 +1,232 @@
+// Package internal_test holds the imports test of the whole module: the
+// layout is an architecture only while imports follow its direction.
+package internal_test
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/aiusage/kit/"
+
+// rules lists, for every package of the module, the packages of the module
+// its non-test files may import: a name, or a prefix ending in "/" for a
+// group. A package not listed fails the test, so a new package has to be
+// given its place. Dependencies point downward:
+//
+//	spec <- provider <- (consumer, mcp, provider/*)      public, for vendors and users
+//	spec <- conformance, policy                           black-box suite, text evaluation
+//	internal/infra/*                                      database, HTTP plumbing, operations, demo data
+//	internal/app/*  <- internal/cli <- cmd/aiusage        the service
+//	internal/testkit/*                                    test-only tools, imported by tests alone
+var rules = map[string][]string{
+	"spec":                  {},
+	"conformance":           {"spec"},
+	"policy":                {"spec"},
+	"policy/embeddings":     {"policy", "spec"},
+	"provider":              {"spec", "internal/infra/httpx"},
+	"provider/memsource":    {"provider", "spec"},
+	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
+	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
+	"consumer":              {"provider", "spec"},
+	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
+	"mcp":                   {"consumer", "provider", "spec"},
+
+	"internal/infra/httpx":           {"spec"},
+	"internal/infra/sqldb":           {},
+	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
+	"internal/infra/ops":             {"internal/infra/sqldb"},
+	"internal/infra/demodata":        {"provider", "spec"},
+
+	"internal/app/orgapi":    {"spec", "internal/infra/"},
+	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/infra/"},
+	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
+		"internal/app/orgapi", "internal/infra/"},
+
+	"internal/cli": {"spec", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
+		"conformance", "policy", "internal/app/", "internal/infra/"},
+	"cmd/aiusage": {"internal/cli"},
+
+	// Examples show what a user outside the module can do: public packages only.
+	"examples/embed":  {"spec", "provider", "provider/memsource"},
+	"examples/vendor": {"spec", "provider", "provider/memsource", "conformance"},
+
+	"internal/testkit/faultproxy":  {},
+	"internal/testkit/webhooktest": {},
+	"internal/testkit/bench":       {},
+}
+
+// testOnly are packages no test of the module may import except where
+// listed: the command tree is the binary's alone.
+var testOnly = map[string][]string{
+	"internal/cli": {"internal/cli", "cmd/aiusage"},
+}
+
+type pkg struct {
+	imports     []string // of the module, by non-test files
+	testImports []string // of the module, by _test.go files
+	hasGo       bool     // has a non-test file
+}
+
+func TestImports(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pk := pkgs[rel]
+		if pk == nil {
+			pk = &pkg{}
+			pkgs[rel] = pk
+		}
+		test := strings.HasSuffix(p, "_test.go")
+		for _, im := range f.Imports {
+			v, _ := strconv.Unquote(im.Path.Value)
+			if !strings.HasPrefix(v, module) {
+				continue
+			}
+			v = strings.TrimPrefix(v, module)
+			if test {
+				pk.testImports = append(pk.testImports, v)
+			} else {
+				pk.imports = append(pk.imports, v)
+			}
+		}
+		if !test {
+			pk.hasGo = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found %d packages under %s; the walk is broken", len(pkgs), root)
+	}
+	for _, problem := range check(pkgs, rules) {
+		t.Error(problem)
+	}
+}
+
+// check returns what breaks the rules in pkgs.
+func check(pkgs map[string]*pkg, rules map[string][]string) []string {
+	var out []string
+	names := make([]string, 0, len(pkgs))
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		pk := pkgs[name]
+		if pk.hasGo {
+			allowed, ok := rules[name]
+			if !ok {
+				out = append(out, fmt.Sprintf("%s: not in the rules of internal/deps_test.go; give the new package its place", name))
+			}
+			for _, im := range pk.imports {
+				if ok && !allows(allowed, im) {
+					out = append(out, fmt.Sprintf("%s imports %s, against the direction of the layout (allowed: %v)", name, im, allowed))
+				}
+				if strings.HasPrefix(im, "internal/testkit/") {
+					out = append(out, fmt.Sprintf("%s imports the test-only %s outside its tests", name, im))
+				}
+			}
+		}
+		for _, im := range append(slices.Clone(pk.imports), pk.testImports...) {
+			if who, ok := testOnly[im]; ok && !slices.Contains(who, name) {
+				out = append(out, fmt.Sprintf("%s imports %s, which only %v may import", name, im, who))
+			}
+			if !strings.HasPrefix(name, "internal/") && !strings.HasPrefix(name, "cmd/") && strings.HasPrefix(im, "internal/app/") {
+				out = append(out, fmt.Sprintf("the public %s imports the service's %s", name, im))
+			}
+		}
+	}
+	for name := range rules {
+		if pk, ok := pkgs[name]; !ok || !pk.hasGo {
+			out = append(out, fmt.Sprintf("rules name %s, which is not a package of the module any more", name))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func allows(allowed []string, im string) bool {
+	for _, a := range allowed {
+		if a == im || strings.HasSuffix(a, "/") && strings.HasPrefix(im, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestImportsCheckCatches checks the checker on made-up packages: each
+// kind of violation is reported, and a clean layout is not.
+func TestImportsCheckCatches(t *testing.T) {
+	r := map[string][]string{"spec": {}, "conformance": {"spec"}, "internal/app/orgapi": {"spec", "internal/infra/"}, "internal/infra/sqldb": {}}
+	clean := map[string]*pkg{
+		"spec":                 {hasGo: true},
+		"conformance":          {hasGo: true, imports: []string{"spec"}, testImports: []string{"internal/testkit/bench"}},
+		"internal/app/orgapi":  {hasGo: true, imports: []string{"spec", "internal/infra/sqldb"}},
+		"internal/infra/sqldb": {hasGo: true},
+	}
+	if got := check(clean, r); len(got) != 0 {
+		t.Fatalf("a clean layout reported: %v", got)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(map[string]*pkg)
+		want string
+	}{
+		{"upward import", func(p map[string]*pkg) {
+			p["conformance"].imports = append(p["conformance"].imports, "internal/infra/sqldb")
+		}, "conformance imports internal/infra/sqldb"},
+		{"group prefix is not a name prefix", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"internal/infrax"} }, "orgapi imports internal/infrax"},
+		{"unlisted package", func(p map[string]*pkg) { p["newpkg"] = &pkg{hasGo: true} }, "newpkg: not in the rules"},
+		{"stale rule", func(p map[string]*pkg) { delete(p, "internal/infra/sqldb") }, "rules name internal/infra/sqldb"},
+		{"testkit outside tests", func(p map[string]*pkg) { p["spec"].imports = []string{"internal/testkit/bench"} }, "spec imports the test-only"},
+		{"command tree", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/cli"} }, "conformance imports internal/cli, which only"},
+		{"public imports the service", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/app/orgapi"} }, "the public conformance imports the service's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := map[string]*pkg{}
+			for k, v := range clean {
+				cp := *v
+				cp.imports, cp.testImports = slices.Clone(v.imports), slices.Clone(v.testImports)
+				p[k] = &cp
+			}
+			c.edit(p)
+			got := strings.Join(check(p, r), "\n")
+			if !strings.Contains(got, c.want) {
+				t.Fatalf("got %q, want it to name %q", got, c.want)
+			}
+		})
+	}
+}
