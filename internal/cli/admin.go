@@ -218,24 +218,24 @@ on the review-task API: standard 1,000, business 10,000, enterprise as set by
 }
 
 // newOrganisation checks the flags of "admin org create".
-func (f *orgCreateFlags) newOrganisation(cmd string) (orgapi.NewOrganisation, error) {
+func (f *orgCreateFlags) newOrganisation(cmd string) (orgapi.OrganisationCreate, error) {
 	if err := required(cmd, "name", f.name); err != nil {
-		return orgapi.NewOrganisation{}, err
+		return orgapi.OrganisationCreate{}, err
 	}
 	plan, err := orgapi.ParsePlan(f.plan)
 	if err != nil {
-		return orgapi.NewOrganisation{}, usagef("%s: --plan: %v", cmd, err)
+		return orgapi.OrganisationCreate{}, usagef("%s: --plan: %v", cmd, err)
 	}
 	switch {
 	case plan == orgapi.PlanEnterprise && f.hourlyLimit == 0:
-		return orgapi.NewOrganisation{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests per key per hour, at least 1)", cmd)
+		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests per key per hour, at least 1)", cmd)
 	case plan == orgapi.PlanEnterprise && f.hourlyLimit < 1:
-		return orgapi.NewOrganisation{}, usagef("%s: --hourly-limit must be at least 1, got %d", cmd, f.hourlyLimit)
+		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit must be at least 1, got %d", cmd, f.hourlyLimit)
 	case plan != orgapi.PlanEnterprise && f.hourlyLimit != 0:
-		return orgapi.NewOrganisation{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests per key per hour",
+		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests per key per hour",
 			cmd, plan, orgapi.Organisation{Plan: plan}.RateLimit())
 	}
-	return orgapi.NewOrganisation{Name: f.name, Plan: plan, HourlyLimit: f.hourlyLimit}, nil
+	return orgapi.OrganisationCreate{Name: f.name, Plan: plan, HourlyLimit: f.hourlyLimit}, nil
 }
 
 func adminOrgListCommand() *command {
@@ -459,23 +459,23 @@ Changes made with the key are recorded in the audit trail under its name.
 }
 
 // newKey checks the flags of "admin key create" at now.
-func (f *keyCreateFlags) newKey(cmd string, now time.Time) (orgapi.NewKey, error) {
+func (f *keyCreateFlags) newKey(cmd string, now time.Time) (orgapi.KeyCreate, error) {
 	org, err := f.orgID(cmd)
 	if err != nil {
-		return orgapi.NewKey{}, err
+		return orgapi.KeyCreate{}, err
 	}
 	if err := required(cmd, "name", f.name); err != nil {
-		return orgapi.NewKey{}, err
+		return orgapi.KeyCreate{}, err
 	}
 	typ, err := orgapi.ParseKeyType(f.typ)
 	if err != nil {
-		return orgapi.NewKey{}, usagef("%s: --type: %v", cmd, err)
+		return orgapi.KeyCreate{}, usagef("%s: --type: %v", cmd, err)
 	}
 	expires, err := parseExpiry(cmd, f.expires, f.noExpiry, now)
 	if err != nil {
-		return orgapi.NewKey{}, err
+		return orgapi.KeyCreate{}, err
 	}
-	return orgapi.NewKey{OrganisationID: org, Name: f.name, Type: typ, ExpiresAt: expires, NoExpiry: f.noExpiry}, nil
+	return orgapi.KeyCreate{OrganisationID: org, Name: f.name, Type: typ, ExpiresAt: expires, NoExpiry: f.noExpiry}, nil
 }
 
 // parseExpiry returns the expiry of a new key: none with --no-expiry, the

@@ -255,7 +255,7 @@ func TestAdminKeyListExpired(t *testing.T) {
 	store, err := orgapi.NewStore(ctx, db, orgapi.WithNow(func() time.Time { return then }))
 	require.NoError(t, err)
 	exp := then.AddDate(1, 0, 0)
-	_, err = store.CreateKey(ctx, orgapi.NewKey{OrganisationID: org.ID, Name: "old", Type: orgapi.KeyTypeAPI, ExpiresAt: &exp}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"})
+	_, err = store.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "old", Type: orgapi.KeyTypeAPI, ExpiresAt: &exp}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"})
 	require.NoError(t, err)
 	keys := listKeys(t, dbURL, org.ID)
 	require.Len(t, keys, 1)
@@ -345,7 +345,7 @@ func TestAdminAuditPages(t *testing.T) {
 			store, err := orgapi.NewStore(ctx, db)
 			require.NoError(t, err)
 			actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"}
-			org, err := store.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Acme"}, actor)
+			org, err := store.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, actor)
 			require.NoError(t, err)
 			n := auditBatch + auditBatch/2 // with the organisation's creation, 1.5 batches + 1
 			for i := range n {

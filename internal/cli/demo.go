@@ -135,7 +135,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		// URL is this process's), and sync it before printing, so the
 		// collected data is there to read.
 		if st.sourceID == "" {
-			s, err := full.sources.Add(ctx, st.orgID, sources.NewSource{Name: "Demo provider", URL: base + "/provider",
+			s, err := full.sources.Add(ctx, st.orgID, sources.SourceCreate{Name: "Demo provider", URL: base + "/provider",
 				Token: st.providerToken, Every: time.Minute})
 			if err != nil {
 				log.Error("demo: connect the provider as a source", "error", err)
@@ -204,7 +204,7 @@ func demoSetUp(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, src *sqlso
 
 func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}
-	org, err := orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Demo organisation"}, actor)
+	org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Demo organisation"}, actor)
 	if err != nil {
 		return demoState{}, err
 	}
@@ -225,7 +225,7 @@ func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 			return demoState{}, err
 		}
 	}
-	key, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: org.ID, Name: "demo", Type: orgapi.KeyTypeAPI, NoExpiry: true}, actor)
+	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "demo", Type: orgapi.KeyTypeAPI, NoExpiry: true}, actor)
 	if err != nil {
 		return demoState{}, err
 	}

@@ -109,7 +109,7 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 				return err
 			}
 			return f.withSources(ctx, cmd, func(_ *orgapi.Store, s *sources.Service) error {
-				src, err := s.Add(ctx, org, sources.NewSource{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
+				src, err := s.Add(ctx, org, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
 				}

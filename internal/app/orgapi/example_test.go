@@ -26,9 +26,9 @@ func Example() {
 		panic(err)
 	}
 	admin := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "alice"}
-	org, _ := store.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Northwind"}, admin)
+	org, _ := store.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Northwind"}, admin)
 	agent, _ := store.CreateAgent(ctx, org.ID, "Support assistant", admin)
-	key, _ := store.CreateKey(ctx, orgapi.NewKey{OrganisationID: org.ID, Name: "ci-bot", Type: orgapi.KeyTypeAPI}, admin)
+	key, _ := store.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "ci-bot", Type: orgapi.KeyTypeAPI}, admin)
 
 	h, err := orgapi.NewHandler(store)
 	if err != nil {

@@ -1,9 +1,21 @@
 package orgapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/spec"
 )
 
 // SecretPrefix starts every API key secret.
@@ -52,4 +64,157 @@ func last4(secret string) string {
 		return secret
 	}
 	return secret[len(secret)-4:]
+}
+
+// CreateKey creates an API key and returns it with its secret, which is not
+// kept: only its SHA-256 digest and last four characters are.
+func (s *Store) CreateKey(ctx context.Context, n KeyCreate, actor Actor) (CreatedKey, error) {
+	if err := checkName("key", n.Name); err != nil {
+		return CreatedKey{}, err
+	}
+	if n.Type == "" {
+		n.Type = KeyTypeIngestion
+	}
+	if _, err := ParseKeyType(string(n.Type)); err != nil {
+		return CreatedKey{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
+	}
+	org, err := s.Organisation(ctx, n.OrganisationID)
+	if err != nil {
+		return CreatedKey{}, err
+	}
+	now := s.Now()
+	var expires any
+	k := CreatedKey{Secret: newSecret()}
+	k.APIKey = APIKey{ID: uuid.NewString(), OrganisationID: org.ID, Name: n.Name, Type: n.Type,
+		Last4: last4(k.Secret), CreatedAt: spec.NewTime(now)}
+	switch {
+	case n.NoExpiry && n.ExpiresAt != nil:
+		return CreatedKey{}, fmt.Errorf("%w: a key has an expiry or none, not both", spec.ErrInvalid)
+	case !n.NoExpiry && n.ExpiresAt == nil:
+		t := DefaultExpiry(now)
+		n.ExpiresAt = &t
+	}
+	if n.ExpiresAt != nil {
+		if !n.ExpiresAt.After(now) {
+			return CreatedKey{}, fmt.Errorf("%w: the expiry %s is not in the future", spec.ErrInvalid, n.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		k.ExpiresAt = spec.TimePtr(*n.ExpiresAt)
+		expires = sqldb.Millis(k.ExpiresAt.Time)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_api_keys
+			(id, org_id, name, type, secret_hash, last4, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			k.ID, org.ID, k.Name, string(k.Type), hashSecret(k.Secret), k.Last4, sqldb.Millis(now), expires); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, org.ID, now, actor, AuditKeyCreated, "key", k.ID, nil, k.APIKey)
+	})
+	return k, err
+}
+
+const keyColumns = `id, org_id, name, type, last4, created_at, expires_at, revoked_at`
+
+func scanKey(row interface{ Scan(...any) error }) (APIKey, error) {
+	var k APIKey
+	var typ string
+	var created int64
+	var expires, revoked sql.NullInt64
+	if err := row.Scan(&k.ID, &k.OrganisationID, &k.Name, &typ, &k.Last4, &created, &expires, &revoked); err != nil {
+		return k, err
+	}
+	k.Type, k.CreatedAt = KeyType(typ), spec.NewTime(fromMillis(created))
+	if expires.Valid {
+		k.ExpiresAt = spec.TimePtr(fromMillis(expires.Int64))
+	}
+	if revoked.Valid {
+		k.RevokedAt = spec.TimePtr(fromMillis(revoked.Int64))
+	}
+	return k, nil
+}
+
+// Keys returns the organisation's keys, oldest first, revoked and expired
+// ones included.
+func (s *Store) Keys(ctx context.Context, orgID string) ([]APIKey, error) {
+	if _, err := s.Organisation(ctx, orgID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM orgapi_api_keys WHERE org_id = $1 ORDER BY created_at, id`, strings.ToLower(orgID))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []APIKey{}
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeKey revokes the organisation's key keyID at once; the next request
+// with it is refused. Revoking a revoked key changes nothing and returns it
+// as it is.
+func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor) (APIKey, error) {
+	orgID, keyID = strings.ToLower(orgID), strings.ToLower(keyID)
+	var k APIKey
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM orgapi_api_keys WHERE id = $1 AND org_id = $2`+s.forUpdate(), keyID, orgID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("key %s of organisation %s: %w", keyID, orgID, spec.ErrNotFound)
+		}
+		if err != nil || k.RevokedAt != nil {
+			return err
+		}
+		before := k
+		now := s.Now()
+		k.RevokedAt = spec.TimePtr(now)
+		if _, err := tx.ExecContext(ctx, `UPDATE orgapi_api_keys SET revoked_at = $1 WHERE id = $2`, sqldb.Millis(now), k.ID); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, orgID, now, actor, AuditKeyRevoked, "key", k.ID, before, k)
+	})
+	return k, err
+}
+
+// maxSecretLength bounds what Authenticate hashes; real secrets are 50
+// characters.
+const maxSecretLength = 256
+
+// Authenticate returns the principal of an API key secret. A secret that is
+// unknown, revoked or expired is an error of kind spec.ErrUnauthorized, the same
+// for all three; a valid key that is not of type API is spec.ErrForbidden. It reads
+// the database every time: revocation has effect on the next request.
+func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if secret == "" || len(secret) > maxSecretLength {
+		return Principal{}, spec.ErrUnauthorized
+	}
+	digest := hashSecret(secret)
+	var p Principal
+	var typ string
+	var stored []byte
+	var expires, revoked sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT id, org_id, name, type, secret_hash, expires_at, revoked_at
+		FROM orgapi_api_keys WHERE secret_hash = $1`, digest).
+		Scan(&p.KeyID, &p.OrganisationID, &p.KeyName, &typ, &stored, &expires, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, spec.ErrUnauthorized
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	now := s.Now()
+	if subtle.ConstantTimeCompare(stored, digest) != 1 || revoked.Valid ||
+		(expires.Valid && now.UnixMilli() >= expires.Int64) {
+		return Principal{}, spec.ErrUnauthorized
+	}
+	p.Type = KeyType(typ)
+	if p.Type != KeyTypeAPI {
+		return p, &httpx.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
+	}
+	return p, nil
 }

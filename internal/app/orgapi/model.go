@@ -56,8 +56,8 @@ func (o Organisation) RateLimit() int {
 	return StandardHourlyLimit
 }
 
-// NewOrganisation is what an administrator gives to create an organisation.
-type NewOrganisation struct {
+// OrganisationCreate is what an administrator gives to create an organisation.
+type OrganisationCreate struct {
 	Name string
 	// Plan defaults to PlanStandard.
 	Plan Plan
@@ -115,8 +115,8 @@ type CreatedKey struct {
 	Secret string `json:"secret"`
 }
 
-// NewKey is what an administrator gives to create a key.
-type NewKey struct {
+// KeyCreate is what an administrator gives to create a key.
+type KeyCreate struct {
 	OrganisationID string
 	Name           string
 	// Type defaults to KeyTypeIngestion, as the organisation API says.

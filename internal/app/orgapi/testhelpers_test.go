@@ -110,7 +110,7 @@ func (e *testEnv) ctx() context.Context { return e.t.Context() }
 // keyName (no key when keyName is empty).
 func (e *testEnv) newTenant(name string, agents int, keyName string) tenant {
 	e.t.Helper()
-	org, err := e.store.CreateOrganisation(e.ctx(), orgapi.NewOrganisation{Name: name}, adminActor)
+	org, err := e.store.CreateOrganisation(e.ctx(), orgapi.OrganisationCreate{Name: name}, adminActor)
 	require.NoError(e.t, err)
 	tn := tenant{Org: org}
 	for i := range agents {
@@ -127,7 +127,7 @@ func (e *testEnv) newTenant(name string, agents int, keyName string) tenant {
 // newKey creates a key of the organisation.
 func (e *testEnv) newKey(orgID, name string, typ orgapi.KeyType, expires *time.Time) orgapi.CreatedKey {
 	e.t.Helper()
-	k, err := e.store.CreateKey(e.ctx(), orgapi.NewKey{OrganisationID: orgID, Name: name, Type: typ, ExpiresAt: expires}, adminActor)
+	k, err := e.store.CreateKey(e.ctx(), orgapi.KeyCreate{OrganisationID: orgID, Name: name, Type: typ, ExpiresAt: expires}, adminActor)
 	require.NoError(e.t, err)
 	return k
 }

@@ -30,7 +30,7 @@ func TestAPIAuthentication(t *testing.T) {
 		_, err := h.orgs.RevokeKey(ctx, tn.org.ID, revokedID, admin)
 		require.NoError(t, err)
 		soon := h.clock.Now().Add(time.Hour)
-		expiring, err := h.orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: tn.org.ID, Name: "short", Type: orgapi.KeyTypeAPI, ExpiresAt: &soon}, admin)
+		expiring, err := h.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: orgapi.KeyTypeAPI, ExpiresAt: &soon}, admin)
 		require.NoError(t, err)
 		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
 

@@ -135,7 +135,7 @@ func (h *harness) newTenant(name string, plan orgapi.Plan, hourlyLimit int) *ten
 	ctx := h.t.Context()
 	tn := &tenant{h: h, instrs: map[string]spec.Instruction{}}
 	var err error
-	tn.org, err = h.orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: name, Plan: plan, HourlyLimit: hourlyLimit}, admin)
+	tn.org, err = h.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: hourlyLimit}, admin)
 	require.NoError(h.t, err)
 	tn.agent, err = h.orgs.CreateAgent(ctx, tn.org.ID, "Support", admin)
 	require.NoError(h.t, err)
@@ -164,7 +164,7 @@ func (tn *tenant) addInstruction(agentID string, c spec.InstructionCreate) spec.
 // and id.
 func (tn *tenant) newKey(typ orgapi.KeyType) (secret, id string) {
 	tn.h.t.Helper()
-	k, err := tn.h.orgs.CreateKey(tn.h.t.Context(), orgapi.NewKey{OrganisationID: tn.org.ID, Name: "key " + string(typ), Type: typ}, admin)
+	k, err := tn.h.orgs.CreateKey(tn.h.t.Context(), orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "key " + string(typ), Type: typ}, admin)
 	require.NoError(tn.h.t, err)
 	return k.Secret, k.ID
 }

@@ -77,11 +77,11 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc))
 	t.Cleanup(srv.Close)
 	f := &fixture{t: t, db: db, orgs: orgs, svc: svc, clock: clk, url: srv.URL}
-	f.org, err = orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Acme"}, admin)
+	f.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	f.agent, err = orgs.CreateAgent(ctx, f.org.ID, "Support", admin)
 	require.NoError(t, err)
-	key, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: f.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: f.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
 	require.NoError(t, err)
 	f.secret = key.Secret
 	for _, c := range []spec.InstructionCreate{

@@ -68,8 +68,8 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// NewSource is what an administrator gives to add a source.
-type NewSource struct {
+// SourceCreate is what an administrator gives to add a source.
+type SourceCreate struct {
 	// Name is 1 to MaxNameLength characters, unique within the organisation.
 	Name string
 	// URL is the provider's base address (absolute http or https); with
@@ -182,7 +182,7 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Milli
 
 // Add validates n and adds it as a source of organisation orgID. The first
 // sync is due at once.
-func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, error) {
+func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source, error) {
 	org, ok := httpx.CanonicalUUID(orgID)
 	if !ok {
 		return Source{}, fmt.Errorf("organisation %q: %w", orgID, spec.ErrNotFound)
@@ -211,7 +211,7 @@ func (s *Service) Add(ctx context.Context, orgID string, n NewSource) (Source, e
 	return src, nil
 }
 
-func validate(n *NewSource) error {
+func validate(n *SourceCreate) error {
 	switch l := utf8.RuneCountInString(n.Name); {
 	case !utf8.ValidString(n.Name):
 		return fmt.Errorf("name must be UTF-8: %w", spec.ErrInvalid)

@@ -62,9 +62,9 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	e := &env{db: db, orgs: orgs}
 	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
 	mk := func(name string) (orgapi.Organisation, string) {
-		o, err := orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: name}, actor)
+		o, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: name}, actor)
 		require.NoError(t, err)
-		k, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: o.ID, Name: "k", Type: orgapi.KeyTypeAPI}, actor)
+		k, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: o.ID, Name: "k", Type: orgapi.KeyTypeAPI}, actor)
 		require.NoError(t, err)
 		return o, k.Secret
 	}
@@ -130,8 +130,8 @@ func TestAddValidation(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
 		ctx := t.Context()
-		ok := sources.NewSource{Name: "vendor", URL: "https://vendor.example/ai", Token: "tok"}
-		for name, n := range map[string]sources.NewSource{
+		ok := sources.SourceCreate{Name: "vendor", URL: "https://vendor.example/ai", Token: "tok"}
+		for name, n := range map[string]sources.SourceCreate{
 			"no name":    {URL: ok.URL, Token: "t"},
 			"long name":  {Name: string(make([]byte, 201)), URL: ok.URL, Token: "t"},
 			"relative":   {Name: "x", URL: "/ai", Token: "t"},
@@ -176,7 +176,7 @@ func TestCollectedView(t *testing.T) {
 		ctx := t.Context()
 		e := newEnv(t, db)
 		provURL := newProvider(t, 120)
-		s, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "vendor", URL: provURL, Token: providerToken})
+		s, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "vendor", URL: provURL, Token: providerToken})
 		require.NoError(t, err)
 		res, err := e.src.SyncNow(ctx, s.ID)
 		require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestCollectedView(t *testing.T) {
 		require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.org.ID+"/agents", e.key, nil))
 
 		// The MCP binding of the collected view: the consumer reads it back.
-		s2, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "copy over mcp", URL: view + "/mcp", Token: e.key, Transport: "mcp"})
+		s2, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "copy over mcp", URL: view + "/mcp", Token: e.key, Transport: "mcp"})
 		require.NoError(t, err)
 		_, err = e.src.SyncNow(ctx, s2.ID)
 		require.NoError(t, err)
@@ -242,7 +242,7 @@ func TestScheduledSync(t *testing.T) {
 		ctx := t.Context()
 		e := newEnv(t, db)
 		provURL := newProvider(t, 30)
-		s, err := e.src.Add(ctx, e.org.ID, sources.NewSource{Name: "vendor", URL: provURL, Token: providerToken, Every: 10 * time.Second})
+		s, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "vendor", URL: provURL, Token: providerToken, Every: 10 * time.Second})
 		require.NoError(t, err)
 		jobsCtx, stop := context.WithCancel(context.Background())
 		defer stop()

@@ -41,7 +41,7 @@ func newOrgFixture(b *testing.B, agents int) *orgFixture {
 		b.Fatal(err)
 	}
 	f := &orgFixture{store: st}
-	if f.org, err = st.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Bench"}, admin); err != nil {
+	if f.org, err = st.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Bench"}, admin); err != nil {
 		b.Fatal(err)
 	}
 	for i := range agents {
@@ -51,7 +51,7 @@ func newOrgFixture(b *testing.B, agents int) *orgFixture {
 		}
 		f.agents = append(f.agents, a)
 	}
-	k, err := st.CreateKey(ctx, orgapi.NewKey{OrganisationID: f.org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
+	k, err := st.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: f.org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}

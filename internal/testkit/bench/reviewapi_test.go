@@ -55,7 +55,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 		_ = svc.Stop(sctx)
 		svc.Close()
 	})
-	org, err := orgs.CreateOrganisation(ctx, orgapi.NewOrganisation{Name: "Bench", Plan: orgapi.PlanEnterprise, HourlyLimit: 1 << 30}, admin)
+	org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Bench", Plan: orgapi.PlanEnterprise, HourlyLimit: 1 << 30}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 			b.Fatal(err)
 		}
 	}
-	key, err := orgs.CreateKey(ctx, orgapi.NewKey{OrganisationID: org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}

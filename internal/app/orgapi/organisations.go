@@ -1,0 +1,83 @@
+package orgapi
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/spec"
+)
+
+// CreateOrganisation creates an organisation.
+func (s *Store) CreateOrganisation(ctx context.Context, n OrganisationCreate, actor Actor) (Organisation, error) {
+	if err := checkName("organisation", n.Name); err != nil {
+		return Organisation{}, err
+	}
+	if n.Plan == "" {
+		n.Plan = PlanStandard
+	}
+	if _, err := ParsePlan(string(n.Plan)); err != nil {
+		return Organisation{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
+	}
+	switch {
+	case n.Plan == PlanEnterprise && n.HourlyLimit < 1:
+		return Organisation{}, fmt.Errorf("%w: the enterprise plan needs an hourly limit of at least 1", spec.ErrInvalid)
+	case n.Plan != PlanEnterprise && n.HourlyLimit != 0:
+		return Organisation{}, fmt.Errorf("%w: an hourly limit is configured only for the enterprise plan; the %s plan's is fixed", spec.ErrInvalid, n.Plan)
+	}
+	now := s.Now()
+	o := Organisation{ID: uuid.NewString(), Name: n.Name, Plan: n.Plan, HourlyLimit: n.HourlyLimit, CreatedAt: spec.NewTime(now)}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orgapi_organisations (id, name, plan, hourly_limit, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, o.ID, o.Name, string(o.Plan), o.HourlyLimit, sqldb.Millis(now)); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, o.ID, now, actor, AuditOrganisationCreated, "organisation", o.ID, nil, o)
+	})
+	return o, err
+}
+
+const orgColumns = `id, name, plan, hourly_limit, created_at`
+
+func scanOrg(row interface{ Scan(...any) error }) (Organisation, error) {
+	var o Organisation
+	var plan string
+	var created int64
+	if err := row.Scan(&o.ID, &o.Name, &plan, &o.HourlyLimit, &created); err != nil {
+		return o, err
+	}
+	o.Plan, o.CreatedAt = Plan(plan), spec.NewTime(fromMillis(created))
+	return o, nil
+}
+
+// Organisation returns the organisation id, or an error of kind spec.ErrNotFound.
+func (s *Store) Organisation(ctx context.Context, id string) (Organisation, error) {
+	o, err := scanOrg(s.db.QueryRowContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations WHERE id = $1`, strings.ToLower(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, fmt.Errorf("organisation %s: %w", id, spec.ErrNotFound)
+	}
+	return o, err
+}
+
+// Organisations returns every organisation, oldest first.
+func (s *Store) Organisations(ctx context.Context) ([]Organisation, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Organisation{}
+	for rows.Next() {
+		o, err := scanOrg(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
