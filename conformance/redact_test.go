@@ -67,7 +67,7 @@ func TestNoSecretInReports(t *testing.T) {
 	// verdict on the provider's answer.
 	for _, r := range rep.Results {
 		if r.ID == "AUTH-05" {
-			require.Equal(t, ERROR, r.Status, r.Message)
+			require.Equal(t, StatusError, r.Status, r.Message)
 			require.True(t, strings.Contains(r.Message, "rate limited") || r.Evidence != nil && strings.Contains(r.Evidence.Response, "rate limited"), r.Message)
 		}
 	}
