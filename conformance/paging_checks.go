@@ -621,7 +621,7 @@ func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsa
 			}
 		}
 		if found == 0 {
-			s.skip(id, ep, fmt.Sprintf("the walk filtered at %s returned none of the tie group (see FILT-01)", pgDescribe(q)))
+			s.skip(id, ep, fmt.Sprintf("the walk filtered at %s returned none of the tie group (see FILT-01)", describeFilters(q)))
 			continue
 		}
 		if !passed {
@@ -1107,16 +1107,16 @@ func pgKeysetOrder(s *session, r string, full *walk) {
 		i, sortField(r), b.Time, truncateID(b.ID), sortField(r), a.Time, truncateID(a.ID), sortField(r)), pgEvidence(r, full.Pages, i, sortField(r)))
 }
 
-// pgDescribe writes filters for a message, unescaped.
-func pgDescribe(q url.Values) string {
+// describeFilters writes filters for a message, unescaped.
+func describeFilters(q url.Values) string {
 	if len(q) == 0 {
 		return "no filter"
 	}
-	return pgDescribeRaw(q)
+	return describeQuery(q)
 }
 
-// pgDescribeRaw writes query parameters unescaped, sorted, cursor last.
-func pgDescribeRaw(q url.Values) string {
+// describeQuery writes query parameters unescaped, sorted, cursor last.
+func describeQuery(q url.Values) string {
 	var parts, last []string
 	for k, vs := range q {
 		for _, v := range vs {

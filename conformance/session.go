@@ -407,7 +407,7 @@ func (s *session) reqRef(ex *exchange) string {
 	}
 	ref := ex.Method + " " + path
 	if len(q) > 0 {
-		ref += "?" + pgDescribeRaw(q)
+		ref += "?" + describeQuery(q)
 	}
 	return ref
 }
