@@ -71,7 +71,7 @@ func checkPaging(ctx context.Context, s *session) {
 
 // --- helpers
 
-// pgWalk is a bounded walk made by the paging and filter checks themselves.
+// pgWalk is a bounded walk made by the paging checks themselves.
 type pgWalk struct {
 	Records []record
 	Pages   []*exchange
