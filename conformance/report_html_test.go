@@ -86,15 +86,34 @@ func TestReportHTMLSample(t *testing.T) {
 
 func TestReportHTMLWellFormed(t *testing.T) {
 	t.Parallel()
-	for _, r := range []*Report{goldenReport(), sampleHTMLReport(), hostileReport(), {URL: "http://x"}} {
-		requireWellFormedHTML(t, htmlOf(t, r))
+	for _, tc := range []struct {
+		name string
+		r    *Report
+	}{
+		{"golden", goldenReport()},
+		{"sample", sampleHTMLReport()},
+		{"hostile", hostileReport()},
+		{"empty", &Report{URL: "http://x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireWellFormedHTML(t, htmlOf(t, tc.r))
+		})
 	}
 }
 
 func TestReportHTMLSelfContained(t *testing.T) {
 	t.Parallel()
-	for _, r := range []*Report{goldenReport(), sampleHTMLReport(), hostileReport()} {
-		requireSelfContainedHTML(t, htmlOf(t, r))
+	for _, tc := range []struct {
+		name string
+		r    *Report
+	}{
+		{"golden", goldenReport()},
+		{"sample", sampleHTMLReport()},
+		{"hostile", hostileReport()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireSelfContainedHTML(t, htmlOf(t, tc.r))
+		})
 	}
 }
 

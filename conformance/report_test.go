@@ -56,16 +56,18 @@ func TestReportGolden(t *testing.T) {
 		{"report.json", func(r *Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
 		{"report.junit.xml", func(r *Report, b *bytes.Buffer) error { return r.WriteJUnit(b) }},
 	} {
-		var b bytes.Buffer
-		require.NoError(t, tc.write(goldenReport(), &b))
-		path := filepath.Join("testdata", tc.name)
-		if *update {
-			require.NoError(t, os.MkdirAll("testdata", 0o755))
-			require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err, "run go test ./conformance -run TestReportGolden -update")
-		require.Equal(t, string(want), b.String(), "%s differs; refresh with -update if intended", path)
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, tc.write(goldenReport(), &b))
+			path := filepath.Join("testdata", tc.name)
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o755))
+				require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test ./conformance -run TestReportGolden -update")
+			require.Equal(t, string(want), b.String(), "%s differs; refresh with -update if intended", path)
+		})
 	}
 }
 
