@@ -38,20 +38,20 @@ func authTargets(ctx context.Context, s *session) []authTarget {
 		if r != Conversations && r != Assistants {
 			continue
 		}
-		id := recRandomUUID()
+		id := randomUUID()
 		for _, rec := range s.fullWalk(ctx, r).Records {
 			if rec.ID != "" {
 				id = rec.ID
 				break
 			}
 		}
-		out = append(out, authTarget{resource: r, path: recPath(r, id), query: url.Values{}})
+		out = append(out, authTarget{resource: r, path: recordPath(r, id), query: url.Values{}})
 	}
 	return out
 }
 
 // authWrongToken returns a token the provider cannot know.
-func authWrongToken() string { return "conformance-wrong-" + recRandomHex(12) }
+func authWrongToken() string { return "conformance-wrong-" + randomHex(12) }
 
 // authChallenge reports whether a 401 carries a Bearer challenge.
 func authChallenge(ex *exchange) bool {
@@ -99,7 +99,7 @@ func authSamePage(resource string, a, b authPage) bool {
 			return false
 		}
 		for i := range a.data {
-			if !recJSONEqual(a.data[i], b.data[i]) {
+			if !jsonEqual(a.data[i], b.data[i]) {
 				return false
 			}
 		}
@@ -130,7 +130,7 @@ func authLeaks(resource string, p authPage, known map[string]record) []string {
 		if !ok || id == "" {
 			continue
 		}
-		if recJSONEqual(p.items[id], r.Raw) {
+		if jsonEqual(p.items[id], r.Raw) {
 			out = append(out, id)
 		}
 	}
@@ -420,7 +420,7 @@ func authCheckHeaders(ctx context.Context, s *session) {
 			s.skip(id, ep, "the walk with X-API-Key stopped early: "+b.problem)
 			continue
 		case !same:
-			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key and as a bearer token give different records over the first %s", envCount(b.pages, "page")), b.ex.evidence("/data"))
+			s.fail(id, ep, fmt.Sprintf("the token as X-API-Key and as a bearer token give different records over the first %s", plural(b.pages, "page")), b.ex.evidence("/data"))
 			continue
 		}
 		both := s.get(ctx, ep, q, bearer(wrong), header("X-API-Key", tok))
@@ -435,7 +435,7 @@ func authCheckHeaders(ctx context.Context, s *session) {
 			s.fail(id, ep, fmt.Sprintf("a wrong X-API-Key with a right Authorization answered %s, want a refusal (401): X-API-Key wins", reverse.describe()), reverse.evidence(""))
 			continue
 		}
-		s.pass(id, ep, fmt.Sprintf("Authorization: Bearer and X-API-Key give the same records over %s; with both, X-API-Key wins", envCount(a.pages, "page")))
+		s.pass(id, ep, fmt.Sprintf("Authorization: Bearer and X-API-Key give the same records over %s; with both, X-API-Key wins", plural(a.pages, "page")))
 	}
 }
 
@@ -525,7 +525,7 @@ func authCheckTenants(ctx context.Context, s *session) {
 		leaked := -1
 		n := 0
 		for i, rec := range ow.Records {
-			if k, ok := known[rec.ID]; ok && rec.ID != "" && recJSONEqual(rec.Raw, k.Raw) {
+			if k, ok := known[rec.ID]; ok && rec.ID != "" && jsonEqual(rec.Raw, k.Raw) {
 				if leaked < 0 {
 					leaked = i
 				}
@@ -537,7 +537,7 @@ func authCheckTenants(ctx context.Context, s *session) {
 			s.fail(id, ep, fmt.Sprintf("the other tenant's list holds %d of the first tenant's records, first %q on page %d", n, truncateID(ow.Records[leaked].ID), page), ow.evidence(leaked, "id"))
 			continue
 		}
-		walked := fmt.Sprintf("the other tenant's list (%d records in %s) holds none of the first tenant's records", len(ow.Records), envCount(len(ow.Sizes), "page"))
+		walked := fmt.Sprintf("the other tenant's list (%d records in %s) holds none of the first tenant's records", len(ow.Records), plural(len(ow.Sizes), "page"))
 		if !ow.Complete() {
 			walked += " as far as it could be walked (" + ow.Problem + ")"
 		}
@@ -545,19 +545,19 @@ func authCheckTenants(ctx context.Context, s *session) {
 			s.pass(id, ep, walked)
 			continue
 		}
-		sample := recSample(s.fullWalk(ctx, r).Records, 10)
+		sample := sampleRecords(s.fullWalk(ctx, r).Records, 10)
 		found, passed := 0, 0
 		for _, rec := range sample {
-			one := s.do(ctx, recPath(r, rec.ID), "", bearer(other))
+			one := s.do(ctx, recordPath(r, rec.ID), "", bearer(other))
 			switch {
 			case one.Status == 0:
-				s.errored(id, ep, one, fmt.Sprintf("GET %s with the other tenant's token: no answer (%v)", recPath(r, rec.ID), one.Err))
+				s.errored(id, ep, one, fmt.Sprintf("GET %s with the other tenant's token: no answer (%v)", recordPath(r, rec.ID), one.Err))
 			case one.Status >= 500:
-				s.skip(id, ep, fmt.Sprintf("GET %s with the other tenant's token answered %d (HTTP-01 reports it)", recPath(r, rec.ID), one.Status))
+				s.skip(id, ep, fmt.Sprintf("GET %s with the other tenant's token answered %d (HTTP-01 reports it)", recordPath(r, rec.ID), one.Status))
 			case one.Status == http.StatusNotFound:
 				passed++
 			case one.Status == http.StatusOK:
-				if recJSONEqual(one.Body, rec.Raw) {
+				if jsonEqual(one.Body, rec.Raw) {
 					found++
 					s.fail(id, ep, fmt.Sprintf("the other tenant's token reads the first tenant's record %q", truncateID(rec.ID)), one.evidence(""))
 				} else {

@@ -51,7 +51,7 @@ func runRef(t *testing.T, d defect) *conformance.Report {
 func logResults(t *testing.T, rep *conformance.Report, all bool) {
 	t.Helper()
 	for _, r := range rep.Results {
-		if all || r.Status != conformance.PASS {
+		if all || r.Status != conformance.StatusPass {
 			line := string(r.Status) + " " + r.ID + " " + r.Endpoint + ": " + r.Message
 			if r.Evidence != nil {
 				line += "\n    " + r.Evidence.Curl + "\n    " + r.Evidence.Response
@@ -67,10 +67,10 @@ func TestReferenceProviderPasses(t *testing.T) {
 	logResults(t, rep, false)
 	ran := map[string]bool{}
 	for _, r := range rep.Results {
-		require.NotEqual(t, conformance.FAIL, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
-		require.NotEqual(t, conformance.WARN, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
-		require.NotEqual(t, conformance.ERROR, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
-		if r.Status == conformance.PASS {
+		require.NotEqual(t, conformance.StatusFail, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
+		require.NotEqual(t, conformance.StatusWarn, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
+		require.NotEqual(t, conformance.StatusError, r.Status, "%s %s: %s", r.ID, r.Endpoint, r.Message)
+		if r.Status == conformance.StatusPass {
 			ran[r.ID] = true
 		}
 	}
@@ -79,7 +79,7 @@ func TestReferenceProviderPasses(t *testing.T) {
 	// second tenant, a token without read:usage), so every check that is
 	// not INFO passed somewhere rather than being skipped everywhere.
 	for _, c := range conformance.Catalogue {
-		if c.Level != conformance.INFO {
+		if c.Level != conformance.LevelInfo {
 			require.True(t, ran[c.ID], "check %s never passed against the reference provider", c.ID)
 		}
 	}
@@ -179,7 +179,7 @@ func TestEmptyPageNamed(t *testing.T) {
 	rep := runRef(t, dDataNullEmpty)
 	failed := map[string]string{}
 	for _, r := range rep.Results {
-		if r.ID == "ENV-01" && r.Status == conformance.FAIL {
+		if r.ID == "ENV-01" && r.Status == conformance.StatusFail {
 			failed[r.Endpoint] = r.Message
 		}
 	}
@@ -196,7 +196,7 @@ func TestFilterDefectNamesPageAndRecord(t *testing.T) {
 	t.Parallel()
 	rep := runRef(t, dFilterFirstPageOnly)
 	for _, r := range rep.Results {
-		if r.ID == "FILT-01" && r.Status == conformance.FAIL {
+		if r.ID == "FILT-01" && r.Status == conformance.StatusFail {
 			require.Regexp(t, `^page [2-9]\d* of startedAfter=\S+ \(limit=\d+\) returned "conv_[0-9a-f]+" with startedAt `, r.Message)
 			require.Contains(t, r.Evidence.Curl, "cursor=")
 			return
@@ -236,9 +236,9 @@ func TestBrokenProviders(t *testing.T) {
 			logResults(t, rep, false)
 
 			level := levelOf(t, tc.want)
-			wantStatus := conformance.FAIL
-			if level != conformance.MUST {
-				wantStatus = conformance.WARN
+			wantStatus := conformance.StatusFail
+			if level != conformance.LevelMust {
+				wantStatus = conformance.StatusWarn
 			}
 			caught := false
 			for _, r := range rep.Results {
@@ -253,13 +253,13 @@ func TestBrokenProviders(t *testing.T) {
 
 			// No unrelated MUST check fails.
 			for _, r := range rep.Results {
-				if r.Status != conformance.FAIL || r.ID == tc.want {
+				if r.Status != conformance.StatusFail || r.ID == tc.want {
 					continue
 				}
 				require.Contains(t, tc.also, r.ID, "defect %s (meant for %s) also failed the unrelated MUST check %s at %s: %s",
 					tc.defect, tc.want, r.ID, r.Endpoint, r.Message)
 			}
-			if level == conformance.MUST {
+			if level == conformance.LevelMust {
 				require.True(t, rep.Failed(false))
 			} else {
 				require.True(t, rep.Failed(true))
@@ -323,7 +323,7 @@ func TestOnly(t *testing.T) {
 	failed := false
 	for _, r := range rep.Results {
 		require.True(t, strings.HasPrefix(r.ID, "AUTH-"), "%s reported with Only AUTH", r.ID)
-		failed = failed || r.ID == "AUTH-02" && r.Status == conformance.FAIL
+		failed = failed || r.ID == "AUTH-02" && r.Status == conformance.StatusFail
 	}
 	require.True(t, failed)
 }

@@ -6,9 +6,9 @@ type Level string
 // Levels: a failed MUST fails the run, a failed SHOULD warns (and fails the
 // run in strict mode), an INFO check only reports.
 const (
-	MUST   Level = "MUST"
-	SHOULD Level = "SHOULD"
-	INFO   Level = "INFO"
+	LevelMust   Level = "MUST"
+	LevelShould Level = "SHOULD"
+	LevelInfo   Level = "INFO"
 )
 
 // Check describes one check of the catalogue. The catalogue is the one
@@ -42,7 +42,7 @@ var Catalogue = []Check{
 	// --- ENV: envelopes and schemas
 	{
 		ID:    "ENV-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "list responses match the envelope schema",
 		Sends: `Walks every list with limit=1000 and /usage with its default parameters, and asks one page whose ` +
 			`limit equals the number of records. It then reads every 200 answer to a list endpoint the suite ` +
@@ -58,7 +58,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "ENV-02",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "every record matches its resource schema",
 		Sends: `The requests of ENV-01, and a few conversations and assistants fetched by id (spread over the ` +
 			`list, and a deleted one if there is one).`,
@@ -72,7 +72,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "ENV-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "hasMore and nextCursor agree",
 		Sends: `The requests of ENV-01, including the page that ends exactly at the last record (for a list of ` +
 			`more than 1000 records, a timestamp filter near its end with limit equal to the number of records ` +
@@ -85,7 +85,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "ENV-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "JSON content type on every response, errors included",
 		Sends: `Nothing of its own: it reads every answer with a body that the suite receives during the run.`,
 		Requires: `The Content-Type is application/json or application/problem+json (parameters such as charset ` +
@@ -96,7 +96,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "ENV-05",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "error bodies follow the problem schema",
 		Sends: `At every offered resource: limit=0 (for a 400), a request without credentials (for a 401) and, ` +
 			`at /conversations and /assistants, an unknown id (for a 404).`,
@@ -108,7 +108,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "ENV-06",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "enum values known to this version",
 		Sends: `The requests of ENV-02.`,
 		Requires: `In every record of the run, the values of the enumerated fields ` +
@@ -122,7 +122,7 @@ var Catalogue = []Check{
 	// --- TIME: timestamps
 	{
 		ID:    "TIME-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "timestamps are RFC 3339 UTC with Z",
 		Sends: `Nothing beyond the walks of ENV-01: it reads every record of every 200 answer of the run, list ` +
 			`items and single records alike.`,
@@ -134,7 +134,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "TIME-02",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "one precision per field",
 		Sends: `Nothing beyond the walks of ENV-01: it reads every record of every 200 answer of the run.`,
 		Requires: `All values of one timestamp field at one endpoint (updatedAt, messages[].createdAt, ...) have ` +
@@ -144,7 +144,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "TIME-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "unparseable timestamp filters give 400",
 		Sends: `At each list, its timestamp filter (updatedSince at /conversations and /assistants, occurredAfter ` +
 			`at /events) set to yesterday, to 2026-13-01T00:00:00Z (month 13) and to 2026-01-01T00:00:00 (no ` +
@@ -155,7 +155,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "TIME-04",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "an offset in a filter means the same instant",
 		Sends: `At each list, its timestamp filter at an observed instant that has another record within two ` +
 			`hours of it, written once with Z and once with +02:00; each is walked with a small limit across ` +
@@ -170,7 +170,7 @@ var Catalogue = []Check{
 	// --- PAGE: pagination and cursors
 	{
 		ID:    "PAGE-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "walks end and never repeat a cursor",
 		Sends: `The walk of each list with limit=1000; when it has fewer than three pages, a walk with limit=7 ` +
 			`(at most 20 pages); and a few pages with limit equal to the number of records.`,
@@ -183,7 +183,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-02",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "no duplicates, no gaps",
 		Sends: `The walk of each list with limit=1000 and a walk with limit=1 over its first 30 records; when ` +
 			`they disagree, a fresh first page (to tell live writes from a defect) and the limit=1 walk again.`,
@@ -196,7 +196,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "ties on the sort key across a page boundary",
 		Sends: `Finds a group of records sharing one updatedAt (occurredAt for events), the largest of at most ` +
 			`300 records, and walks from just before it with limits 1, 2, half the group and the group less one, ` +
@@ -209,7 +209,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "deterministic order",
 		Sends: `A second walk of each list with limit=1000, and a third when the first two differ.`,
 		Requires: `Two walks in a row give the same sequence of ids (the third walk allows for one change of the ` +
@@ -220,7 +220,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-05",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "a cursor is retry-safe",
 		Sends: `A first page with a small limit (a third of the list, at most 10), the page of its nextCursor, ` +
 			`that cursor again at once, the page after it, and the first cursor once more.`,
@@ -232,7 +232,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-06",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "malformed cursors give 400",
 		Sends: `At every resource, /usage included, the nextCursor of the first page with limit=1 altered: ` +
 			`garbage, truncated, one character changed, empty, 8 KiB long, with a NUL byte, with quotes ` +
@@ -244,7 +244,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-07",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "a cursor is bound to its endpoint",
 		Sends: `At every resource, /usage included, a nextCursor issued by another endpoint (from its first page ` +
 			`with limit=1).`,
@@ -253,7 +253,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-08",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "a cursor is bound to its filters",
 		Sends: `At each list, the nextCursor of the unfiltered first page with limit=1, sent again with ` +
 			`updatedSince (occurredAfter at /events) set to 1970-01-01T00:00:00Z.`,
@@ -264,7 +264,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-09",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "the page size is honoured and bounded",
 		Sends: `At each list, pages with limit=1, limit=7 and no limit, and with limit=0, limit=-1 and ` +
 			`limit=1001; it also reads every page the suite received with a limit during the run.`,
@@ -276,7 +276,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-10",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "cursors are opaque",
 		Sends: `Nothing of its own: it looks at up to five cursors of the walk with limit=1000 and at the cursor ` +
 			`of the first page with limit=1.`,
@@ -288,7 +288,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-11",
-		Level: INFO,
+		Level: LevelInfo,
 		Title: "empty page with hasMore true",
 		Sends: `Nothing of its own: it counts the pages of the walks with limit=1000.`,
 		Requires: `Reported only: how many pages were empty yet said hasMore true. Such pages are allowed; a walk ` +
@@ -298,7 +298,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "PAGE-12",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "lists are in keyset order",
 		Sends: `Nothing beyond the walk of each list with limit=1000.`,
 		Requires: `Across all pages, records ascend strictly by (updatedAt, id) at /conversations and ` +
@@ -311,7 +311,7 @@ var Catalogue = []Check{
 	// --- FILT: filters
 	{
 		ID:    "FILT-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "filter bounds hold",
 		Sends: `Each filter (updatedSince and startedAfter at /conversations, updatedSince at /assistants, ` +
 			`occurredAfter at /events) and each combination the specification allows (updatedSince with ` +
@@ -329,7 +329,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "FILT-02",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "filtered results are complete",
 		Sends: `The filtered walks of FILT-01, and the unfiltered walk of each list.`,
 		Requires: `Each filtered walk holds every record of the unfiltered walk that matches its bounds, so that, ` +
@@ -343,7 +343,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "FILT-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "a far-future bound is an empty 200",
 		Sends: `Each timestamp filter of each list set to 2999-01-01T00:00:00Z.`,
 		Requires: `200 with a valid list envelope whose data is exactly [] (not null, not absent) and whose ` +
@@ -353,7 +353,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "FILT-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "category filters events",
 		Sends: `/events?category=C for every category of this version, each walked with a limit small enough ` +
 			`to cross at least three pages where the data allows, and category=NoSuchCategory; it also judges ` +
@@ -365,7 +365,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "FILT-05",
-		Level: INFO,
+		Level: LevelInfo,
 		Title: "unknown, wrongly cased or repeated query parameters",
 		Sends: `At each list, ?foo=bar, ?LIMIT=1 and ?limit=1&limit=2.`,
 		Requires: `Reported only: whether each is ignored or refused, and which value of a repeated parameter is ` +
@@ -377,7 +377,7 @@ var Catalogue = []Check{
 	// --- USE: usage
 	{
 		ID:    "USE-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "usage buckets are aligned and inside the range",
 		Sends: `/usage over the 7 days, on UTC day boundaries, that end after the latest conversation (or the ` +
 			`current days when those hold no usage), with granularity=day and granularity=hour; each query is ` +
@@ -391,7 +391,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "USE-02",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "groupBy is honoured",
 		Sends: `Daily /usage over the range of USE-01 without groupBy and with groupBy=model, department, ` +
 			`model,department and all four dimensions; each query is walked with limit=1000 and again with a ` +
@@ -403,7 +403,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "USE-03",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "grouped sums equal ungrouped totals",
 		Sends: `The walks of USE-02.`,
 		Requires: `For each bucket start, requests, inputTokens, outputTokens and cost summed over the groups of ` +
@@ -416,7 +416,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "USE-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "bad usage parameters give 400",
 		Sends: `/usage with granularity=week, with groupBy=team, with endAt a day before startAt, with ` +
 			`granularity=hour over 40 days and with granularity=day over 400 days.`,
@@ -429,7 +429,7 @@ var Catalogue = []Check{
 	// --- REC: single records
 	{
 		ID:    "REC-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "a single record equals its list item",
 		Sends: `GET /conversations/{id} and /assistants/{id} for up to 20 records spread over the list; for a ` +
 			`record that changed since the walk, the record again and the list filtered by updatedSince to find ` +
@@ -440,7 +440,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:       "REC-02",
-		Level:    MUST,
+		Level:    LevelMust,
 		Title:    "an unknown id is 404",
 		Sends:    `GET /conversations/{id} and /assistants/{id} with a random UUID and with a random string.`,
 		Requires: `Both answer 404.`,
@@ -448,7 +448,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "REC-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "hostile ids do not crash",
 		Sends: `GET /conversations/{id} and /assistants/{id} with ids that are a slash (sent as %2F), an embedded ` +
 			`slash, the text %2F, dots inside (a..b), 4 KiB long, unicode, quotes, SQL-like quotes, a NUL byte and a percent sign, ` +
@@ -461,7 +461,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "REC-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "a deleted conversation is a tombstone",
 		Sends: `The walk of /conversations with limit=1000, and up to 20 of its deleted conversations fetched by ` +
 			`id.`,
@@ -476,7 +476,7 @@ var Catalogue = []Check{
 	// --- AUTH: credentials, scopes and tenants
 	{
 		ID:    "AUTH-01",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "credentials required everywhere",
 		Sends: `Without any credential: the first page of every list and /usage, and one record of ` +
 			`/conversations and of /assistants by id.`,
@@ -486,7 +486,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-02",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "a 401 carries a challenge",
 		Sends: `The requests of AUTH-01, and the first page of every list and /usage with a bearer token the ` +
 			`provider cannot know.`,
@@ -496,7 +496,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-03",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "scopes are enforced",
 		Sends: `The first page of every offered resource with the token that lacks read:usage ` +
 			`(--token-without-usage).`,
@@ -508,7 +508,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-04",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "cursors confer no authority",
 		Sends: `At every resource, the first page with limit=2 (at /usage an hourly range) and its nextCursor ` +
 			`replayed without credentials; with the other tenant's token configured, the cursor replayed with ` +
@@ -521,7 +521,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-05",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "no credentials in the query string",
 		Sends: `The first page of every resource with the token in ?access_token= and, separately, in ` +
 			`?api_key=, with no credential header. The reports mask the value.`,
@@ -531,7 +531,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-06",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "both header forms work",
 		Sends: `At every list, the first three pages with a limit of a third of the list, walked with ` +
 			`Authorization: Bearer and again with X-API-Key (at /usage, the first page); then the first page ` +
@@ -546,7 +546,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "AUTH-07",
-		Level: MUST,
+		Level: LevelMust,
 		Title: "another tenant's records are invisible",
 		Sends: `With the other tenant's token (--other-tenant-token): the whole of each list, every page, ` +
 			`walked with limit=1000 and again with a limit small enough for three pages; and up to 10 of the ` +
@@ -560,7 +560,7 @@ var Catalogue = []Check{
 	// --- HTTP: HTTP behaviour
 	{
 		ID:       "HTTP-01",
-		Level:    MUST,
+		Level:    LevelMust,
 		Title:    "no 5xx anywhere in the run",
 		Sends:    `Nothing of its own: it looks at every answer of the run.`,
 		Requires: `No answer is a 5xx other than 501 (with which a provider says it does not offer a resource).`,
@@ -568,7 +568,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "HTTP-02",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "read-only",
 		Sends: `POST, PUT, PATCH and DELETE (Content-Type: application/json, no body) to the path of every ` +
 			`offered resource.`,
@@ -577,7 +577,7 @@ var Catalogue = []Check{
 	},
 	{
 		ID:    "HTTP-03",
-		Level: SHOULD,
+		Level: LevelShould,
 		Title: "rate limiting is well formed",
 		Sends: `Nothing of its own: the suite sends at most --rate requests per second, and on a 429 waits as ` +
 			`Retry-After says (at most a minute) and sends the request again, up to 8 times.`,

@@ -59,7 +59,7 @@ func TestCatalogueEntries(t *testing.T) {
 			require.NotContains(t, order, fam, "%s: the checks of a family are together in the catalogue", c.ID)
 			order = append(order, fam)
 		}
-		require.Contains(t, []Level{MUST, SHOULD, INFO}, c.Level, c.ID)
+		require.Contains(t, []Level{LevelMust, LevelShould, LevelInfo}, c.Level, c.ID)
 		for name, v := range map[string]string{"Title": c.Title, "Sends": c.Sends, "Requires": c.Requires, "Rule": c.Rule} {
 			require.NotEmpty(t, strings.TrimSpace(v), "%s: %s is empty", c.ID, name)
 			require.Equal(t, strings.Join(strings.Fields(v), " "), v, "%s: %s has stray spaces", c.ID, name)

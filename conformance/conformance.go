@@ -17,11 +17,11 @@ type Status string
 
 // Statuses.
 const (
-	PASS  Status = "PASS"
-	FAIL  Status = "FAIL"
-	WARN  Status = "WARN"  // a SHOULD that failed, or a finding worth reporting
-	SKIP  Status = "SKIP"  // a precondition is not met (no ties in the data, no second token)
-	ERROR Status = "ERROR" // the check could not run (the provider stopped answering)
+	StatusPass  Status = "PASS"
+	StatusFail  Status = "FAIL"
+	StatusWarn  Status = "WARN"  // a SHOULD that failed, or a finding worth reporting
+	StatusSkip  Status = "SKIP"  // a precondition is not met (no ties in the data, no second token)
+	StatusError Status = "ERROR" // the check could not run (the provider stopped answering)
 )
 
 // Resources the suite can test.
@@ -174,10 +174,10 @@ func (r *Report) Failed(strict bool) bool {
 		if res.Baselined {
 			continue
 		}
-		if res.Status == FAIL || res.Status == ERROR && res.Level == MUST {
+		if res.Status == StatusFail || res.Status == StatusError && res.Level == LevelMust {
 			return true
 		}
-		if strict && res.Status == WARN && res.Level == SHOULD {
+		if strict && res.Status == StatusWarn && res.Level == LevelShould {
 			return true
 		}
 	}

@@ -157,7 +157,7 @@ func (s *session) checkBodies() {
 		if ex.Method != http.MethodGet || ex.Status != http.StatusOK {
 			continue
 		}
-		r, single := s.envRoute(ex.URL)
+		r, single := s.route(ex.URL)
 		if r == "" || !s.offered[r] {
 			continue
 		}
@@ -209,8 +209,8 @@ func (s *session) checkBodies() {
 				continue
 			}
 		} else {
-			t.flush(s, "ENV-01", ep, fmt.Sprintf("all %s received match the %s schema", envCount(pages[ep], "list page"), envListSchemas[r][0]))
-			t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on all %s received", envCount(pages[ep], "list page")))
+			t.flush(s, "ENV-01", ep, fmt.Sprintf("all %s received match the %s schema", plural(pages[ep], "list page"), envListSchemas[r][0]))
+			t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on all %s received", plural(pages[ep], "list page")))
 		}
 		if records[ep]+singles[ep] == 0 {
 			s.skip("ENV-02", ep, "no records to validate")
@@ -450,7 +450,7 @@ func (s *session) envItemFinding(ep string, f spec.Finding, item any, prefix str
 	if envTimestampFinding(f, item) {
 		return
 	}
-	key := ep + "|" + timeRecordKey(item) + "|" + f.Pointer + "|" + f.Message
+	key := ep + "|" + recordKey(item) + "|" + f.Pointer + "|" + f.Message
 	if findings[key] {
 		return
 	}
@@ -497,8 +497,8 @@ func envTimestampFinding(f spec.Finding, doc any) bool {
 // envLookup resolves a JSON pointer in a decoded document.
 func envLookup(doc any, ptr string) (any, bool) { return spec.ResolvePointer(doc, ptr) }
 
-// envCount is n and noun, plural when n is not 1.
-func envCount(n int, noun string) string {
+// plural is n and noun, the noun in the plural when n is not 1.
+func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
@@ -591,10 +591,10 @@ func (s *session) envCheckProblem(ep string, p envProvoked, t envTallies) {
 	}
 }
 
-// envRoute returns the resource an exchange's URL addresses and whether it
+// route returns the resource an exchange's URL addresses and whether it
 // is a single record (GET /{resource}/{id}); resource is "" for any other
 // path.
-func (s *session) envRoute(rawURL string) (resource string, single bool) {
+func (s *session) route(rawURL string) (resource string, single bool) {
 	rest, ok := strings.CutPrefix(rawURL, s.cfg.BaseURL)
 	if !ok {
 		return "", false
@@ -630,7 +630,7 @@ func (s *session) checkContentTypes() {
 		if ex.Status >= 500 && ex.Status != http.StatusNotImplemented {
 			continue
 		}
-		r, _ := s.envRoute(ex.URL)
+		r, _ := s.route(ex.URL)
 		ep := "*"
 		if r != "" {
 			if !s.offered[r] {

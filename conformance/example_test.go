@@ -31,7 +31,7 @@ func Example() {
 		return
 	}
 	fmt.Println("failed:", rep.Failed(false))
-	fmt.Println("FAIL results:", rep.Counts()[conformance.FAIL])
+	fmt.Println("FAIL results:", rep.Counts()[conformance.StatusFail])
 	// Output:
 	// failed: false
 	// FAIL results: 0

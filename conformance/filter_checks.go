@@ -169,7 +169,7 @@ func (c ftCase) query() url.Values {
 	return q
 }
 
-func (c ftCase) String() string { return pgDescribe(c.query()) }
+func (c ftCase) String() string { return describeFilters(c.query()) }
 
 // ftCell is one record's value of one filter's field, read once.
 type ftCell struct {
@@ -439,12 +439,12 @@ func (o *ftOutcome) record(s *session, ep string) {
 // pages, or no record outside the filters after the first page.
 func ftWalkNote(r string, p ftPlan, fw *walk) string {
 	if !fw.Complete() {
-		return fmt.Sprintf(" (the walk stopped after %s: %s)", envCount(len(fw.Sizes), "page"), fw.Problem)
+		return fmt.Sprintf(" (the walk stopped after %s: %s)", plural(len(fw.Sizes), "page"), fw.Problem)
 	}
 	var notes []string
 	if len(fw.Sizes) < 3 {
 		notes = append(notes, fmt.Sprintf("the data holds only %d matching records, so the walk had %s, fewer than the three the check asks for",
-			len(p.matched), envCount(len(fw.Sizes), "page")))
+			len(p.matched), plural(len(fw.Sizes), "page")))
 	}
 	if p.exposed == 0 && !p.c.sortKeyOnly(r) && len(fw.Sizes) > 1 {
 		notes = append(notes, "no record outside the filters follows the first page in keyset order, so a cursor that forgot the filters after page 1 could not show here")
@@ -541,7 +541,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 		if slices.ContainsFunc(p.c, ftBoundValue.isCategory) {
 			bounds = "every timestamp bound (the category is FILT-04's)"
 		}
-		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy %s%s", what, len(fw.Records), envCount(len(fw.Sizes), "page"), bounds, note))
+		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy %s%s", what, len(fw.Records), plural(len(fw.Sizes), "page"), bounds, note))
 	}
 
 	// FILT-02: the walk holds every matching record of the full walk (but
@@ -577,7 +577,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	}
 	switch {
 	case len(missing) == 0:
-		out.pass("FILT-02", fmt.Sprintf("%s returned all %d matching records of the full walk in %s%s", what, len(p.matched), envCount(len(fw.Sizes), "page"), note))
+		out.pass("FILT-02", fmt.Sprintf("%s returned all %d matching records of the full walk in %s%s", what, len(p.matched), plural(len(fw.Sizes), "page"), note))
 		return
 	case tiesOnly:
 		out.pass("FILT-02", fmt.Sprintf("%s left out only records sharing a %s with another, which PAGE-03 judges", what, sortField(r)))

@@ -16,49 +16,54 @@ import (
 func TestReadPage(t *testing.T) {
 	t.Parallel()
 	ok := []struct {
+		name   string
 		body   string
 		n      int
 		more   bool
 		cursor string
 	}{
-		{`{"data":[],"hasMore":false,"nextCursor":null}`, 0, false, ""},
-		{`{"data":[],"hasMore":false}`, 0, false, ""},
-		{` {"data":[{"id":"a"},{"id":"b"}],"hasMore":true,"nextCursor":"c1","extra":{"x":[1]}} `, 2, true, "c1"},
-		{"{\"data\":[1],\"hasMore\":false,\"nextCursor\":null}\n", 1, false, ""},
+		{"nextCursor null", `{"data":[],"hasMore":false,"nextCursor":null}`, 0, false, ""},
+		{"nextCursor left out", `{"data":[],"hasMore":false}`, 0, false, ""},
+		{"records, a cursor, an extra member and spaces", ` {"data":[{"id":"a"},{"id":"b"}],"hasMore":true,"nextCursor":"c1","extra":{"x":[1]}} `, 2, true, "c1"},
+		{"a final newline", "{\"data\":[1],\"hasMore\":false,\"nextCursor\":null}\n", 1, false, ""},
 	}
 	for _, c := range ok {
-		p, err := readPage([]byte(c.body))
-		require.NoError(t, err, c.body)
-		require.Len(t, p.Data, c.n, c.body)
-		require.Equal(t, c.more, p.HasMore, c.body)
-		require.Equal(t, c.cursor, p.cursor(), c.body)
+		t.Run("accepts "+c.name, func(t *testing.T) {
+			p, err := readPage([]byte(c.body))
+			require.NoError(t, err, c.body)
+			require.Len(t, p.Data, c.n, c.body)
+			require.Equal(t, c.more, p.HasMore, c.body)
+			require.Equal(t, c.cursor, p.cursor(), c.body)
+		})
 	}
-	bad := map[string]string{
-		`{"data":null,"hasMore":false,"nextCursor":null}`: `"data" is null, not an array`,
-		`{"hasMore":false}`:                           `"data" is missing`,
-		`{"data":{},"hasMore":false}`:                 `"data" is an object`,
-		`{"Data":[],"hasMore":false}`:                 `"data" is missing`,
-		`{"data":[],"HasMore":false}`:                 `"hasMore" is missing`,
-		`{"data":[]}`:                                 `"hasMore" is missing`,
-		`{"data":[],"hasMore":"false"}`:               `"hasMore" is a string, not a boolean`,
-		`{"data":[],"hasMore":null}`:                  `"hasMore" is null, not a boolean`,
-		`{"data":[],"hasMore":false,"nextCursor":0}`:  `"nextCursor" is a number`,
-		`{"data":[],"hasMore":false,"nextCursor":{}}`: `"nextCursor" is an object`,
-		`{"data":[1],"hasMore":false,"data":[]}`:      `"data" appears twice`,
-		`{"data":[],"hasMore":false} {"data":[]}`:     "data after the JSON object",
-		`{"data":[],"hasMore":false}x`:                "data after the JSON object",
-		`[]`:                                          "an array, not a JSON object",
-		`null`:                                        "null, not a JSON object",
-		``:                                            "not JSON",
-		`{"data":[],"hasMore":false`:                  "not JSON",
-		"{\"data\":[\"\xff\"],\"hasMore\":false}":     "not valid UTF-8",
-		`{"data":[],"hasMore":tru}`:                   "not JSON",
-		`{"data":[1,],"hasMore":false}`:               "not JSON",
+	bad := []struct{ name, body, want string }{
+		{"data null", `{"data":null,"hasMore":false,"nextCursor":null}`, `"data" is null, not an array`},
+		{"data missing", `{"hasMore":false}`, `"data" is missing`},
+		{"data an object", `{"data":{},"hasMore":false}`, `"data" is an object`},
+		{"Data capitalised", `{"Data":[],"hasMore":false}`, `"data" is missing`},
+		{"HasMore capitalised", `{"data":[],"HasMore":false}`, `"hasMore" is missing`},
+		{"hasMore missing", `{"data":[]}`, `"hasMore" is missing`},
+		{"hasMore a string", `{"data":[],"hasMore":"false"}`, `"hasMore" is a string, not a boolean`},
+		{"hasMore null", `{"data":[],"hasMore":null}`, `"hasMore" is null, not a boolean`},
+		{"nextCursor a number", `{"data":[],"hasMore":false,"nextCursor":0}`, `"nextCursor" is a number`},
+		{"nextCursor an object", `{"data":[],"hasMore":false,"nextCursor":{}}`, `"nextCursor" is an object`},
+		{"data twice", `{"data":[1],"hasMore":false,"data":[]}`, `"data" appears twice`},
+		{"a second object", `{"data":[],"hasMore":false} {"data":[]}`, "data after the JSON object"},
+		{"trailing bytes", `{"data":[],"hasMore":false}x`, "data after the JSON object"},
+		{"an array", `[]`, "an array, not a JSON object"},
+		{"null", `null`, "null, not a JSON object"},
+		{"an empty body", ``, "not JSON"},
+		{"a truncated object", `{"data":[],"hasMore":false`, "not JSON"},
+		{"invalid UTF-8", "{\"data\":[\"\xff\"],\"hasMore\":false}", "not valid UTF-8"},
+		{"a misspelt literal", `{"data":[],"hasMore":tru}`, "not JSON"},
+		{"a trailing comma", `{"data":[1,],"hasMore":false}`, "not JSON"},
 	}
-	for body, want := range bad {
-		_, err := readPage([]byte(body))
-		require.Error(t, err, body)
-		require.Contains(t, err.Error(), want, body)
+	for _, c := range bad {
+		t.Run("rejects "+c.name, func(t *testing.T) {
+			_, err := readPage([]byte(c.body))
+			require.Error(t, err, c.body)
+			require.Contains(t, err.Error(), c.want, c.body)
+		})
 	}
 }
 

@@ -32,9 +32,9 @@ func recOffered(s *session) []string {
 	return out
 }
 
-// recSample returns up to n records of recs with distinct non-empty ids,
+// sampleRecords returns up to n records of recs with distinct non-empty ids,
 // spread evenly over the list.
-func recSample(recs []record, n int) []record {
+func sampleRecords(recs []record, n int) []record {
 	var usable []record
 	seen := map[string]bool{}
 	for _, r := range recs {
@@ -54,18 +54,18 @@ func recSample(recs []record, n int) []record {
 	return out
 }
 
-// recPath is the path of the record id of resource.
-func recPath(resource, id string) string { return endpoint(resource) + "/" + url.PathEscape(id) }
+// recordPath is the path of the record id of resource.
+func recordPath(resource, id string) string { return endpoint(resource) + "/" + url.PathEscape(id) }
 
-// recRandomHex returns n random bytes as hex.
-func recRandomHex(n int) string {
+// randomHex returns n random bytes as hex.
+func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// recRandomUUID returns a random version 4 UUID.
-func recRandomUUID() string {
+// randomUUID returns a random version 4 UUID.
+func randomUUID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	b[6] = b[6]&0x0f | 0x40
@@ -84,9 +84,9 @@ func recFetch(ctx context.Context, s *session, id, resource, recID, what, want s
 	ex, obj := recGetObject(ctx, s, resource, recID)
 	switch {
 	case ex.Status == 0:
-		s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", recPath(resource, recID), ex.Err))
+		s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", recordPath(resource, recID), ex.Err))
 	case ex.Status >= 500:
-		s.skip(id, ep, fmt.Sprintf("GET %s answered %d (HTTP-01 reports it)", recPath(resource, recID), ex.Status))
+		s.skip(id, ep, fmt.Sprintf("GET %s answered %d (HTTP-01 reports it)", recordPath(resource, recID), ex.Status))
 	case ex.Status != http.StatusOK:
 		s.fail(id, ep, fmt.Sprintf("%s %q answered %d by id, want 200%s", what, truncateID(recID), ex.Status, want), ex.evidence(""))
 	case obj == nil:
@@ -129,7 +129,7 @@ func recPointerToken(k string) string {
 // recGetObject fetches a single record and decodes it; obj is nil when the
 // answer is not a 200 JSON object.
 func recGetObject(ctx context.Context, s *session, resource, id string, opts ...reqOpt) (*exchange, map[string]any) {
-	ex := s.do(ctx, recPath(resource, id), "", opts...)
+	ex := s.do(ctx, recordPath(resource, id), "", opts...)
 	if ex.Status != http.StatusOK {
 		return ex, nil
 	}
@@ -220,7 +220,7 @@ func recCheckEqual(ctx context.Context, s *session, resource string) {
 	const id = "REC-01"
 	ep := endpoint(resource)
 	w := s.fullWalk(ctx, resource)
-	sample := recSample(w.Records, recSampleSize)
+	sample := sampleRecords(w.Records, recSampleSize)
 	if len(sample) == 0 {
 		if !w.Complete() {
 			s.skip(id, ep, "the list could not be walked: "+w.Problem)
@@ -280,11 +280,11 @@ func recCheckUnknown(ctx context.Context, s *session, resource string) {
 	const id = "REC-02"
 	ep := endpoint(resource)
 	ok := 0
-	for _, unknown := range []string{recRandomUUID(), "conformance-unknown-" + recRandomHex(8)} {
-		ex := s.do(ctx, recPath(resource, unknown), "")
+	for _, unknown := range []string{randomUUID(), "conformance-unknown-" + randomHex(8)} {
+		ex := s.do(ctx, recordPath(resource, unknown), "")
 		switch ex.Status {
 		case 0:
-			s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", recPath(resource, unknown), ex.Err))
+			s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", recordPath(resource, unknown), ex.Err))
 		case http.StatusNotFound:
 			ok++
 		default:
@@ -323,7 +323,7 @@ func recCheckHostile(ctx context.Context, s *session, resource string) {
 	ep := endpoint(resource)
 	ok := 0
 	for _, h := range recHostileIDs {
-		path := recPath(resource, h.id)
+		path := recordPath(resource, h.id)
 		ex := s.do(ctx, path, "")
 		switch {
 		case ex.Status == 0:
@@ -422,7 +422,7 @@ func recCheckTombstones(ctx context.Context, s *session) {
 		}
 	}
 	fetched := 0
-	for _, t := range recSample(tombs, recSampleSize) {
+	for _, t := range sampleRecords(tombs, recSampleSize) {
 		ex, obj := recFetch(ctx, s, id, Conversations, t.ID, "the deleted conversation", " with deletedAt")
 		if obj == nil {
 			continue
@@ -442,8 +442,8 @@ func recCheckTombstones(ctx context.Context, s *session) {
 	}
 }
 
-// recJSONEqual reports whether two raw JSON values decode equal.
-func recJSONEqual(a, b json.RawMessage) bool {
+// jsonEqual reports whether two raw JSON values decode equal.
+func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false

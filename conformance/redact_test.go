@@ -14,14 +14,16 @@ import (
 
 func TestRedactURL(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		"http://h/conversations?access_token=s3cret&limit=1": "http://h/conversations?access_token=$TOKEN&limit=1",
-		"http://h/x?api_key=a%2Fb":                           "http://h/x?api_key=$TOKEN",
-		"http://t/t?limit=1":                                 "http://t/t?limit=1",
-		"http://h/x":                                         "http://h/x",
+	cases := []struct{ name, in, want string }{
+		{"access_token among other parameters", "http://h/conversations?access_token=s3cret&limit=1", "http://h/conversations?access_token=$TOKEN&limit=1"},
+		{"api_key escaped", "http://h/x?api_key=a%2Fb", "http://h/x?api_key=$TOKEN"},
+		{"no credential", "http://t/t?limit=1", "http://t/t?limit=1"},
+		{"no query", "http://h/x", "http://h/x"},
 	}
-	for in, want := range cases {
-		require.Equal(t, want, redactURL(in), in)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, redactURL(c.in), c.in)
+		})
 	}
 }
 
@@ -54,20 +56,25 @@ func TestNoSecretInReports(t *testing.T) {
 	t.Cleanup(srv.Close)
 	rep, err := Run(context.Background(), Config{BaseURL: srv.URL, Token: secret, MaxRate: 5000, Only: []string{"AUTH-05", "ENV-04", "HTTP"}})
 	require.NoError(t, err)
-	for _, write := range []func(*bytes.Buffer) error{
-		func(b *bytes.Buffer) error { return rep.WriteJSON(b) },
-		func(b *bytes.Buffer) error { return rep.WriteJUnit(b) },
-		func(b *bytes.Buffer) error { return rep.WriteText(b, false) },
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"json", func(b *bytes.Buffer) error { return rep.WriteJSON(b) }},
+		{"junit", func(b *bytes.Buffer) error { return rep.WriteJUnit(b) }},
+		{"text", func(b *bytes.Buffer) error { return rep.WriteText(b, false) }},
 	} {
-		var b bytes.Buffer
-		require.NoError(t, write(&b))
-		require.NotContains(t, b.String(), secret)
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, tc.write(&b))
+			require.NotContains(t, b.String(), secret)
+		})
 	}
 	// A request still rate limited after the retries is an ERROR, not a
 	// verdict on the provider's answer.
 	for _, r := range rep.Results {
 		if r.ID == "AUTH-05" {
-			require.Equal(t, ERROR, r.Status, r.Message)
+			require.Equal(t, StatusError, r.Status, r.Message)
 			require.True(t, strings.Contains(r.Message, "rate limited") || r.Evidence != nil && strings.Contains(r.Evidence.Response, "rate limited"), r.Message)
 		}
 	}

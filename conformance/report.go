@@ -50,7 +50,7 @@ func (r *Report) WriteText(w io.Writer, color bool) error {
 		if !color {
 			return string(s)
 		}
-		code := map[Status]string{PASS: "32", FAIL: "31", WARN: "33", SKIP: "90", ERROR: "35"}[s]
+		code := map[Status]string{StatusPass: "32", StatusFail: "31", StatusWarn: "33", StatusSkip: "90", StatusError: "35"}[s]
 		return "\x1b[" + code + "m" + string(s) + "\x1b[0m"
 	}
 	bw := bufio.NewWriter(w)
@@ -75,13 +75,13 @@ func (r *Report) WriteText(w io.Writer, color bool) error {
 				mark = " (baseline)"
 			}
 			fmt.Fprintf(bw, "  %-5s %-7s %-6s %s%s\n", paint(res.Status), res.ID, res.Level, res.Title, mark)
-			if res.Status == PASS {
+			if res.Status == StatusPass {
 				continue
 			}
 			if res.Message != "" {
 				fmt.Fprintf(bw, "        %s\n", res.Message)
 			}
-			if res.Status == FAIL || res.Status == WARN || res.Status == ERROR {
+			if res.Status == StatusFail || res.Status == StatusWarn || res.Status == StatusError {
 				if res.Evidence != nil {
 					if res.Evidence.Pointer != "" {
 						fmt.Fprintf(bw, "        at %s\n", res.Evidence.Pointer)
@@ -102,7 +102,7 @@ func (r *Report) WriteText(w io.Writer, color bool) error {
 	}
 	c := r.Counts()
 	fmt.Fprintf(bw, "\n%d checks: %d passed, %d failed, %d warned, %d skipped, %d errored; %d requests in %s\n",
-		len(r.Results), c[PASS], c[FAIL], c[WARN], c[SKIP], c[ERROR], r.Requests, r.Duration.Round(1e6))
+		len(r.Results), c[StatusPass], c[StatusFail], c[StatusWarn], c[StatusSkip], c[StatusError], r.Requests, r.Duration.Round(1e6))
 	return bw.Flush()
 }
 
@@ -164,13 +164,13 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		case res.Baselined:
 			tc.Skipped = &skipped{Message: "expected failure (baseline): " + res.Message}
 			s.Skipped++
-		case res.Status == FAIL || res.Status == ERROR:
+		case res.Status == StatusFail || res.Status == StatusError:
 			tc.Failure = &failure{Message: res.Message, Type: string(res.Level), Text: detail}
 			s.Failures++
-		case res.Status == SKIP:
+		case res.Status == StatusSkip:
 			tc.Skipped = &skipped{Message: res.Message}
 			s.Skipped++
-		case res.Status == WARN:
+		case res.Status == StatusWarn:
 			tc.SystemOut = "WARN: " + detail
 		}
 		s.Tests++
@@ -206,11 +206,11 @@ func Test(t *testing.T, cfg Config) {
 			switch {
 			case res.Baselined:
 				t.Skip("expected failure (baseline): " + msg)
-			case res.Status == FAIL, res.Status == ERROR && res.Level == MUST:
+			case res.Status == StatusFail, res.Status == StatusError && res.Level == LevelMust:
 				t.Error(msg)
-			case res.Status == SKIP:
+			case res.Status == StatusSkip:
 				t.Skip(res.Message)
-			case res.Status == WARN, res.Status == ERROR:
+			case res.Status == StatusWarn, res.Status == StatusError:
 				t.Log(msg)
 			}
 		})

@@ -61,7 +61,7 @@ type htmlResult struct {
 }
 
 // htmlStatuses are the statuses in the order the counts are shown.
-var htmlStatuses = []Status{PASS, FAIL, WARN, SKIP, ERROR}
+var htmlStatuses = []Status{StatusPass, StatusFail, StatusWarn, StatusSkip, StatusError}
 
 // htmlView returns what the HTML template shows of r.
 func (r *Report) htmlView() htmlView {
@@ -84,10 +84,10 @@ func (r *Report) htmlView() htmlView {
 			Result: res,
 			Anchor: htmlAnchor(i, res.ID),
 			Class:  statusClass(res.Status),
-			Open:   !res.Baselined && res.Status != PASS && res.Status != SKIP,
+			Open:   !res.Baselined && res.Status != StatusPass && res.Status != StatusSkip,
 		}
 		v.Results = append(v.Results, hr)
-		if res.Status != PASS {
+		if res.Status != StatusPass {
 			v.Attention = append(v.Attention, hr)
 		}
 	}

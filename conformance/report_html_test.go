@@ -28,7 +28,7 @@ func sampleHTMLReport() *Report {
 	r := goldenReport()
 	long := strings.Repeat(`{"id":"conv_01HZX3K9Q4M8T2V6B7N5R1P0AB","assistantId":"asst_7f3c2a","userId":"user_42","department":"Research & Development","title":"Quarterly planning <draft>","updatedAt":"2026-02-28T23:59:59.000Z","messages":12},`, 6)
 	r.Results = append(r.Results,
-		Result{ID: "PAGE-02", Level: MUST, Status: FAIL, Endpoint: "/conversations", Title: "no duplicates, no gaps",
+		Result{ID: "PAGE-02", Level: LevelMust, Status: StatusFail, Endpoint: "/conversations", Title: "no duplicates, no gaps",
 			Rule:    `Pagination is keyset on that pair, so ... no record is skipped or repeated.`,
 			Message: "record conv_01HZX3K9Q4M8T2V6B7N5R1P0AB appears on page 3 and again on page 4 of a walk with limit=7",
 			Evidence: &Evidence{
@@ -36,7 +36,7 @@ func sampleHTMLReport() *Report {
 				Request:  "GET https://api.provider.example.com/v1/conversations?limit=7&updatedSince=2026-01-01T00%3A00%3A00Z&cursor=eyJ1cGRhdGVkQXQiOiIyMDI2LTAyLTI4VDIzOjU5OjU5LjAwMFoiLCJpZCI6ImNvbnZfMDFIWlgzSzlRNE04VDJWNkI3TjVSMVAwQUIifQ",
 				Response: `200 application/json {"data":[` + strings.TrimSuffix(long, ",") + `],"hasMore":true,"nextCursor":"eyJ1cGRhdGVkQXQiOiIyMDI2LTAyLTI4VDIzOjU5OjU5LjAwMFoiLCJpZCI6ImNvbnZfMDFIWlgzSzlRNE04VDJWNkI3TjVSMVAwQUIifQ"}`,
 			}},
-		Result{ID: "HTTP-01", Level: MUST, Status: ERROR, Endpoint: "/usage", Title: "no 5xx anywhere in the run",
+		Result{ID: "HTTP-01", Level: LevelMust, Status: StatusError, Endpoint: "/usage", Title: "no 5xx anywhere in the run",
 			Rule:    `Kit decision: a 500 never shows internals; nothing a client sends may cause a 5xx.`,
 			Message: "GET /usage answered 503 Service Unavailable three times in a row",
 			Evidence: &Evidence{
@@ -86,15 +86,34 @@ func TestReportHTMLSample(t *testing.T) {
 
 func TestReportHTMLWellFormed(t *testing.T) {
 	t.Parallel()
-	for _, r := range []*Report{goldenReport(), sampleHTMLReport(), hostileReport(), {URL: "http://x"}} {
-		requireWellFormedHTML(t, htmlOf(t, r))
+	for _, tc := range []struct {
+		name string
+		r    *Report
+	}{
+		{"golden", goldenReport()},
+		{"sample", sampleHTMLReport()},
+		{"hostile", hostileReport()},
+		{"empty", &Report{URL: "http://x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireWellFormedHTML(t, htmlOf(t, tc.r))
+		})
 	}
 }
 
 func TestReportHTMLSelfContained(t *testing.T) {
 	t.Parallel()
-	for _, r := range []*Report{goldenReport(), sampleHTMLReport(), hostileReport()} {
-		requireSelfContainedHTML(t, htmlOf(t, r))
+	for _, tc := range []struct {
+		name string
+		r    *Report
+	}{
+		{"golden", goldenReport()},
+		{"sample", sampleHTMLReport()},
+		{"hostile", hostileReport()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireSelfContainedHTML(t, htmlOf(t, tc.r))
+		})
 	}
 }
 
@@ -105,7 +124,7 @@ func hostileReport() *Report {
 		URL:     `http://evil.example/"><script>alert(0)</script>`,
 		Started: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 		Results: []Result{{
-			ID: `X"><script>alert(2)</script>`, Level: MUST, Status: FAIL,
+			ID: `X"><script>alert(2)</script>`, Level: LevelMust, Status: StatusFail,
 			Endpoint: `/conversations<img src=x onerror=alert(3)>`,
 			Title:    `<b>bold</b>`,
 			Rule:     `<style>body{display:none}</style>`,
@@ -166,12 +185,12 @@ func TestReportHTMLContent(t *testing.T) {
 		for _, want := range []string{res.ID, string(res.Level), string(res.Status), res.Endpoint, res.Title} {
 			require.Contains(t, block, want, anchor)
 		}
-		if res.Status != PASS {
+		if res.Status != StatusPass {
 			notPassed = append(notPassed, "#"+anchor)
 		}
 		if res.Evidence != nil {
 			require.Contains(t, block, "<details", anchor)
-			require.Equal(t, !res.Baselined && (res.Status == FAIL || res.Status == WARN || res.Status == ERROR),
+			require.Equal(t, !res.Baselined && (res.Status == StatusFail || res.Status == StatusWarn || res.Status == StatusError),
 				strings.Contains(block, "<details open>"), "%s: the evidence of a failure is expanded", anchor)
 		}
 	}

@@ -26,7 +26,7 @@ func goldenReport() *Report {
 		c, _ := checkByID(id)
 		return Result{ID: id, Level: c.Level, Status: st, Endpoint: ep, Title: c.Title, Rule: c.Rule, Message: msg, Evidence: ev}
 	}
-	base := res("PAGE-10", WARN, "/events", "a cursor decodes to readable JSON", nil)
+	base := res("PAGE-10", StatusWarn, "/events", "a cursor decodes to readable JSON", nil)
 	base.Baselined = true
 	return &Report{
 		URL:      "http://127.0.0.1:8080",
@@ -34,12 +34,12 @@ func goldenReport() *Report {
 		Duration: 1234 * time.Millisecond,
 		Requests: 321,
 		Results: []Result{
-			res("ENV-01", PASS, "/conversations", "42 pages valid", nil),
-			res("FILT-01", FAIL, "/conversations", "a record with updatedAt before updatedSince was returned", ev),
-			res("ENV-06", WARN, "/events", `"Archived" is not a value known to this version`, &Evidence{Pointer: "/data/3/action"}),
+			res("ENV-01", StatusPass, "/conversations", "42 pages valid", nil),
+			res("FILT-01", StatusFail, "/conversations", "a record with updatedAt before updatedSince was returned", ev),
+			res("ENV-06", StatusWarn, "/events", `"Archived" is not a value known to this version`, &Evidence{Pointer: "/data/3/action"}),
 			base,
-			res("AUTH-03", SKIP, "/usage", "no token without read:usage (--token-without-usage)", nil),
-			res("HTTP-01", PASS, "*", "no 5xx in 321 requests", nil),
+			res("AUTH-03", StatusSkip, "/usage", "no token without read:usage (--token-without-usage)", nil),
+			res("HTTP-01", StatusPass, "*", "no 5xx in 321 requests", nil),
 		},
 		Stale: []string{"TIME-02"},
 	}
@@ -56,16 +56,18 @@ func TestReportGolden(t *testing.T) {
 		{"report.json", func(r *Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
 		{"report.junit.xml", func(r *Report, b *bytes.Buffer) error { return r.WriteJUnit(b) }},
 	} {
-		var b bytes.Buffer
-		require.NoError(t, tc.write(goldenReport(), &b))
-		path := filepath.Join("testdata", tc.name)
-		if *update {
-			require.NoError(t, os.MkdirAll("testdata", 0o755))
-			require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err, "run go test ./conformance -run TestReportGolden -update")
-		require.Equal(t, string(want), b.String(), "%s differs; refresh with -update if intended", path)
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, tc.write(goldenReport(), &b))
+			path := filepath.Join("testdata", tc.name)
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o755))
+				require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test ./conformance -run TestReportGolden -update")
+			require.Equal(t, string(want), b.String(), "%s differs; refresh with -update if intended", path)
+		})
 	}
 }
 

@@ -407,7 +407,7 @@ func (s *session) reqRef(ex *exchange) string {
 	}
 	ref := ex.Method + " " + path
 	if len(q) > 0 {
-		ref += "?" + pgDescribeRaw(q)
+		ref += "?" + describeQuery(q)
 	}
 	return ref
 }
@@ -467,8 +467,8 @@ func (s *session) pass(id, endpoint, msg string) {
 	}
 	a := s.agg(id, endpoint)
 	a.passes++
-	if a.failures == 0 && a.res.Status != SKIP && a.res.Status != ERROR {
-		a.res.Status, a.res.Message = PASS, msg
+	if a.failures == 0 && a.res.Status != StatusSkip && a.res.Status != StatusError {
+		a.res.Status, a.res.Message = StatusPass, msg
 	}
 }
 
@@ -481,9 +481,9 @@ func (s *session) fail(id, endpoint, msg string, ev *Evidence) {
 	a := s.agg(id, endpoint)
 	a.failures++
 	if a.failures == 1 {
-		a.res.Status = WARN
-		if a.res.Level == MUST {
-			a.res.Status = FAIL
+		a.res.Status = StatusWarn
+		if a.res.Level == LevelMust {
+			a.res.Status = StatusFail
 		}
 		a.res.Message, a.res.Evidence = msg, ev
 		return
@@ -500,7 +500,7 @@ func (s *session) skip(id, endpoint, reason string) {
 	}
 	a := s.agg(id, endpoint)
 	if a.failures == 0 && a.passes == 0 && a.res.Status == "" {
-		a.res.Status, a.res.Message = SKIP, reason
+		a.res.Status, a.res.Message = StatusSkip, reason
 	}
 }
 
@@ -511,7 +511,7 @@ func (s *session) errored(id, endpoint string, ex *exchange, msg string) {
 	}
 	a := s.agg(id, endpoint)
 	if a.failures == 0 {
-		a.res.Status, a.res.Message = ERROR, msg
+		a.res.Status, a.res.Message = StatusError, msg
 		if ex != nil {
 			a.res.Evidence = ex.evidence("")
 		}
@@ -529,9 +529,9 @@ func (s *session) finish() {
 	}
 	for _, r := range s.results {
 		if r.Status == "" {
-			r.Status = PASS
+			r.Status = StatusPass
 		}
-		if matchID(s.cfg.Baseline, r.ID) && (r.Status == FAIL || r.Status == WARN || r.Status == ERROR) {
+		if matchID(s.cfg.Baseline, r.ID) && (r.Status == StatusFail || r.Status == StatusWarn || r.Status == StatusError) {
 			r.Baselined = true
 		}
 	}
@@ -561,7 +561,7 @@ func (s *session) stale() []string {
 		ran, failed := false, false
 		for _, r := range s.results {
 			if r.ID == id || strings.HasPrefix(r.ID, id+"-") {
-				ran = ran || r.Status != SKIP
+				ran = ran || r.Status != StatusSkip
 				failed = failed || r.Baselined
 			}
 		}

@@ -81,7 +81,7 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 		if ex.Method != http.MethodGet || ex.Status != http.StatusOK {
 			continue
 		}
-		r, single := s.envRoute(ex.URL)
+		r, single := s.route(ex.URL)
 		if r == "" || !s.offered[r] {
 			continue
 		}
@@ -117,9 +117,9 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 	return vals, records
 }
 
-// timeRecordKey identifies a record: its id, or its whole content when it
+// recordKey identifies a record: its id, or its whole content when it
 // has none (usage buckets).
-func timeRecordKey(it any) string {
+func recordKey(it any) string {
 	if m, ok := it.(map[string]any); ok {
 		if id, ok := m["id"].(string); ok {
 			return "id:" + id
@@ -300,7 +300,7 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 		zids, oids := zw.IDs(), ow.IDs()
 		same := slices.Equal(zids, oids) && zw.Complete() && ow.Complete()
 		if same {
-			msg := fmt.Sprintf("%s=%s and %s=%s select the same %d records, walked in %s of limit=%d", param, zv, param, ov, len(zids), envCount(len(zw.Sizes), "page"), limit)
+			msg := fmt.Sprintf("%s=%s and %s=%s select the same %d records, walked in %s of limit=%d", param, zv, param, ov, len(zids), plural(len(zw.Sizes), "page"), limit)
 			if attempt > 0 {
 				msg += " (a first comparison differed; the data may have changed between the walks)"
 			}
@@ -317,7 +317,7 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 		if !ow.Complete() && len(oids) <= len(zids) && slices.Equal(oids, zids[:len(oids)]) {
 			ex := ow.Pages[len(ow.Pages)-1]
 			s.fail("TIME-04", ep, fmt.Sprintf("with limit=%d, the walk with %s=%s stopped after %s (%s) while the same instant written %s walked to the end",
-				limit, param, ov, envCount(len(ow.Sizes), "page"), ow.Problem, zv), ex.evidence(""))
+				limit, param, ov, plural(len(ow.Sizes), "page"), ow.Problem, zv), ex.evidence(""))
 			return
 		}
 		i := 0
@@ -329,7 +329,7 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 			ev = ow.evidence(i, "id")
 		}
 		s.fail("TIME-04", ep, fmt.Sprintf("with limit=%d, %s=%s gave %d records in %s (first differing at record %d) but the same instant written %s gave %d, twice",
-			limit, param, ov, len(oids), envCount(len(ow.Sizes), "page"), i+1, zv, len(zids)), ev)
+			limit, param, ov, len(oids), plural(len(ow.Sizes), "page"), i+1, zv, len(zids)), ev)
 		return
 	}
 }

@@ -108,10 +108,10 @@ func useRangeQuery(start, end time.Time, gran string, groupBy []string) url.Valu
 	return q
 }
 
-// useWalk follows /usage from query q until hasMore is false, memoised per
+// walk follows /usage from query q until hasMore is false, memoised per
 // query. It asks for pages of 1000 buckets, and without a limit when the
 // provider refuses that.
-func (st *useState) useWalk(ctx context.Context, s *session, q url.Values) *useWalkResult {
+func (st *useState) walk(ctx context.Context, s *session, q url.Values) *useWalkResult {
 	key := q.Encode()
 	if w, ok := st.walks[key]; ok {
 		return w
@@ -121,12 +121,12 @@ func (st *useState) useWalk(ctx context.Context, s *session, q url.Values) *useW
 	return w
 }
 
-// useSmallWalk walks the query of w again with a page size that makes it
+// smallWalk walks the query of w again with a page size that makes it
 // cross at least three pages, so that what is checked of every bucket is
 // checked on later pages too (a cursor that forgot the query shows there).
 // It returns nil when w is too short to need it, or when the provider does
 // not take a limit on /usage.
-func (st *useState) useSmallWalk(ctx context.Context, s *session, w *useWalkResult) *useWalkResult {
+func (st *useState) smallWalk(ctx context.Context, s *session, w *useWalkResult) *useWalkResult {
 	if w == nil || w.limit == 0 || !w.complete() || len(w.Buckets) < 2 {
 		return nil
 	}
@@ -253,7 +253,7 @@ func checkUsage(ctx context.Context, s *session) {
 	if fromData {
 		// The data may be older than the usage the provider keeps: fall
 		// back to the current days when the range holds nothing.
-		w := st.useWalk(ctx, s, useRangeQuery(start, end, spec.GranularityDay, nil))
+		w := st.walk(ctx, s, useRangeQuery(start, end, spec.GranularityDay, nil))
 		if w.complete() && len(w.Buckets) == 0 {
 			end = time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 			start = end.AddDate(0, 0, -useDays)
@@ -277,7 +277,7 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 	checked, paged := 0, 0
 	for _, gran := range []string{spec.GranularityDay, spec.GranularityHour} {
 		what := fmt.Sprintf("granularity=%s from %s to %s", gran, useFormat(st.start), useFormat(st.end))
-		w := st.useWalk(ctx, s, useRangeQuery(st.start, st.end, gran, nil))
+		w := st.walk(ctx, s, useRangeQuery(st.start, st.end, gran, nil))
 		if w.First {
 			useFirstPageProblem(s, id, w, what)
 			continue
@@ -285,7 +285,7 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 		unit := useUnit(gran)
 		failed := false
 		walks := []*useWalkResult{w}
-		if sw := st.useSmallWalk(ctx, s, w); sw != nil && !sw.First {
+		if sw := st.smallWalk(ctx, s, w); sw != nil && !sw.First {
 			walks = append(walks, sw)
 			paged = max(paged, sw.limit)
 		}
@@ -357,7 +357,7 @@ func useCheckGroups(ctx context.Context, s *session, st *useState) {
 		if len(set) == 0 {
 			what = "no groupBy"
 		}
-		w := st.useWalk(ctx, s, useRangeQuery(st.start, st.end, spec.GranularityDay, set))
+		w := st.walk(ctx, s, useRangeQuery(st.start, st.end, spec.GranularityDay, set))
 		walks[i] = w
 		if w.First {
 			if s.enabled("USE-02") {
@@ -369,7 +369,7 @@ func useCheckGroups(ctx context.Context, s *session, st *useState) {
 			continue
 		}
 		ws := []*useWalkResult{w}
-		if sw := st.useSmallWalk(ctx, s, w); sw != nil && !sw.First {
+		if sw := st.smallWalk(ctx, s, w); sw != nil && !sw.First {
 			ws = append(ws, sw)
 			paged++
 		}

@@ -152,7 +152,7 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 	if f.output != "" || f.format != "text" {
 		c := rep.Counts()
 		fmt.Fprintf(e.stderr, "%d checks: %d passed, %d failed, %d warned, %d skipped, %d errored\n",
-			len(rep.Results), c[conformance.PASS], c[conformance.FAIL], c[conformance.WARN], c[conformance.SKIP], c[conformance.ERROR])
+			len(rep.Results), c[conformance.StatusPass], c[conformance.StatusFail], c[conformance.StatusWarn], c[conformance.StatusSkip], c[conformance.StatusError])
 	}
 	if rep.Failed(f.strict) {
 		return &exitError{code: ExitFailure}
