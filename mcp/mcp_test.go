@@ -179,6 +179,7 @@ func withoutCursor(m map[string]any) map[string]any {
 
 // toolCase is a tool call and the REST request it stands for.
 type toolCase struct {
+	name  string // of the subtest
 	tool  string
 	args  map[string]any
 	path  string
@@ -191,19 +192,19 @@ func toolCases(t *testing.T, f *fixture) []toolCase {
 	asst := f.restJSON(t, "/assistants", url.Values{"limit": {"1"}})
 	asstID := asst["data"].([]any)[0].(map[string]any)["id"].(string)
 	return []toolCase{
-		{"list_conversations", nil, "/conversations", nil},
-		{"list_conversations", map[string]any{"limit": 5}, "/conversations", url.Values{"limit": {"5"}}},
-		{"list_conversations", map[string]any{"updatedSince": "2026-02-01T00:00:00+01:00", "startedAfter": "2026-01-15T00:00:00Z", "limit": 3},
+		{"list_conversations defaults", "list_conversations", nil, "/conversations", nil},
+		{"list_conversations limit", "list_conversations", map[string]any{"limit": 5}, "/conversations", url.Values{"limit": {"5"}}},
+		{"list_conversations filters", "list_conversations", map[string]any{"updatedSince": "2026-02-01T00:00:00+01:00", "startedAfter": "2026-01-15T00:00:00Z", "limit": 3},
 			"/conversations", url.Values{"updatedSince": {"2026-02-01T00:00:00+01:00"}, "startedAfter": {"2026-01-15T00:00:00Z"}, "limit": {"3"}}},
-		{"get_conversation", map[string]any{"id": convID}, "/conversations/" + url.PathEscape(convID), nil},
-		{"list_assistants", map[string]any{"limit": 4, "updatedSince": "2026-01-01T00:00:00Z"}, "/assistants", url.Values{"limit": {"4"}, "updatedSince": {"2026-01-01T00:00:00Z"}}},
-		{"get_assistant", map[string]any{"id": asstID}, "/assistants/" + url.PathEscape(asstID), nil},
-		{"list_events", map[string]any{"limit": 5}, "/events", url.Values{"limit": {"5"}}},
-		{"list_events", map[string]any{"category": "Authentication", "occurredAfter": "2026-01-10T00:00:00Z"}, "/events",
+		{"get_conversation", "get_conversation", map[string]any{"id": convID}, "/conversations/" + url.PathEscape(convID), nil},
+		{"list_assistants", "list_assistants", map[string]any{"limit": 4, "updatedSince": "2026-01-01T00:00:00Z"}, "/assistants", url.Values{"limit": {"4"}, "updatedSince": {"2026-01-01T00:00:00Z"}}},
+		{"get_assistant", "get_assistant", map[string]any{"id": asstID}, "/assistants/" + url.PathEscape(asstID), nil},
+		{"list_events limit", "list_events", map[string]any{"limit": 5}, "/events", url.Values{"limit": {"5"}}},
+		{"list_events filters", "list_events", map[string]any{"category": "Authentication", "occurredAfter": "2026-01-10T00:00:00Z"}, "/events",
 			url.Values{"category": {"Authentication"}, "occurredAfter": {"2026-01-10T00:00:00Z"}}},
-		{"get_usage", map[string]any{"startAt": "2026-02-01T00:00:00Z", "endAt": "2026-02-08T00:00:00Z", "groupBy": []any{"model", "department"}, "limit": 5},
+		{"get_usage groupBy", "get_usage", map[string]any{"startAt": "2026-02-01T00:00:00Z", "endAt": "2026-02-08T00:00:00Z", "groupBy": []any{"model", "department"}, "limit": 5},
 			"/usage", url.Values{"startAt": {"2026-02-01T00:00:00Z"}, "endAt": {"2026-02-08T00:00:00Z"}, "groupBy": {"model,department"}, "limit": {"5"}}},
-		{"get_usage", map[string]any{"startAt": "2026-02-02T00:00:00Z", "endAt": "2026-02-03T00:00:00Z", "granularity": "hour"},
+		{"get_usage hourly", "get_usage", map[string]any{"startAt": "2026-02-02T00:00:00Z", "endAt": "2026-02-03T00:00:00Z", "granularity": "hour"},
 			"/usage", url.Values{"startAt": {"2026-02-02T00:00:00Z"}, "endAt": {"2026-02-03T00:00:00Z"}, "granularity": {"hour"}}},
 	}
 }
@@ -269,29 +270,31 @@ func TestToolsAnswerLikeREST(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			schemas := outputValidators(t, f)
 			for _, tc := range toolCases(t, f) {
-				got := structured(t, call(t, c, tc.tool, tc.args))
-				want := f.restJSON(t, tc.path, tc.query)
-				require.Equal(t, withoutCursor(want), withoutCursor(got), "%s %v", tc.tool, tc.args)
-				validate(t, schemas[tc.tool], got)
-				// The text block holds the same JSON after a summary line.
-				res := call(t, c, tc.tool, tc.args)
-				summary, js, ok := strings.Cut(text(res), "\n\n")
-				require.True(t, ok)
-				require.NotEmpty(t, summary)
-				var fromText map[string]any
-				require.NoError(t, json.Unmarshal([]byte(js), &fromText))
-				require.Equal(t, withoutCursor(want), withoutCursor(fromText))
-				// An MCP cursor is a REST cursor: the next page is the same.
-				if cur, ok := got["nextCursor"].(string); ok {
-					q := url.Values{}
-					for k, v := range tc.query {
-						q[k] = v
+				t.Run(tc.name, func(t *testing.T) {
+					got := structured(t, call(t, c, tc.tool, tc.args))
+					want := f.restJSON(t, tc.path, tc.query)
+					require.Equal(t, withoutCursor(want), withoutCursor(got), "%s %v", tc.tool, tc.args)
+					validate(t, schemas[tc.tool], got)
+					// The text block holds the same JSON after a summary line.
+					res := call(t, c, tc.tool, tc.args)
+					summary, js, ok := strings.Cut(text(res), "\n\n")
+					require.True(t, ok)
+					require.NotEmpty(t, summary)
+					var fromText map[string]any
+					require.NoError(t, json.Unmarshal([]byte(js), &fromText))
+					require.Equal(t, withoutCursor(want), withoutCursor(fromText))
+					// An MCP cursor is a REST cursor: the next page is the same.
+					if cur, ok := got["nextCursor"].(string); ok {
+						q := url.Values{}
+						for k, v := range tc.query {
+							q[k] = v
+						}
+						q.Set("cursor", cur)
+						next := f.restJSON(t, tc.path, q)
+						q.Set("cursor", want["nextCursor"].(string))
+						require.Equal(t, withoutCursor(f.restJSON(t, tc.path, q)), withoutCursor(next))
 					}
-					q.Set("cursor", cur)
-					next := f.restJSON(t, tc.path, q)
-					q.Set("cursor", want["nextCursor"].(string))
-					require.Equal(t, withoutCursor(f.restJSON(t, tc.path, q)), withoutCursor(next))
-				}
+				})
 			}
 		})
 	}
@@ -363,33 +366,36 @@ func TestBadArguments(t *testing.T) {
 	for name, c := range f.clients(t) {
 		t.Run(name, func(t *testing.T) {
 			for _, tc := range []struct {
+				name string
 				tool string
 				args map[string]any
 				want []string
 			}{
-				{"list_conversations", map[string]any{"limit": 0}, []string{"limit", "400"}},
-				{"list_conversations", map[string]any{"limit": 1001}, []string{"limit"}},
-				{"list_conversations", map[string]any{"limit": 2.5}, []string{"limit", "integer"}},
-				{"list_conversations", map[string]any{"limit": "ten"}, []string{"limit", "integer"}},
-				{"list_conversations", map[string]any{"updatedSince": "yesterday"}, []string{"updatedSince", "RFC 3339"}},
-				{"list_conversations", map[string]any{"fields": "brief"}, []string{"fields", "summary"}},
-				{"list_conversations", map[string]any{"since": "2026-01-01T00:00:00Z"}, []string{"unknown argument since", "updatedSince"}},
-				{"list_conversations", map[string]any{"cursor": "garbage"}, []string{"cursor"}},
-				{"list_events", map[string]any{"category": "Nope"}, []string{"category", "Authentication"}},
-				{"list_events", map[string]any{"occurredAfter": "2026-13-01T00:00:00Z"}, []string{"occurredAfter"}},
-				{"get_usage", map[string]any{"groupBy": []any{"team"}}, []string{"groupBy", "team"}},
-				{"get_usage", map[string]any{"groupBy": []any{1}}, []string{"groupBy", "array of strings"}},
-				{"get_usage", map[string]any{"granularity": "week"}, []string{"granularity"}},
-				{"get_usage", map[string]any{"startAt": "2026-01-01T00:00:00Z", "endAt": "2026-03-01T00:00:00Z", "granularity": "hour"}, []string{"endAt", "31 days"}},
-				{"get_conversation", map[string]any{}, []string{"id", "required"}},
-				{"get_conversation", map[string]any{"id": "no-such-id"}, []string{"404", `No conversation with id "no-such-id"`}},
-				{"get_assistant", map[string]any{"id": "a/b"}, []string{"404", `"a/b"`}},
+				{"list_conversations limit 0", "list_conversations", map[string]any{"limit": 0}, []string{"limit", "400"}},
+				{"list_conversations limit 1001", "list_conversations", map[string]any{"limit": 1001}, []string{"limit"}},
+				{"list_conversations limit 2.5", "list_conversations", map[string]any{"limit": 2.5}, []string{"limit", "integer"}},
+				{"list_conversations limit ten", "list_conversations", map[string]any{"limit": "ten"}, []string{"limit", "integer"}},
+				{"list_conversations updatedSince yesterday", "list_conversations", map[string]any{"updatedSince": "yesterday"}, []string{"updatedSince", "RFC 3339"}},
+				{"list_conversations fields brief", "list_conversations", map[string]any{"fields": "brief"}, []string{"fields", "summary"}},
+				{"list_conversations unknown argument", "list_conversations", map[string]any{"since": "2026-01-01T00:00:00Z"}, []string{"unknown argument since", "updatedSince"}},
+				{"list_conversations bad cursor", "list_conversations", map[string]any{"cursor": "garbage"}, []string{"cursor"}},
+				{"list_events unknown category", "list_events", map[string]any{"category": "Nope"}, []string{"category", "Authentication"}},
+				{"list_events bad occurredAfter", "list_events", map[string]any{"occurredAfter": "2026-13-01T00:00:00Z"}, []string{"occurredAfter"}},
+				{"get_usage groupBy team", "get_usage", map[string]any{"groupBy": []any{"team"}}, []string{"groupBy", "team"}},
+				{"get_usage groupBy number", "get_usage", map[string]any{"groupBy": []any{1}}, []string{"groupBy", "array of strings"}},
+				{"get_usage granularity week", "get_usage", map[string]any{"granularity": "week"}, []string{"granularity"}},
+				{"get_usage hourly over 31 days", "get_usage", map[string]any{"startAt": "2026-01-01T00:00:00Z", "endAt": "2026-03-01T00:00:00Z", "granularity": "hour"}, []string{"endAt", "31 days"}},
+				{"get_conversation without id", "get_conversation", map[string]any{}, []string{"id", "required"}},
+				{"get_conversation unknown id", "get_conversation", map[string]any{"id": "no-such-id"}, []string{"404", `No conversation with id "no-such-id"`}},
+				{"get_assistant id with slash", "get_assistant", map[string]any{"id": "a/b"}, []string{"404", `"a/b"`}},
 			} {
-				res := call(t, c, tc.tool, tc.args)
-				require.True(t, res.IsError, "%s %v: %s", tc.tool, tc.args, text(res))
-				for _, w := range tc.want {
-					require.Contains(t, text(res), w, "%s %v", tc.tool, tc.args)
-				}
+				t.Run(tc.name, func(t *testing.T) {
+					res := call(t, c, tc.tool, tc.args)
+					require.True(t, res.IsError, "%s %v: %s", tc.tool, tc.args, text(res))
+					for _, w := range tc.want {
+						require.Contains(t, text(res), w, "%s %v", tc.tool, tc.args)
+					}
+				})
 			}
 		})
 	}

@@ -223,8 +223,10 @@ func TestRemote(t *testing.T) {
 	require.NoError(t, err)
 	startClient(t, c)
 	for _, tc := range toolCases(t, f) {
-		got := structured(t, call(t, c, tc.tool, tc.args))
-		require.Equal(t, withoutCursor(f.restJSON(t, tc.path, tc.query)), withoutCursor(got), tc.tool)
+		t.Run(tc.name, func(t *testing.T) {
+			got := structured(t, call(t, c, tc.tool, tc.args))
+			require.Equal(t, withoutCursor(f.restJSON(t, tc.path, tc.query)), withoutCursor(got), tc.tool)
+		})
 	}
 	res := call(t, c, "get_conversation", map[string]any{"id": "a b/c"})
 	require.True(t, res.IsError)

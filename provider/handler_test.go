@@ -128,13 +128,15 @@ func TestErrorKindsMapToStatuses(t *testing.T) {
 		{errors.New("pq: connection refused to 10.0.0.3"), http.StatusInternalServerError},
 	}
 	for _, tc := range cases {
-		srv := newServer(t, &stubSource{Source: memsource.New(), err: tc.err})
-		resp, body := do(t, http.MethodGet, srv.URL+"/conversations", auth)
-		problemOf(t, resp, body, tc.status)
-		require.NotContains(t, string(body), "10.0.0.3")
-		if tc.status == http.StatusServiceUnavailable {
-			require.NotEmpty(t, resp.Header.Get("Retry-After"))
-		}
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			srv := newServer(t, &stubSource{Source: memsource.New(), err: tc.err})
+			resp, body := do(t, http.MethodGet, srv.URL+"/conversations", auth)
+			problemOf(t, resp, body, tc.status)
+			require.NotContains(t, string(body), "10.0.0.3")
+			if tc.status == http.StatusServiceUnavailable {
+				require.NotEmpty(t, resp.Header.Get("Retry-After"))
+			}
+		})
 	}
 }
 

@@ -43,13 +43,15 @@ func TestParseParamsErrors(t *testing.T) {
 		{"usage", "startAt=bad", "startAt"},
 	}
 	for _, tc := range cases {
-		v, err := url.ParseQuery(tc.query)
-		require.NoError(t, err)
-		err = parseAny(tc.endpoint, v, now)
-		var e *Error
-		require.True(t, errors.As(err, &e), "%s?%s: want an *Error, got %v", tc.endpoint, tc.query, err)
-		require.ErrorIs(t, err, ErrInvalid)
-		require.Equal(t, tc.field, e.Field, "%s?%s", tc.endpoint, tc.query)
+		t.Run(tc.endpoint+"?"+tc.query, func(t *testing.T) {
+			v, err := url.ParseQuery(tc.query)
+			require.NoError(t, err)
+			err = parseAny(tc.endpoint, v, now)
+			var e *Error
+			require.True(t, errors.As(err, &e), "%s?%s: want an *Error, got %v", tc.endpoint, tc.query, err)
+			require.ErrorIs(t, err, ErrInvalid)
+			require.Equal(t, tc.field, e.Field, "%s?%s", tc.endpoint, tc.query)
+		})
 	}
 }
 

@@ -19,12 +19,14 @@ func TestRequiredArraysNeverNull(t *testing.T) {
 		{"webhook-list", WebhookList{}, `"data":[]`},
 	}
 	for _, tc := range cases {
-		b, err := json.Marshal(tc.v)
-		require.NoError(t, err)
-		require.Contains(t, string(b), tc.want)
-		f, err := Validate(tc.schema, b)
-		require.NoError(t, err)
-		require.Empty(t, f, "%s: %s", tc.schema, b)
+		t.Run(tc.schema, func(t *testing.T) {
+			b, err := json.Marshal(tc.v)
+			require.NoError(t, err)
+			require.Contains(t, string(b), tc.want)
+			f, err := Validate(tc.schema, b)
+			require.NoError(t, err)
+			require.Empty(t, f, "%s: %s", tc.schema, b)
+		})
 	}
 	b, err := json.Marshal(Instruction{ID: "x"})
 	require.NoError(t, err)

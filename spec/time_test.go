@@ -66,21 +66,32 @@ var timestampCases = []struct {
 	{in: "20260102T030405Z"},
 }
 
+// timestampCaseName is the subtest name of a timestampCases input: the input
+// itself, which t.Run makes unique and printable.
+func timestampCaseName(in string) string {
+	if in == "" {
+		return "empty"
+	}
+	return in
+}
+
 func TestCheckTimestamp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range timestampCases {
-		err := spec.CheckTimestamp(tc.in)
-		if tc.utc {
-			assert.NoError(t, err, tc.in)
-		} else if assert.Error(t, err, tc.in) {
-			assert.Contains(t, err.Error(), "2026-01-02T03:04:05", "the message shows an example")
-		}
-		err = spec.CheckTimestampMillis(tc.in)
-		if tc.millis {
-			assert.NoError(t, err, tc.in)
-		} else {
-			assert.Error(t, err, tc.in)
-		}
+		t.Run(timestampCaseName(tc.in), func(t *testing.T) {
+			err := spec.CheckTimestamp(tc.in)
+			if tc.utc {
+				assert.NoError(t, err, tc.in)
+			} else if assert.Error(t, err, tc.in) {
+				assert.Contains(t, err.Error(), "2026-01-02T03:04:05", "the message shows an example")
+			}
+			err = spec.CheckTimestampMillis(tc.in)
+			if tc.millis {
+				assert.NoError(t, err, tc.in)
+			} else {
+				assert.Error(t, err, tc.in)
+			}
+		})
 	}
 	assert.Contains(t, spec.CheckTimestamp("2026-01-02T05:04:05+02:00").Error(), "not in UTC")
 	assert.Contains(t, spec.CheckTimestampMillis("2026-01-02T03:04:05Z").Error(), "three fractional digits")
@@ -90,15 +101,17 @@ func TestCheckTimestamp(t *testing.T) {
 func TestParseTime(t *testing.T) {
 	t.Parallel()
 	for _, tc := range timestampCases {
-		got, err := spec.ParseTime(tc.in)
-		if !tc.parses && !tc.utc {
-			assert.Error(t, err, tc.in)
-			assert.True(t, got.IsZero(), tc.in)
-			continue
-		}
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, time.UTC, got.Location(), "%s: result is UTC", tc.in)
-		assert.Equal(t, tc.wantInstantMs, got.UnixMilli(), tc.in)
+		t.Run(timestampCaseName(tc.in), func(t *testing.T) {
+			got, err := spec.ParseTime(tc.in)
+			if !tc.parses && !tc.utc {
+				assert.Error(t, err, tc.in)
+				assert.True(t, got.IsZero(), tc.in)
+				return
+			}
+			require.NoError(t, err, tc.in)
+			assert.Equal(t, time.UTC, got.Location(), "%s: result is UTC", tc.in)
+			assert.Equal(t, tc.wantInstantMs, got.UnixMilli(), tc.in)
+		})
 	}
 	// Nanoseconds are kept: truncating is NewTime's job.
 	got, err := spec.ParseTime("2026-01-02T03:04:05.123456789+01:00")
@@ -131,20 +144,22 @@ func TestTimeJSON(t *testing.T) {
 		{`"0001-01-01T00:00:00Z"`, `"0001-01-01T00:00:00.000Z"`},
 		{`"9999-12-31T23:59:59.999Z"`, `"9999-12-31T23:59:59.999Z"`},
 	} {
-		var v spec.Time
-		require.NoError(t, json.Unmarshal([]byte(tc.in), &v), tc.in)
-		assert.Equal(t, time.UTC, v.Location(), tc.in)
-		b, err := json.Marshal(v)
-		require.NoError(t, err)
-		assert.Equal(t, tc.out, string(b), tc.in)
-		// What Time writes, CheckTimestampMillis accepts, and it reads back
-		// unchanged.
-		assert.NoError(t, spec.CheckTimestampMillis(tc.out[1:len(tc.out)-1]))
-		var again spec.Time
-		require.NoError(t, json.Unmarshal(b, &again))
-		b2, err := json.Marshal(again)
-		require.NoError(t, err)
-		assert.Equal(t, string(b), string(b2))
+		t.Run(tc.in[1:len(tc.in)-1], func(t *testing.T) {
+			var v spec.Time
+			require.NoError(t, json.Unmarshal([]byte(tc.in), &v), tc.in)
+			assert.Equal(t, time.UTC, v.Location(), tc.in)
+			b, err := json.Marshal(v)
+			require.NoError(t, err)
+			assert.Equal(t, tc.out, string(b), tc.in)
+			// What Time writes, CheckTimestampMillis accepts, and it reads back
+			// unchanged.
+			assert.NoError(t, spec.CheckTimestampMillis(tc.out[1:len(tc.out)-1]))
+			var again spec.Time
+			require.NoError(t, json.Unmarshal(b, &again))
+			b2, err := json.Marshal(again)
+			require.NoError(t, err)
+			assert.Equal(t, string(b), string(b2))
+		})
 	}
 
 	for _, in := range []string{`"2026-01-02t03:04:05Z"`, `"2026-01-02T03:04:05z"`, `"2026-01-02 03:04:05Z"`, `"2026-01-02T03:04:05"`,
@@ -203,24 +218,27 @@ func TestNullable(t *testing.T) {
 		Count      spec.Nullable[int]    `json:"count,omitzero"`
 	}
 	for _, tc := range []struct {
+		name     string
 		in       string
 		category spec.Nullable[string]
 		count    spec.Nullable[int]
 		out      string
 	}{
-		{`{}`, spec.Nullable[string]{}, spec.Nullable[int]{}, `{}`},
-		{`{"categoryId":null}`, spec.Null[string](), spec.Nullable[int]{}, `{"categoryId":null}`},
-		{`{"categoryId":"` + categoryID + `"}`, spec.Some(categoryID), spec.Nullable[int]{}, `{"categoryId":"` + categoryID + `"}`},
-		{`{"categoryId":"","count":0}`, spec.Some(""), spec.Some(0), `{"categoryId":"","count":0}`},
-		{`{"count": null }`, spec.Nullable[string]{}, spec.Null[int](), `{"count":null}`},
+		{"both omitted", `{}`, spec.Nullable[string]{}, spec.Nullable[int]{}, `{}`},
+		{"category null", `{"categoryId":null}`, spec.Null[string](), spec.Nullable[int]{}, `{"categoryId":null}`},
+		{"category value", `{"categoryId":"` + categoryID + `"}`, spec.Some(categoryID), spec.Nullable[int]{}, `{"categoryId":"` + categoryID + `"}`},
+		{"zero values", `{"categoryId":"","count":0}`, spec.Some(""), spec.Some(0), `{"categoryId":"","count":0}`},
+		{"count null", `{"count": null }`, spec.Nullable[string]{}, spec.Null[int](), `{"count":null}`},
 	} {
-		var b body
-		require.NoError(t, json.Unmarshal([]byte(tc.in), &b), tc.in)
-		assert.Equal(t, tc.category, b.CategoryID, tc.in)
-		assert.Equal(t, tc.count, b.Count, tc.in)
-		out, err := json.Marshal(b)
-		require.NoError(t, err)
-		assert.JSONEq(t, tc.out, string(out), tc.in)
+		t.Run(tc.name, func(t *testing.T) {
+			var b body
+			require.NoError(t, json.Unmarshal([]byte(tc.in), &b), tc.in)
+			assert.Equal(t, tc.category, b.CategoryID, tc.in)
+			assert.Equal(t, tc.count, b.Count, tc.in)
+			out, err := json.Marshal(b)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.out, string(out), tc.in)
+		})
 	}
 
 	// A null after a value clears the value.
@@ -240,23 +258,26 @@ func TestNullable(t *testing.T) {
 
 	// Patch body: omitted, null and value are three different documents.
 	for _, tc := range []struct {
-		p   spec.InstructionPatch
-		out string
+		name string
+		p    spec.InstructionPatch
+		out  string
 	}{
-		{spec.InstructionPatch{}, `{}`},
-		{spec.InstructionPatch{CategoryID: spec.Null[string]()}, `{"categoryId":null}`},
-		{spec.InstructionPatch{CategoryID: spec.Some(categoryID)}, `{"categoryId":"` + categoryID + `"}`},
-		{spec.InstructionPatch{AssessmentID: spec.Null[string](), UsedBy: &[]string{}}, `{"assessmentId":null,"usedBy":[]}`},
+		{"patch empty", spec.InstructionPatch{}, `{}`},
+		{"patch category null", spec.InstructionPatch{CategoryID: spec.Null[string]()}, `{"categoryId":null}`},
+		{"patch category value", spec.InstructionPatch{CategoryID: spec.Some(categoryID)}, `{"categoryId":"` + categoryID + `"}`},
+		{"patch assessment null and usedBy empty", spec.InstructionPatch{AssessmentID: spec.Null[string](), UsedBy: &[]string{}}, `{"assessmentId":null,"usedBy":[]}`},
 	} {
-		out, err := json.Marshal(tc.p)
-		require.NoError(t, err)
-		assert.JSONEq(t, tc.out, string(out))
-		findings, err := spec.Validate("instruction-patch", out)
-		require.NoError(t, err)
-		assert.Empty(t, findings, "%s", out)
-		var back spec.InstructionPatch
-		require.NoError(t, json.Unmarshal(out, &back))
-		assert.Equal(t, tc.p, back)
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := json.Marshal(tc.p)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.out, string(out))
+			findings, err := spec.Validate("instruction-patch", out)
+			require.NoError(t, err)
+			assert.Empty(t, findings, "%s", out)
+			var back spec.InstructionPatch
+			require.NoError(t, json.Unmarshal(out, &back))
+			assert.Equal(t, tc.p, back)
+		})
 	}
 }
 

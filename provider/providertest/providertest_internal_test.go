@@ -53,26 +53,28 @@ func TestFixture(t *testing.T) {
 		res string
 		at  time.Time
 	}{{"conversations", convTie}, {"assistants", assistantTie}, {"events", eventTie}} {
-		items := fa.items(tc.res, tenant1)
-		if _, n := tieGroup(items, tc.at); n < 5 {
-			t.Errorf("%s: tie group of %d", tc.res, n)
-		}
-		seen := map[string]bool{}
-		for i, it := range items {
-			if seen[it.id] {
-				t.Errorf("%s: id %q twice", tc.res, it.id)
+		t.Run(tc.res, func(t *testing.T) {
+			items := fa.items(tc.res, tenant1)
+			if _, n := tieGroup(items, tc.at); n < 5 {
+				t.Errorf("%s: tie group of %d", tc.res, n)
 			}
-			seen[it.id] = true
-			if i > 0 && !items[i-1].key.Less(it.key) {
-				t.Errorf("%s: not sorted at %d", tc.res, i)
+			seen := map[string]bool{}
+			for i, it := range items {
+				if seen[it.id] {
+					t.Errorf("%s: id %q twice", tc.res, it.id)
+				}
+				seen[it.id] = true
+				if i > 0 && !items[i-1].key.Less(it.key) {
+					t.Errorf("%s: not sorted at %d", tc.res, i)
+				}
+				if _, ok := fa.find(tc.res, tenant2, it.id); ok {
+					t.Errorf("%s: id %q in both tenants", tc.res, it.id)
+				}
 			}
-			if _, ok := fa.find(tc.res, tenant2, it.id); ok {
-				t.Errorf("%s: id %q in both tenants", tc.res, it.id)
+			if len(items) >= 100 {
+				t.Errorf("%s: %d records; the walks without limit expect one page of the default 100", tc.res, len(items))
 			}
-		}
-		if len(items) >= 100 {
-			t.Errorf("%s: %d records; the walks without limit expect one page of the default 100", tc.res, len(items))
-		}
+		})
 	}
 	tombs := 0
 	for _, it := range fa.conversations[tenant1] {

@@ -222,14 +222,16 @@ func TestAPIBodyTooLarge(t *testing.T) {
 			{"/review-tasks", tn.taskBody(strings.Repeat("a", httpx.MaxBodyBytes))},
 			{"/webhooks", map[string]any{"url": "https://127.0.0.1/x", "description": strings.Repeat("d", httpx.MaxBodyBytes)}},
 		} {
-			r := tn.call(t, http.MethodPost, c.path, c.body)
-			require.Equal(t, http.StatusRequestEntityTooLarge, r.Status, "%s", r.Body)
-			var e spec.ReviewError
-			require.NoError(t, json.Unmarshal(r.Body, &e), "%s", r.Body)
-			require.Equal(t, reviewapi.CodePayloadTooLarge, e.Error.Code)
-			require.Equal(t, "body", e.Error.Field)
-			require.Contains(t, e.Error.Message, "1048576")
-			requireAPIError(t, r, http.StatusRequestEntityTooLarge, reviewapi.CodePayloadTooLarge, "body")
+			t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
+				r := tn.call(t, http.MethodPost, c.path, c.body)
+				require.Equal(t, http.StatusRequestEntityTooLarge, r.Status, "%s", r.Body)
+				var e spec.ReviewError
+				require.NoError(t, json.Unmarshal(r.Body, &e), "%s", r.Body)
+				require.Equal(t, reviewapi.CodePayloadTooLarge, e.Error.Code)
+				require.Equal(t, "body", e.Error.Field)
+				require.Contains(t, e.Error.Message, "1048576")
+				requireAPIError(t, r, http.StatusRequestEntityTooLarge, reviewapi.CodePayloadTooLarge, "body")
+			})
 		}
 		list, err := h.service().ListTasks(t.Context(), tn.org.ID, reviewapi.TaskQuery{Limit: 100})
 		require.NoError(t, err)
@@ -265,8 +267,10 @@ func TestAPIListParameterErrors(t *testing.T) {
 			{"from=2027-03-02T10:00:00Z&to=2027-03-02T10:00:00Z", "to"},
 			{"from=2027-03-02T10:00:00Z&to=" + url.QueryEscape("2027-03-02T10:30:00+01:00"), "to"},
 		} {
-			r := tn.call(t, http.MethodGet, "/review-tasks?"+c.query, nil)
-			requireAPIError(t, r, http.StatusBadRequest, spec.CodeInvalidRequest, c.field)
+			t.Run(c.query, func(t *testing.T) {
+				r := tn.call(t, http.MethodGet, "/review-tasks?"+c.query, nil)
+				requireAPIError(t, r, http.StatusBadRequest, spec.CodeInvalidRequest, c.field)
+			})
 		}
 		for _, q := range []string{"", "limit=1", "limit=100", "offset=0", "status=processing", "from=2027-03-02T09:00:00Z", "unknown=1"} {
 			r := tn.call(t, http.MethodGet, "/review-tasks?"+q, nil)

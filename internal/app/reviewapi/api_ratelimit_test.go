@@ -1,8 +1,10 @@
 package reviewapi_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,10 +50,12 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 			{http.MethodPost, "/review-tasks", tn.taskBody("hello")},
 			{http.MethodGet, "/webhooks", nil},
 		} {
-			r = tn.call(t, req.method, req.path, req.body)
-			requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-			require.Equal(t, "1832", r.Header.Get("Retry-After"))
-			requireRateHeaders(t, r, "enterprise", 3, 0, 1832)
+			t.Run(req.method+" "+strings.TrimPrefix(req.path, "/"), func(t *testing.T) {
+				r := tn.call(t, req.method, req.path, req.body)
+				requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+				require.Equal(t, "1832", r.Header.Get("Retry-After"))
+				requireRateHeaders(t, r, "enterprise", 3, 0, 1832)
+			})
 		}
 		list, err := h.service().ListTasks(t.Context(), tn.org.ID, reviewapi.TaskQuery{Limit: 100})
 		require.NoError(t, err)
@@ -90,16 +94,19 @@ func TestAPIRateLimitPlans(t *testing.T) {
 			{orgapi.PlanStandard, 1000},
 			{orgapi.PlanBusiness, 10000},
 		} {
+			// newTenant reports to the harness's test, so it stays out of the subtest.
 			tn := h.newTenant("Org "+string(c.plan), c.plan, 0)
-			name := string(c.plan)
-			if name == "" {
-				name = "standard"
-			}
-			for i := 1; i <= 3; i++ {
-				r := tn.call(t, http.MethodGet, "/webhooks", nil)
-				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-				requireRateHeaders(t, r, name, c.q, c.q-i, 1832)
-			}
+			t.Run(cmp.Or(string(c.plan), "no plan"), func(t *testing.T) {
+				name := string(c.plan)
+				if name == "" {
+					name = "standard"
+				}
+				for i := 1; i <= 3; i++ {
+					r := tn.call(t, http.MethodGet, "/webhooks", nil)
+					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+					requireRateHeaders(t, r, name, c.q, c.q-i, 1832)
+				}
+			})
 		}
 	})
 }

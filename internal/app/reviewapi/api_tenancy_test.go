@@ -88,13 +88,15 @@ func TestAPITenantIsolation(t *testing.T) {
 			hook  string
 			count int
 		}{{a, hookA.ID, 5}, {b, hookB.ID, 3}} {
-			ds, err := svc.Deliveries(t.Context(), c.tn.org.ID)
-			require.NoError(t, err)
-			require.Len(t, ds, c.count)
-			for _, d := range ds {
-				require.Equal(t, c.hook, d.WebhookID)
-				require.Equal(t, c.tn.org.ID, own[d.TaskID])
-			}
+			t.Run(c.tn.org.Name, func(t *testing.T) {
+				ds, err := svc.Deliveries(t.Context(), c.tn.org.ID)
+				require.NoError(t, err)
+				require.Len(t, ds, c.count)
+				for _, d := range ds {
+					require.Equal(t, c.hook, d.WebhookID)
+					require.Equal(t, c.tn.org.ID, own[d.TaskID])
+				}
+			})
 		}
 		require.Len(t, rb.Deliveries(), 3)
 	})

@@ -22,37 +22,39 @@ import (
 func TestAPIWebhookStandardTestVector(t *testing.T) {
 	t.Parallel()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	for _, c := range []struct{ id, ts, body, sig string }{
+	for _, c := range []struct{ name, id, ts, body, sig string }{
 		// The Standard Webhooks specification's vector.
-		{"msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", `{"test": 2432232314}`, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+		{"standard webhooks vector", "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", `{"test": 2432232314}`, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
 		// The worked example of spec/openapi/review.yaml.
-		{"msg_2b1c9f0e4d8a4e7f9c3b6a5d", "1772442843",
+		{"review.yaml example", "msg_2b1c9f0e4d8a4e7f9c3b6a5d", "1772442843",
 			`{"type":"task.created","timestamp":"2026-03-02T09:14:03.120Z","data":{"id":"1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b","status":"pending","createdAt":"2026-03-02T09:14:03.120Z"}}`,
 			"v1,hyBLlWLPVuOfCEESBZFCdv4L2beI5B7mtwaxopVLop4="},
 	} {
-		h := http.Header{}
-		h.Set("webhook-id", c.id)
-		h.Set("webhook-timestamp", c.ts)
-		h.Set("webhook-signature", c.sig)
-		require.NoError(t, webhooktest.Verify(secret, h, []byte(c.body)), c.id)
-		// Among other signatures, as while a secret is rotated.
-		h.Set("webhook-signature", "v1,bm90IGl0 "+c.sig)
-		require.NoError(t, webhooktest.Verify(secret, h, []byte(c.body)), c.id)
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set("webhook-id", c.id)
+			h.Set("webhook-timestamp", c.ts)
+			h.Set("webhook-signature", c.sig)
+			require.NoError(t, webhooktest.Verify(secret, h, []byte(c.body)), c.id)
+			// Among other signatures, as while a secret is rotated.
+			h.Set("webhook-signature", "v1,bm90IGl0 "+c.sig)
+			require.NoError(t, webhooktest.Verify(secret, h, []byte(c.body)), c.id)
 
-		// The service signs the same.
-		sec, err := strconv.ParseInt(c.ts, 10, 64)
-		require.NoError(t, err)
-		sig, err := reviewapi.SignWebhook(secret, c.id, time.Unix(sec, 0), []byte(c.body))
-		require.NoError(t, err)
-		require.Equal(t, c.sig, sig)
+			// The service signs the same.
+			sec, err := strconv.ParseInt(c.ts, 10, 64)
+			require.NoError(t, err)
+			sig, err := reviewapi.SignWebhook(secret, c.id, time.Unix(sec, 0), []byte(c.body))
+			require.NoError(t, err)
+			require.Equal(t, c.sig, sig)
 
-		// Any change breaks it.
-		require.ErrorIs(t, webhooktest.Verify(secret, h, []byte(c.body+" ")), webhooktest.ErrBadSignature)
-		h.Set("webhook-signature", c.sig)
-		h.Set("webhook-timestamp", "1614265331")
-		require.ErrorIs(t, webhooktest.Verify(secret, h, []byte(c.body)), webhooktest.ErrBadSignature)
-		h.Set("webhook-timestamp", c.ts)
-		require.ErrorIs(t, webhooktest.Verify("whsec_"+base64.StdEncoding.EncodeToString([]byte("another key")), h, []byte(c.body)), webhooktest.ErrBadSignature)
+			// Any change breaks it.
+			require.ErrorIs(t, webhooktest.Verify(secret, h, []byte(c.body+" ")), webhooktest.ErrBadSignature)
+			h.Set("webhook-signature", c.sig)
+			h.Set("webhook-timestamp", "1614265331")
+			require.ErrorIs(t, webhooktest.Verify(secret, h, []byte(c.body)), webhooktest.ErrBadSignature)
+			h.Set("webhook-timestamp", c.ts)
+			require.ErrorIs(t, webhooktest.Verify("whsec_"+base64.StdEncoding.EncodeToString([]byte("another key")), h, []byte(c.body)), webhooktest.ErrBadSignature)
+		})
 	}
 }
 
