@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
-	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/spec"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/testkit/webhooktest"
 )
 
 const whBody = `{"type":"task.approved","timestamp":"2026-01-02T03:04:05.000Z","data":{"id":"t1","status":"approved"}}`

@@ -13,8 +13,8 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/testkit/webhooktest"
 )
 
 // The test vector of the Standard Webhooks reference libraries.

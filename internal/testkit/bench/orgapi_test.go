@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
 

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
-	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
 )
 
