@@ -297,7 +297,7 @@ func TestOpenExisting(t *testing.T) {
 		require.Equal(t, 0, tables(t, other), "nothing created")
 
 		// Another component's migrations only.
-		src, err := sqlsource.New(ctx, other)
+		src, err := sqlsource.New(ctx, other.DB, sqlsource.Dialect(other.Dialect))
 		require.NoError(t, err)
 		require.NoError(t, src.Close())
 		n := tables(t, other)

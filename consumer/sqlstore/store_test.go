@@ -23,7 +23,7 @@ func TestNewIsIdempotent(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		// The provider's tables may share the database.
-		src, err := sqlsource.New(t.Context(), db)
+		src, err := sqlsource.New(t.Context(), db.DB, sqlsource.Dialect(db.Dialect))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, src.Close()) })
 		newStore(t, db)

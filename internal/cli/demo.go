@@ -94,7 +94,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	src, err := sqlsource.New(ctx, db)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
