@@ -469,7 +469,7 @@ func TestFaultySyncCopiesExactly(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		start := time.Now()
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
 
@@ -930,7 +930,7 @@ func faultCheckLacking(t *testing.T, noUpdatedAt bool, front func(http.Handler) 
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		p := faultNewLacking(t, 5, noUpdatedAt, front)
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
 		lists := []consumer.Resource{consumer.Conversations, consumer.Assistants, consumer.Events}

@@ -241,7 +241,7 @@ func TestSyncSurvivesSIGKILL(t *testing.T) {
 func TestKillResumedWalkSeesLateRecords(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
 		src := memsource.New()

@@ -131,7 +131,7 @@ func TestSyncCopiesAndFollowsChanges(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		prov := newTestProvider(t, 300)
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		client := newTestClient(t, prov.srv.URL, "acme-token")
 		var pages int
@@ -215,7 +215,7 @@ func TestIncrementalFiltersAndUsageWindows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	prov := newTestProvider(t, 120)
-	store, err := sqlstore.New(ctx, sqldbtest.Open(t, sqldb.SQLite))
+	store, err := sqlstore.New(ctx, sqldbtest.Open(t, sqldb.SQLite).DB, sqlstore.SQLite)
 	require.NoError(t, err)
 	rec := &recordingSource{Source: newTestClient(t, prov.srv.URL, "acme-token")}
 	now := testEnd.Add(time.Hour)
@@ -283,7 +283,7 @@ func TestQuarantineKeepsUnknownAndRejectsInvalid(t *testing.T) {
 		served := &servedRecords{records: []string{good, bad, `{"startedAt":"x"}`, nul, notUTF8}}
 		srv := httptest.NewServer(served)
 		defer srv.Close()
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		poller := newTestPoller(t, newTestClient(t, srv.URL, "t"), store, "s")
 		res, err := poller.SyncOnce(ctx)
@@ -332,7 +332,7 @@ func TestLeaseKeepsPollersApart(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		prov := newTestProvider(t, 60)
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		client := newTestClient(t, prov.srv.URL, "acme-token")
 		now := testEnd.Add(time.Hour)
@@ -374,7 +374,7 @@ func TestCollectedViewPassesConformance(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		prov := newTestProvider(t, 300)
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		for _, tenant := range []string{"acme", "other"} {
 			_, err := newTestPoller(t, newTestClient(t, prov.srv.URL, tenant+"-token"), store, tenant).SyncOnce(ctx)

@@ -129,7 +129,7 @@ func TestProviderQuirks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite))
+			store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite).DB, sqlstore.SQLite)
 			require.NoError(t, err)
 			tc.fake.pageSize = 4
 			tc.fake.records = map[string][]string{"/conversations": fakeConversations(10, base)}
@@ -152,7 +152,7 @@ func TestProviderQuirks(t *testing.T) {
 func TestHostileRecordsAreQuarantinedNotBlocking(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		store, err := sqlstore.New(context.Background(), db)
+		store, err := sqlstore.New(context.Background(), db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		ts := testEnd.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")
 		good := fmt.Sprintf(`{"id":"ok","startedAt":%q,"updatedAt":%q}`, ts, ts)
@@ -189,7 +189,7 @@ func TestHostileRecordsAreQuarantinedNotBlocking(t *testing.T) {
 
 func TestMicrosecondTimestampsAreNotAnIgnoredFilter(t *testing.T) {
 	t.Parallel()
-	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite))
+	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite).DB, sqlstore.SQLite)
 	require.NoError(t, err)
 	at := testEnd.Add(-time.Hour).Truncate(time.Second)
 	rec := func(id string, d time.Duration) string {
@@ -230,7 +230,7 @@ func TestMicrosecondTimestampsAreNotAnIgnoredFilter(t *testing.T) {
 func TestFullEveryMarksHardDeletesMissing(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		store, err := sqlstore.New(context.Background(), db)
+		store, err := sqlstore.New(context.Background(), db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		recs := fakeConversations(6, testEnd.Add(-time.Hour))
 		f := &fakeProvider{pageSize: 4, records: map[string][]string{"/conversations": recs}}
@@ -255,7 +255,7 @@ func TestFullEveryMarksHardDeletesMissing(t *testing.T) {
 
 func TestLeaseOfAKilledSyncIsTakenOver(t *testing.T) {
 	t.Parallel()
-	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite))
+	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite).DB, sqlstore.SQLite)
 	require.NoError(t, err)
 	// A process of this host that has ended.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -293,7 +293,7 @@ func TestLeaseOfAKilledSyncIsTakenOver(t *testing.T) {
 
 func TestCursorOnEveryPageEndsOnAnEmptyPage(t *testing.T) {
 	t.Parallel()
-	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite))
+	store, err := sqlstore.New(context.Background(), sqldbtest.Open(t, sqldb.SQLite).DB, sqlstore.SQLite)
 	require.NoError(t, err)
 	ts := testEnd.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")
 	n := 0
@@ -319,7 +319,7 @@ func TestCursorOnEveryPageEndsOnAnEmptyPage(t *testing.T) {
 func TestUsageBucketsWithLongDimensionsOnEveryDatabase(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		store, err := sqlstore.New(context.Background(), db)
+		store, err := sqlstore.New(context.Background(), db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		hour := testEnd.Add(-2 * time.Hour).Format("2006-01-02T15:04:05.000Z")
 		hourEnd := testEnd.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")

@@ -41,7 +41,7 @@ func TestConsumerOverMCP(t *testing.T) {
 		source, err := mcp.NewSource(ctx, srv.URL+"/mcp", "full")
 		require.NoError(t, err)
 		defer source.Close()
-		store, err := sqlstore.New(ctx, db)
+		store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect))
 		require.NoError(t, err)
 		poller, err := consumer.NewPoller(source, store, &consumer.Config{Source: "acme", PageSize: 25, UsageBackfill: 61 * 24 * time.Hour, UsageWindow: 31 * 24 * time.Hour})
 		require.NoError(t, err)

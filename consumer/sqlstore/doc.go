@@ -1,10 +1,9 @@
 // Package sqlstore is the [consumer.Store] of the kit on SQLite or
-// PostgreSQL (through [sqldb.DB]): it keeps the records a consumer collects,
-// its checkpoints, leases and quarantine. The same [Store] is also the
-// collected view: a [provider.DataSource], [provider.RawSource] and
-// [provider.RawGetter] whose tenants are the source names, so that what was
-// collected from a provider can be served again, as received, through
-// [provider.NewHandler].
+// PostgreSQL: it keeps the records a consumer collects, its checkpoints,
+// leases and quarantine. The same [Store] is also the collected view: a
+// [provider.DataSource], [provider.RawSource] and [provider.RawGetter] whose
+// tenants are the source names, so that what was collected from a provider
+// can be served again, as received, through [provider.NewHandler].
 //
 // # Usage
 //
@@ -13,8 +12,14 @@
 //		return err
 //	}
 //	defer store.Close() // and the database
-//	// (Inside the kit, sqlstore.New(ctx, db) takes a *sqldb.DB opened elsewhere,
-//	// possibly the one provider/sqlsource uses: every table here is prefixed consumer_.)
+//
+// or over a *sql.DB of yours, which you close after the Store (see [New] for
+// the drivers and SQLite settings it expects), possibly the one
+// provider/sqlsource uses: every table here is prefixed consumer_.
+//
+//	store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect), sqlstore.Postgres) // applies the migrations
+//
+// then:
 //
 //	poller, err := consumer.NewPoller(source, store, &consumer.Config{...})
 //

@@ -2,9 +2,14 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
@@ -53,4 +58,42 @@ func Example() {
 	// Output:
 	// {"id":"c1","startedAt":"2026-03-01T09:00:00.000Z","updatedAt":"2026-03-01T09:10:00.000Z","x-vendor":1}
 	// acme conversations 1 next
+}
+
+// New takes a database/sql pool you opened and keep: here a SQLite file
+// through modernc.org/sqlite, with the settings New expects.
+func ExampleNew() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sqlstore-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	dsn := filepath.Join(dir, "consumer.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // yours to close, after the Store
+
+	store, err := sqlstore.New(ctx, db, sqlstore.SQLite) // applies the migrations
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close() // leaves db open
+
+	now := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	lease := consumer.Lease{Source: "acme", Resource: consumer.Events, Owner: "poller-1", Now: now, Expires: now.Add(time.Minute)}
+	ok, err := store.AcquireLease(ctx, lease)
+	if err != nil {
+		panic(err)
+	}
+	holder, _, err := store.LeaseHolder(ctx, "acme", consumer.Events)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ok, holder.Owner)
+	// Output:
+	// true poller-1
 }

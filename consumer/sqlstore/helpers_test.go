@@ -22,7 +22,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func newStore(t testing.TB, db *sqldb.DB) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.New(t.Context(), db)
+	s, err := sqlstore.New(t.Context(), db.DB, sqlstore.Dialect(db.Dialect))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -157,7 +157,7 @@ func exportedIDs(t *testing.T, s *sqlstore.Store, source string, r consumer.Reso
 func count(t *testing.T, s *sqlstore.Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, s.DB().QueryRowContext(t.Context(), query, args...).Scan(&n))
+	require.NoError(t, sqlstore.DBOf(s).QueryRowContext(t.Context(), query, args...).Scan(&n))
 	return n
 }
 

@@ -287,7 +287,7 @@ func TestOpenExisting(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"src"}, got)
 		require.NoError(t, s.Close())
-		require.Error(t, s.DB().PingContext(ctx), "Close closes the database it opened")
+		require.Error(t, sqlstore.DBOf(s).PingContext(ctx), "Close closes the database it opened")
 	})
 	sqldbtest.Each(t, func(t *testing.T, other *sqldb.DB) {
 		url := other.URL() // no password to mask
@@ -297,7 +297,7 @@ func TestOpenExisting(t *testing.T) {
 		require.Equal(t, 0, tables(t, other), "nothing created")
 
 		// Another component's migrations only.
-		src, err := sqlsource.New(ctx, other)
+		src, err := sqlsource.New(ctx, other.DB, sqlsource.Dialect(other.Dialect))
 		require.NoError(t, err)
 		require.NoError(t, src.Close())
 		n := tables(t, other)
@@ -306,7 +306,7 @@ func TestOpenExisting(t *testing.T) {
 		require.Equal(t, n, tables(t, other), "nothing created")
 
 		// Migrations recorded but one missing: not all applied.
-		s, err := sqlstore.New(ctx, other)
+		s, err := sqlstore.New(ctx, other.DB, sqlstore.Dialect(other.Dialect))
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		_, err = other.ExecContext(ctx, `DELETE FROM schema_migrations WHERE component = $1`, sqlstore.Component)

@@ -27,8 +27,10 @@ const Component = "consumer"
 //go:embed migrations
 var migrationFS embed.FS
 
-// Migrations returns the embedded migrations of this package, in the layout
-// [sqldb.DB.Migrate] reads (one directory per dialect).
+// Migrations returns the embedded migrations of this package, which [New]
+// and [Open] apply: one directory per [Dialect] ("sqlite", "postgres") of
+// files "NNNN_name.sql", applied in order of NNNN, each recorded in the
+// table schema_migrations under [Component].
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
@@ -74,16 +76,78 @@ func WithAsyncCommit() Option {
 	}
 }
 
-// New returns a Store over db, first applying its migrations (component
-// [Component]; idempotent, safe from several processes at once). The Store
-// does not own db: close db after the last use of the Store.
-func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Store, error) {
+// Dialect names the SQL dialect of a database given to [New], and so the
+// driver it was opened with.
+type Dialect string
+
+// The dialects a Store works on.
+const (
+	// SQLite is a database opened with modernc.org/sqlite (driver name
+	// "sqlite").
+	SQLite Dialect = "sqlite"
+	// Postgres is a PostgreSQL database opened with
+	// github.com/jackc/pgx/v5/stdlib (driver name "pgx", or stdlib.OpenDB).
+	Postgres Dialect = "postgres"
+)
+
+// New returns a Store over db, a pool the caller opened, of the given
+// dialect, first applying the Store's migrations to it (tables prefixed
+// consumer_, recorded in the table schema_migrations under [Component];
+// idempotent, safe from several processes at once). The Store does not own
+// db: close db after the last use of the Store. [Open] opens and owns the
+// database instead. The database may be shared, with provider/sqlsource
+// among others.
+//
+// db must come from the driver of its dialect, whose errors the Store
+// recognises: modernc.org/sqlite for [SQLite], github.com/jackc/pgx/v5/stdlib
+// for [Postgres]. A SQLite pool must be opened with the settings [Open]
+// applies, at least a busy timeout and write transactions that take the
+// write lock when they begin:
+//
+//	db, err := sql.Open("sqlite", "consumer.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+//
+// New refuses a SQLite pool without a busy timeout. Every connection must
+// reach the same database: for a memory database use [Open] with
+// "sqlite::memory:" (a plain ":memory:" gives each connection its own).
+func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New: db is nil")
 	}
-	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
-		return nil, fmt.Errorf("sqlstore: New: unsupported dialect %q", db.Dialect)
+	sdb, err := sqldb.Wrap(ctx, db, sqldb.Dialect(dialect))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: New: %w", err)
 	}
+	return newFromDB(ctx, sdb, opts...)
+}
+
+// Open opens the database at databaseURL and returns a Store over it, as
+// [New] does. The URL is one of
+//
+//	sqlite:PATH                   a SQLite file (its directory must exist), PATH relative or absolute
+//	sqlite::memory:               a private in-memory SQLite database, gone when the Store is closed
+//	postgres://user:pw@host/db    PostgreSQL (also postgresql://), any libpq URL parameter
+//
+// SQLite connections get a busy timeout of 5 s, foreign keys, WAL with
+// synchronous=NORMAL for a file, and write transactions that begin with
+// BEGIN IMMEDIATE; extra query parameters ("sqlite:x.db?_pragma=...") go to
+// modernc.org/sqlite. The Store owns the database: [Store.Close] closes
+// it.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	db, err := sqldb.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	s, err := newFromDB(ctx, db, opts...)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// newFromDB is [New] over a database from sqldb.Open or sqldb.Wrap.
+func newFromDB(ctx context.Context, db *sqldb.DB, opts ...Option) (*Store, error) {
 	s := &Store{db: db}
 	for _, o := range opts {
 		if err := o(s); err != nil {
@@ -93,23 +157,6 @@ func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Store, error) {
 	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
-	return s, nil
-}
-
-// Open opens the database at databaseURL ("sqlite:PATH", "sqlite::memory:"
-// or "postgres://...", see [sqldb.Open]) and returns a Store over it, as
-// [New] does. The Store owns the database: [Store.Close] closes it.
-func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
-	db, err := sqldb.Open(ctx, databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %w", err)
-	}
-	s, err := New(ctx, db, opts...)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	s.ownDB = true
 	return s, nil
 }
 
@@ -126,7 +173,7 @@ var ErrNoStore = errors.New("sqlstore: no consumer store in the database")
 // path is looked up before the database is opened), "sqlite::memory:"
 // (always new, so always empty), or a database where the migrations of
 // [Component] are not all applied. Opening an existing SQLite file still
-// sets it to WAL mode, as [sqldb.Open] does. The Store owns the database:
+// sets it to WAL mode, as [Open] does. The Store owns the database:
 // [Store.Close] closes it.
 func OpenExisting(ctx context.Context, databaseURL string) (*Store, error) {
 	if rest, ok := strings.CutPrefix(databaseURL, "sqlite:"); ok {
@@ -166,9 +213,6 @@ func OpenExisting(ctx context.Context, databaseURL string) (*Store, error) {
 
 // existing returns a Store over db, whose migrations must all be applied.
 func existing(ctx context.Context, db *sqldb.DB) (*Store, error) {
-	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
-		return nil, fmt.Errorf("sqlstore: unsupported dialect %q", db.Dialect)
-	}
 	// Reads schema_migrations only when it exists: creates nothing.
 	ok, err := db.MigrationsApplied(ctx, Component, Migrations())
 	if err != nil {
@@ -179,9 +223,6 @@ func existing(ctx context.Context, db *sqldb.DB) (*Store, error) {
 	}
 	return &Store{db: db}, nil
 }
-
-// DB returns the database the Store works on.
-func (s *Store) DB() *sqldb.DB { return s.db }
 
 // Close releases the statements the Store prepared and, for a Store from
 // [Open], closes its database; a database given to [New] stays open. The

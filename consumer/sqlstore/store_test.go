@@ -2,9 +2,11 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ func TestNewIsIdempotent(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		// The provider's tables may share the database.
-		src, err := sqlsource.New(t.Context(), db)
+		src, err := sqlsource.New(t.Context(), db.DB, sqlsource.Dialect(db.Dialect))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, src.Close()) })
 		newStore(t, db)
@@ -39,14 +41,35 @@ func TestOpenOwnsDB(t *testing.T) {
 	ctx := t.Context()
 	s, err := sqlstore.Open(ctx, "sqlite::memory:")
 	require.NoError(t, err)
-	require.Equal(t, sqldb.SQLite, s.DB().Dialect)
+	require.Equal(t, sqldb.SQLite, sqlstore.DBOf(s).Dialect)
 	require.NoError(t, s.Close())
-	require.Error(t, s.DB().PingContext(ctx), "Close closes the database it opened")
+	require.Error(t, sqlstore.DBOf(s).PingContext(ctx), "Close closes the database it opened")
 
 	_, err = sqlstore.Open(ctx, "mysql://x")
 	require.Error(t, err)
-	_, err = sqlstore.New(ctx, nil)
-	require.Error(t, err)
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, err := sqlstore.New(ctx, nil, sqlstore.SQLite)
+	require.ErrorContains(t, err, "db is nil")
+
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	_, err = sqlstore.New(ctx, db.DB, "mysql")
+	require.ErrorContains(t, err, `unsupported dialect "mysql"`)
+	_, err = sqlstore.New(ctx, db.DB, sqlstore.Postgres)
+	require.ErrorContains(t, err, "modernc.org/sqlite pool")
+	bare, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "bare.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, bare.Close()) })
+	_, err = sqlstore.New(ctx, bare, sqlstore.SQLite)
+	require.ErrorContains(t, err, "busy_timeout", "a pool opened without the kit's settings")
+
+	s, err := sqlstore.New(ctx, db.DB, sqlstore.SQLite)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, db.PingContext(ctx), "Close leaves a database given to New open")
 }
 
 func TestUpsertKeepsNewer(t *testing.T) {
@@ -94,7 +117,7 @@ func TestUpsertKeepsNewer(t *testing.T) {
 func TestSavePageChunks(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		s, err := sqlstore.New(t.Context(), db, sqlstore.WithAsyncCommit())
+		s, err := sqlstore.New(t.Context(), db.DB, sqlstore.Dialect(db.Dialect), sqlstore.WithAsyncCommit())
 		require.NoError(t, err)
 		l := acquire(t, s, lease("src", consumer.Events, "p1"))
 		var recs []consumer.Record

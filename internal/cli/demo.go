@@ -18,9 +18,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -94,7 +94,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	src, err := sqlsource.New(ctx, db)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -143,7 +143,7 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 		return usagef("provider serve: --database-url: %v", err)
 	}
 	defer db.Close()
-	src, err := sqlsource.New(ctx, db)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
 		return err
 	}

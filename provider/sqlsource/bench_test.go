@@ -42,7 +42,7 @@ func loadBench(b *testing.B) *benchData {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	s, err := New(ctx, db)
+	s, err := New(ctx, db.DB, SQLite)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func loadBench(b *testing.B) *benchData {
 func BenchmarkListConversationsRaw(b *testing.B) {
 	d := loadBench(b)
 	ctx := context.Background()
-	uncached, err := New(ctx, d.s.db, WithPageCache(0))
+	uncached, err := newFromDB(ctx, d.s.db, WithPageCache(0))
 	if err != nil {
 		b.Fatal(err)
 	}

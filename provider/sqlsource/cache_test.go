@@ -137,7 +137,7 @@ func TestWithoutPageCache(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		s, err := New(ctx, db, WithPageCache(0), WithNow(func() time.Time { return clock }))
+		s, err := New(ctx, db.DB, Dialect(db.Dialect), WithPageCache(0), WithNow(func() time.Time { return clock }))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		require.Nil(t, s.cache)
@@ -150,7 +150,7 @@ func TestWithoutPageCache(t *testing.T) {
 			require.Equal(t, all, got)
 		}
 	})
-	_, err := New(t.Context(), sqldbtest.Open(t, sqldb.SQLite), WithPageCache(-1))
+	_, err := New(t.Context(), sqldbtest.Open(t, sqldb.SQLite).DB, SQLite, WithPageCache(-1))
 	require.ErrorContains(t, err, "WithPageCache(-1)")
 }
 

@@ -1,9 +1,9 @@
 // Package sqlsource is a [provider.DataSource] over the kit's own tables, on
-// SQLite or PostgreSQL (through [sqldb.DB]), with a writer API a vendor calls
-// as things happen. It also implements [provider.RawSource]: each record's
-// canonical JSON (json.Marshal of its spec struct, timestamps in UTC with
-// milliseconds) is stored beside its indexed columns and served as stored,
-// so a page is written without encoding.
+// SQLite or PostgreSQL, with a writer API a vendor calls as things happen.
+// It also implements [provider.RawSource]: each record's canonical JSON
+// (json.Marshal of its spec struct, timestamps in UTC with milliseconds) is
+// stored beside its indexed columns and served as stored, so a page is
+// written without encoding.
 //
 // # Usage
 //
@@ -12,7 +12,14 @@
 //		return err
 //	}
 //	defer src.Close() // and the database
-//	// (Inside the kit, sqlsource.New(ctx, db) takes a *sqldb.DB opened elsewhere.)
+//
+// or over a *sql.DB of yours, which you close after the Source (see [New]
+// for the drivers and SQLite settings it expects):
+//
+//	src, err := sqlsource.New(ctx, db, sqlsource.Postgres) // applies the migrations
+//
+// then:
+//
 //	key, err := src.CursorKey(ctx) // shared by every process on this database
 //	if err != nil {
 //		return err

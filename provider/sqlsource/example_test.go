@@ -2,8 +2,13 @@ package sqlsource_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
 
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
@@ -62,4 +67,40 @@ func Example() {
 	// hasMore: true
 	// claude-sonnet-4 1 100
 	// gpt-4o 2 200
+}
+
+// New takes a database/sql pool you opened and keep: here a SQLite file
+// through modernc.org/sqlite, with the settings New expects.
+func ExampleNew() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sqlsource-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	dsn := filepath.Join(dir, "provider.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // yours to close, after the Source
+
+	src, err := sqlsource.New(ctx, db, sqlsource.SQLite) // applies the migrations
+	if err != nil {
+		panic(err)
+	}
+	defer src.Close() // leaves db open
+
+	at := spec.NewTime(time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC))
+	if err := src.UpsertConversation(ctx, "acme", spec.Conversation{ID: "conv-1", StartedAt: at, UpdatedAt: at}); err != nil {
+		panic(err)
+	}
+	page, err := src.ListConversations(ctx, provider.ConversationQuery{Tenant: "acme", Limit: 10})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(page.Items), page.Items[0].ID)
+	// Output:
+	// 1 conv-1
 }

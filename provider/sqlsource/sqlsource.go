@@ -25,8 +25,10 @@ const Component = "provider/sqlsource"
 //go:embed migrations
 var migrationFS embed.FS
 
-// Migrations returns the embedded migrations of this package, in the layout
-// [sqldb.DB.Migrate] reads (one directory per dialect).
+// Migrations returns the embedded migrations of this package, which [New]
+// and [Open] apply: one directory per [Dialect] ("sqlite", "postgres") of
+// files "NNNN_name.sql", applied in order of NNNN, each recorded in the
+// table schema_migrations under [Component].
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
@@ -93,16 +95,76 @@ func WithPageCache(maxBytes int64) Option {
 	}
 }
 
-// New returns a Source over db, first applying its migrations (component
-// [Component]; idempotent, safe from several processes at once). The Source
-// does not own db: close db after the last use of the Source.
-func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, error) {
+// Dialect names the SQL dialect of a database given to [New], and so the
+// driver it was opened with.
+type Dialect string
+
+// The dialects a Source works on.
+const (
+	// SQLite is a database opened with modernc.org/sqlite (driver name
+	// "sqlite").
+	SQLite Dialect = "sqlite"
+	// Postgres is a PostgreSQL database opened with
+	// github.com/jackc/pgx/v5/stdlib (driver name "pgx", or stdlib.OpenDB).
+	Postgres Dialect = "postgres"
+)
+
+// New returns a Source over db, a pool the caller opened, of the given
+// dialect, first applying the Source's migrations to it (the tables of the
+// package documentation, recorded in the table schema_migrations under
+// [Component]; idempotent, safe from several processes at once). The Source does not own db: close db after the last
+// use of the Source. [Open] opens and owns the database instead.
+//
+// db must come from the driver of its dialect, whose errors the Source
+// recognises: modernc.org/sqlite for [SQLite], github.com/jackc/pgx/v5/stdlib
+// for [Postgres]. A SQLite pool must be opened with the settings [Open]
+// applies, at least a busy timeout and write transactions that take the
+// write lock when they begin:
+//
+//	db, err := sql.Open("sqlite", "provider.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+//
+// New refuses a SQLite pool without a busy timeout. Every connection must
+// reach the same database: for a memory database use [Open] with
+// "sqlite::memory:" (a plain ":memory:" gives each connection its own).
+func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Source, error) {
 	if db == nil {
 		return nil, errors.New("sqlsource: New: db is nil")
 	}
-	if db.Dialect != sqldb.SQLite && db.Dialect != sqldb.Postgres {
-		return nil, fmt.Errorf("sqlsource: New: unsupported dialect %q", db.Dialect)
+	sdb, err := sqldb.Wrap(ctx, db, sqldb.Dialect(dialect))
+	if err != nil {
+		return nil, fmt.Errorf("sqlsource: New: %w", err)
 	}
+	return newFromDB(ctx, sdb, opts...)
+}
+
+// Open opens the database at databaseURL and returns a Source over it, as
+// [New] does. The URL is one of
+//
+//	sqlite:PATH                   a SQLite file (its directory must exist), PATH relative or absolute
+//	sqlite::memory:               a private in-memory SQLite database, gone when the Source is closed
+//	postgres://user:pw@host/db    PostgreSQL (also postgresql://), any libpq URL parameter
+//
+// SQLite connections get a busy timeout of 5 s, foreign keys, WAL with
+// synchronous=NORMAL for a file, and write transactions that begin with
+// BEGIN IMMEDIATE; extra query parameters ("sqlite:x.db?_pragma=...") go to
+// modernc.org/sqlite. The Source owns the database: [Source.Close] closes
+// it.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Source, error) {
+	db, err := sqldb.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlsource: %w", err)
+	}
+	s, err := newFromDB(ctx, db, opts...)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// newFromDB is [New] over a database from sqldb.Open or sqldb.Wrap.
+func newFromDB(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, error) {
 	s := &Source{db: db, now: time.Now, cacheBytes: DefaultPageCacheBytes, batchCells: maxBatchCells}
 	for _, o := range opts {
 		if err := o(s); err != nil {
@@ -115,23 +177,6 @@ func New(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, error) {
 	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sqlsource: %w", err)
 	}
-	return s, nil
-}
-
-// Open opens the database at databaseURL ("sqlite:PATH", "sqlite::memory:"
-// or "postgres://...", see [sqldb.Open]) and returns a Source over it, as
-// [New] does. The Source owns the database: [Source.Close] closes it.
-func Open(ctx context.Context, databaseURL string, opts ...Option) (*Source, error) {
-	db, err := sqldb.Open(ctx, databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("sqlsource: %w", err)
-	}
-	s, err := New(ctx, db, opts...)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	s.ownDB = true
 	return s, nil
 }
 

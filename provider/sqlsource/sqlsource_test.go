@@ -23,7 +23,7 @@ var clock = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newSource(t testing.TB, db *sqldb.DB) *Source {
 	t.Helper()
-	s, err := New(context.Background(), db, WithNow(func() time.Time { return clock }))
+	s, err := New(context.Background(), db.DB, Dialect(db.Dialect), WithNow(func() time.Time { return clock }))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -37,11 +37,15 @@ func newSource(t testing.TB, db *sqldb.DB) *Source {
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
-	_, err := New(t.Context(), nil)
+	_, err := New(t.Context(), nil, SQLite)
 	require.ErrorContains(t, err, "db is nil")
 
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	_, err = New(t.Context(), db, WithNow(nil))
+	_, err = New(t.Context(), db.DB, "mysql")
+	require.ErrorContains(t, err, `unsupported dialect "mysql"`)
+	_, err = New(t.Context(), db.DB, Postgres)
+	require.ErrorContains(t, err, "modernc.org/sqlite pool")
+	_, err = New(t.Context(), db.DB, SQLite, WithNow(nil))
 	require.ErrorContains(t, err, "WithNow(nil)")
 }
 

@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sources: migrate: %w", err)
 	}
-	store, err := sqlstore.New(ctx, cfg.DB)
+	store, err := sqlstore.New(ctx, cfg.DB.DB, sqlstore.Dialect(cfg.DB.Dialect))
 	if err != nil {
 		return nil, fmt.Errorf("sources: consumer store: %w", err)
 	}

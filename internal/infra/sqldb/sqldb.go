@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 )
 
 // Dialect names the SQL dialect, and so the driver, behind a [DB].
@@ -46,9 +46,10 @@ func urlError(format string, a ...any) error {
 // acceptedForms is quoted by the error for an unsupported URL.
 const acceptedForms = `want "sqlite:PATH", "sqlite::memory:", "postgres://..." or "postgresql://..."`
 
-// DB is a database/sql pool together with its dialect. Build it with [Open];
-// a DB assembled by hand misses the connection settings Open applies (for
-// SQLite, BEGIN IMMEDIATE, on which [DB.Migrate] relies). A DB is safe for
+// DB is a database/sql pool together with its dialect. Build it with [Open],
+// or with [Wrap] over a pool opened elsewhere; a DB assembled by hand misses
+// the checks of Wrap and the connection settings Open applies (for SQLite,
+// BEGIN IMMEDIATE, on which [DB.Migrate] relies). A DB is safe for
 // concurrent use.
 type DB struct {
 	*sql.DB
@@ -175,6 +176,49 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	return db, nil
 }
 
+// Wrap returns a DB over sqlDB, a pool the caller opened, of dialect d:
+// for [SQLite] a pool of modernc.org/sqlite, for [Postgres] one of
+// github.com/jackc/pgx/v5/stdlib, the drivers whose errors this package
+// recognises. It refuses either of those two drivers under the other
+// dialect; a driver it does not know (one wrapped for tracing, say) is
+// taken at its word.
+//
+// A SQLite pool must be set up as [Open] sets up its own (see the package
+// documentation): busy_timeout, and "_txlock=immediate" on which
+// [DB.Migrate] and the stores' write transactions rely; journal_mode WAL
+// for a file is advised. Wrap checks the busy timeout of one connection,
+// which sql.Open("sqlite", "x.db") leaves at 0, and refuses such a pool; it
+// cannot see "_txlock".
+//
+// The DB has no URL ([DB.URL] returns ""), and [DB.SQLitePool] and
+// [DB.PgxPool] fail on it. [DB.Close] closes sqlDB.
+func Wrap(ctx context.Context, sqlDB *sql.DB, d Dialect) (*DB, error) {
+	if sqlDB == nil {
+		return nil, errors.New("sqldb: Wrap: nil *sql.DB")
+	}
+	switch drv := sqlDB.Driver(); d {
+	case SQLite:
+		if _, ok := drv.(*stdlib.Driver); ok {
+			return nil, fmt.Errorf("sqldb: Wrap: dialect %s on a pgx (PostgreSQL) pool", d)
+		}
+		var timeout int
+		if err := sqlDB.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+			return nil, fmt.Errorf("sqldb: Wrap: read busy_timeout: %w", err)
+		}
+		if timeout <= 0 {
+			return nil, fmt.Errorf("sqldb: Wrap: the SQLite pool has no busy timeout: open it with "+
+				"\"?_pragma=busy_timeout(%d)&_txlock=immediate\" (see Open)", BusyTimeout)
+		}
+	case Postgres:
+		if _, ok := drv.(*sqlite.Driver); ok {
+			return nil, fmt.Errorf("sqldb: Wrap: dialect %s on a modernc.org/sqlite pool", d)
+		}
+	default:
+		return nil, fmt.Errorf("sqldb: Wrap: unsupported dialect %q, want %q or %q", d, SQLite, Postgres)
+	}
+	return &DB{DB: sqlDB, Dialect: d}, nil
+}
+
 // SQLitePool opens another database/sql pool on the same SQLite database
 // (file or memory), with the same connection settings, limited to maxOpen
 // connections. A component that must not compete with the main pool for
@@ -183,6 +227,9 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 func (db *DB) SQLitePool(maxOpen int) (*sql.DB, error) {
 	if db.Dialect != SQLite {
 		return nil, fmt.Errorf("sqldb: SQLitePool on a %s database", db.Dialect)
+	}
+	if db.sqliteDSN == "" {
+		return nil, errors.New("sqldb: SQLitePool on a DB from Wrap")
 	}
 	p, err := sql.Open("sqlite", db.sqliteDSN)
 	if err != nil {
@@ -198,6 +245,9 @@ func (db *DB) SQLitePool(maxOpen int) (*sql.DB, error) {
 func (db *DB) PgxPool(ctx context.Context) (*pgxpool.Pool, error) {
 	if db.Dialect != Postgres {
 		return nil, fmt.Errorf("sqldb: PgxPool on a %s database", db.Dialect)
+	}
+	if db.pgConfig == nil {
+		return nil, errors.New("sqldb: PgxPool on a DB from Wrap")
 	}
 	cfg, err := pgxpool.ParseConfig("")
 	if err != nil {
@@ -240,7 +290,7 @@ func (db *DB) InTxRetry(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // URL returns the URL the database was opened with, with any password
-// replaced by "xxxxx", for logs.
+// replaced by "xxxxx", for logs; "" for a DB from [Wrap].
 func (db *DB) URL() string { return db.url }
 
 // Close closes the database, first releasing the connection that keeps a

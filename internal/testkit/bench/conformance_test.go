@@ -24,7 +24,7 @@ func BenchmarkConformance10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	src, err := sqlsource.New(ctx, db)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func build() (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := sqlsource.New(ctx, db)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func build() (*fixture, error) {
 		return nil, err
 	}
 	f.srv = httptest.NewServer(h)
-	plain, err := sqlsource.New(ctx, db, sqlsource.WithPageCache(0))
+	plain, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect), sqlsource.WithPageCache(0))
 	if err != nil {
 		return nil, err
 	}
