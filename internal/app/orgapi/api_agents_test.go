@@ -98,13 +98,19 @@ func TestAgentLimitOnPatch(t *testing.T) {
 		e.clock.Advance(time.Second)
 		before := e.state()
 		item := e.getRaw(x.ID)
-		for _, body := range []jsonObj{
-			{"usedBy": []string{other, full.ID}},
-			{"usedBy": []string{full.ID}},
-			{"usedBy": []string{full.ID}, "title": "renamed too"},
+		for _, c := range []struct {
+			name string
+			body jsonObj
+		}{
+			{"adding the full agent", jsonObj{"usedBy": []string{other, full.ID}}},
+			{"moving to the full agent", jsonObj{"usedBy": []string{full.ID}}},
+			{"moving with another change", jsonObj{"usedBy": []string{full.ID}, "title": "renamed too"}},
 		} {
-			r := e.do(patch, e.itemPath(x.ID), body, nil)
-			requireAgentFull(t, r, full)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(patch, e.itemPath(x.ID), c.body, nil)
+				requireAgentFull(t, r, full)
+			})
 		}
 		e.requireUnchanged(before)
 		require.JSONEq(t, item, e.getRaw(x.ID))

@@ -114,30 +114,35 @@ func TestAuthRejectedKeysGetOneIdentical401(t *testing.T) {
 			{"expired", expiring.Secret, nil},
 			{"expired bearer", "", hdr{"Authorization": "Bearer " + expiring.Secret}},
 		}
-		endpoints := []struct{ method, path string }{
-			{get, "/organisations"},
-			{get, e.listPath()},
-			{post, e.listPath()},
-			{get, e.agentsPath()},
-			{get, e.itemPath(uuid.NewString())},
+		endpoints := []struct{ name, method, path string }{
+			{"list organisations", get, "/organisations"},
+			{"list instructions", get, e.listPath()},
+			{"create instruction", post, e.listPath()},
+			{"list agents", get, e.agentsPath()},
+			{"get instruction", get, e.itemPath(uuid.NewString())},
 		}
 		before := e.state()
 		var first []byte
 		for _, ep := range endpoints {
-			for _, c := range cases {
-				var body any
-				if ep.method == post {
-					body = regexBody("must not be created")
+			t.Run(ep.name, func(t *testing.T) {
+				for _, c := range cases {
+					t.Run(c.name, func(t *testing.T) {
+						e := e.withT(t)
+						var body any
+						if ep.method == post {
+							body = regexBody("must not be created")
+						}
+						r := e.doKey(c.secret, ep.method, ep.path, body, c.h)
+						requireProblem(t, r, http.StatusUnauthorized)
+						require.True(t, strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer"),
+							"%s %s: WWW-Authenticate %q", c.name, ep.path, r.Header.Get("WWW-Authenticate"))
+						if first == nil {
+							first = r.Body
+						}
+						require.Equal(t, string(first), string(r.Body), "%s on %s %s: the 401 body differs", c.name, ep.method, ep.path)
+					})
 				}
-				r := e.doKey(c.secret, ep.method, ep.path, body, c.h)
-				requireProblem(t, r, http.StatusUnauthorized)
-				require.True(t, strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer"),
-					"%s %s: WWW-Authenticate %q", c.name, ep.path, r.Header.Get("WWW-Authenticate"))
-				if first == nil {
-					first = r.Body
-				}
-				require.Equal(t, string(first), string(r.Body), "%s on %s %s: the 401 body differs", c.name, ep.method, ep.path)
-			}
+			})
 		}
 		e.requireUnchanged(before)
 	})
@@ -172,26 +177,31 @@ func TestAuthIngestionKeyIsForbiddenEverywhere(t *testing.T) {
 		before := e.state()
 		beforeItem := e.getRaw(in.ID)
 		endpoints := []struct {
-			method, path string
-			body         any
+			name, method, path string
+			body               any
 		}{
-			{get, "/organisations", nil},
-			{get, e.listPath(), nil},
-			{post, e.listPath(), regexBody("by ingestion key")},
-			{get, e.itemPath(in.ID), nil},
-			{patch, e.itemPath(in.ID), jsonObj{"title": "changed by ingestion key"}},
-			{del, e.itemPath(in.ID), nil},
-			{get, e.agentsPath(), nil},
-			{get, e.orgPath() + "/api-keys", nil},
-			{post, e.orgPath() + "/api-keys", jsonObj{"name": "x", "type": "API"}},
+			{"list organisations", get, "/organisations", nil},
+			{"list instructions", get, e.listPath(), nil},
+			{"create instruction", post, e.listPath(), regexBody("by ingestion key")},
+			{"get instruction", get, e.itemPath(in.ID), nil},
+			{"patch instruction", patch, e.itemPath(in.ID), jsonObj{"title": "changed by ingestion key"}},
+			{"delete instruction", del, e.itemPath(in.ID), nil},
+			{"list agents", get, e.agentsPath(), nil},
+			{"list api-keys", get, e.orgPath() + "/api-keys", nil},
+			{"create api-key", post, e.orgPath() + "/api-keys", jsonObj{"name": "x", "type": "API"}},
 		}
 		for _, k := range []orgapi.CreatedKey{ing, def} {
-			for _, ep := range endpoints {
-				r := e.doKey(k.Secret, ep.method, ep.path, ep.body, nil)
-				requireProblem(t, r, http.StatusForbidden)
-				r = e.doKey("", ep.method, ep.path, ep.body, hdr{"Authorization": "Bearer " + k.Secret})
-				requireProblem(t, r, http.StatusForbidden)
-			}
+			t.Run(k.Name, func(t *testing.T) {
+				for _, ep := range endpoints {
+					t.Run(ep.name, func(t *testing.T) {
+						e := e.withT(t)
+						r := e.doKey(k.Secret, ep.method, ep.path, ep.body, nil)
+						requireProblem(t, r, http.StatusForbidden)
+						r = e.doKey("", ep.method, ep.path, ep.body, hdr{"Authorization": "Bearer " + k.Secret})
+						requireProblem(t, r, http.StatusForbidden)
+					})
+				}
+			})
 		}
 		e.requireUnchanged(before)
 		require.JSONEq(t, beforeItem, e.getRaw(in.ID))
@@ -205,17 +215,23 @@ func TestAuthAPIKeysEndpointIsForbidden(t *testing.T) {
 		keysBefore, err := e.store.Keys(t.Context(), e.Org.ID)
 		require.NoError(t, err)
 		auditBefore := len(e.audit(e.Org.ID))
-		paths := []string{e.orgPath() + "/api-keys", e.orgPath() + "/api-keys/" + e.Key.ID}
+		paths := []struct{ name, path string }{
+			{"api-keys", e.orgPath() + "/api-keys"},
+			{"api-keys item", e.orgPath() + "/api-keys/" + e.Key.ID},
+		}
 		for _, p := range paths {
 			for _, m := range []string{get, post, http.MethodPut, patch, del} {
-				var body any
-				if m != get && m != del {
-					body = jsonObj{"name": "made by a key", "type": "API"}
-				}
-				r := e.do(m, p, body, nil)
-				requireProblem(t, r, http.StatusForbidden)
-				r = e.doKey("", m, p, body, hdr{"Authorization": "Bearer " + e.Key.Secret})
-				requireProblem(t, r, http.StatusForbidden)
+				t.Run(m+" "+p.name, func(t *testing.T) {
+					e := e.withT(t)
+					var body any
+					if m != get && m != del {
+						body = jsonObj{"name": "made by a key", "type": "API"}
+					}
+					r := e.do(m, p.path, body, nil)
+					requireProblem(t, r, http.StatusForbidden)
+					r = e.doKey("", m, p.path, body, hdr{"Authorization": "Bearer " + e.Key.Secret})
+					requireProblem(t, r, http.StatusForbidden)
+				})
 			}
 		}
 		keysAfter, err := e.store.Keys(t.Context(), e.Org.ID)
@@ -373,34 +389,45 @@ func TestIsolationBetweenOrganisations(t *testing.T) {
 
 		// B's organisation id in A's requests: 404, never 403.
 		for _, c := range []struct {
-			method, path string
-			body         any
+			name, method, path string
+			body               any
 		}{
-			{get, bt.listPath(), nil},
-			{post, bt.listPath(), regexBody("into B")},
-			{get, bt.agentsPath(), nil},
-			{get, bt.itemPath(bIn.ID), nil},
-			{patch, bt.itemPath(bIn.ID), jsonObj{"title": "changed by A"}},
-			{del, bt.itemPath(bIn.ID), nil},
-			{get, bt.orgPath() + "/api-keys", nil},
+			{"list B's instructions", get, bt.listPath(), nil},
+			{"create in B", post, bt.listPath(), regexBody("into B")},
+			{"list B's agents", get, bt.agentsPath(), nil},
+			{"get B's instruction", get, bt.itemPath(bIn.ID), nil},
+			{"patch B's instruction", patch, bt.itemPath(bIn.ID), jsonObj{"title": "changed by A"}},
+			{"delete B's instruction", del, bt.itemPath(bIn.ID), nil},
+			{"list B's api-keys", get, bt.orgPath() + "/api-keys", nil},
 			// Another organisation's record under A's own path.
-			{get, a.itemPath(bIn.ID), nil},
-			{patch, a.itemPath(bIn.ID), jsonObj{"title": "changed by A"}},
-			{del, a.itemPath(bIn.ID), nil},
+			{"get B's instruction under A", get, a.itemPath(bIn.ID), nil},
+			{"patch B's instruction under A", patch, a.itemPath(bIn.ID), jsonObj{"title": "changed by A"}},
+			{"delete B's instruction under A", del, a.itemPath(bIn.ID), nil},
 			// An organisation that does not exist, and a malformed id.
-			{get, "/organisations/" + uuid.NewString() + "/instructions", nil},
-			{get, "/organisations/not-an-id/instructions", nil},
-			{get, "/organisations/" + uuid.NewString() + "/agents", nil},
+			{"unknown organisation's instructions", get, "/organisations/" + uuid.NewString() + "/instructions", nil},
+			{"malformed organisation id", get, "/organisations/not-an-id/instructions", nil},
+			{"unknown organisation's agents", get, "/organisations/" + uuid.NewString() + "/agents", nil},
 		} {
-			r := a.do(c.method, c.path, c.body, nil)
-			requireProblem(t, r, http.StatusNotFound)
+			t.Run(c.name, func(t *testing.T) {
+				a := a.withT(t)
+				r := a.do(c.method, c.path, c.body, nil)
+				requireProblem(t, r, http.StatusNotFound)
+			})
 		}
 		require.JSONEq(t, bItem, b.getRaw(bIn.ID), "B's instruction changed")
 
 		// A's list never holds B's instruction, even when searching for it.
-		for _, q := range []string{"", "search=shared", "agentId=" + bt.Agents[0].ID, "pageSize=100"} {
-			l := a.list(q)
-			require.NotContains(t, ids(l.Items), bIn.ID, q)
+		for _, c := range []struct{ name, q string }{
+			{"no filter", ""},
+			{"search", "search=shared"},
+			{"B's agentId", "agentId=" + bt.Agents[0].ID},
+			{"pageSize=100", "pageSize=100"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				a := a.withT(t)
+				l := a.list(c.q)
+				require.NotContains(t, ids(l.Items), bIn.ID, c.q)
+			})
 		}
 		require.Equal(t, 1, a.total(""))
 		require.Equal(t, 0, a.total("agentId="+bt.Agents[0].ID))

@@ -84,31 +84,37 @@ func TestCreateDefaults(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		for _, body := range []jsonObj{regexBody("regex"), stringMatchBody("values", "a", "b"), semanticBody("semantic", "text")} {
-			r := e.do(post, e.listPath(), body, nil)
-			require.Equal(t, http.StatusCreated, r.Status, "%s", r)
-			m := decodeJSON[map[string]any](t, r)
-			require.Equal(t, []any{}, m["usedBy"], "usedBy must be [] not null: %s", r.Body)
-			require.Equal(t, false, m["allowRedaction"])
-			v, ok := m["categoryId"]
-			require.True(t, ok, "categoryId missing: %s", r.Body)
-			require.Nil(t, v)
-			v, ok = m["assessmentId"]
-			require.True(t, ok, "assessmentId missing: %s", r.Body)
-			require.Nil(t, v)
-			tr := m["trigger"].(map[string]any)
-			if tr["type"] != "Semantic" {
-				require.Equal(t, true, tr["isCaseSensitive"], "isCaseSensitive defaults to true: %s", r.Body)
-			}
-			// GET serves the same defaults.
-			require.JSONEq(t, string(r.Body), e.getRaw(m["id"].(string)))
+			t.Run(triggerType(body), func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(post, e.listPath(), body, nil)
+				require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+				m := decodeJSON[map[string]any](t, r)
+				require.Equal(t, []any{}, m["usedBy"], "usedBy must be [] not null: %s", r.Body)
+				require.Equal(t, false, m["allowRedaction"])
+				v, ok := m["categoryId"]
+				require.True(t, ok, "categoryId missing: %s", r.Body)
+				require.Nil(t, v)
+				v, ok = m["assessmentId"]
+				require.True(t, ok, "assessmentId missing: %s", r.Body)
+				require.Nil(t, v)
+				tr := m["trigger"].(map[string]any)
+				if tr["type"] != "Semantic" {
+					require.Equal(t, true, tr["isCaseSensitive"], "isCaseSensitive defaults to true: %s", r.Body)
+				}
+				// GET serves the same defaults.
+				require.JSONEq(t, string(r.Body), e.getRaw(m["id"].(string)))
+			})
 		}
 		// false is kept.
 		for _, body := range []jsonObj{regexBody("regex"), stringMatchBody("values", "a")} {
-			body["trigger"].(jsonObj)["isCaseSensitive"] = false
-			in := e.create(body)
-			require.NotNil(t, in.Trigger.IsCaseSensitive)
-			require.False(t, *in.Trigger.IsCaseSensitive)
-			require.False(t, e.get(in.ID).Trigger.CaseSensitive())
+			t.Run(triggerType(body)+" case-insensitive", func(t *testing.T) {
+				e := e.withT(t)
+				body["trigger"].(jsonObj)["isCaseSensitive"] = false
+				in := e.create(body)
+				require.NotNil(t, in.Trigger.IsCaseSensitive)
+				require.False(t, *in.Trigger.IsCaseSensitive)
+				require.False(t, e.get(in.ID).Trigger.CaseSensitive())
+			})
 		}
 	})
 }
@@ -122,21 +128,24 @@ type badCreate struct {
 	field  string
 }
 
-// requireRejected sends every case to POST and asserts its rejection, and
-// that nothing was written.
+// requireRejected sends every case to POST, each in a subtest named after
+// it, and asserts its rejection, and that nothing was written.
 func requireRejectedCreates(e *testEnv, cases []badCreate) {
 	e.t.Helper()
 	before := e.state()
 	for _, c := range cases {
-		r := e.do(post, e.listPath(), c.body, nil)
-		if r.Status != c.status {
-			e.t.Errorf("%s: got %s, want %d", c.name, r, c.status)
-			continue
-		}
-		p := problem(e.t, r)
-		if c.field != "" && !slices.Contains(fieldsOf(p), c.field) {
-			e.t.Errorf("%s: problem blames %v, want %q: %s", c.name, fieldsOf(p), c.field, r.Body)
-		}
+		e.t.Run(c.name, func(t *testing.T) {
+			e := e.withT(t)
+			r := e.do(post, e.listPath(), c.body, nil)
+			if r.Status != c.status {
+				t.Errorf("%s: got %s, want %d", c.name, r, c.status)
+				return
+			}
+			p := problem(t, r)
+			if c.field != "" && !slices.Contains(fieldsOf(p), c.field) {
+				t.Errorf("%s: problem blames %v, want %q: %s", c.name, fieldsOf(p), c.field, r.Body)
+			}
+		})
 	}
 	e.requireUnchanged(before)
 }
@@ -161,6 +170,9 @@ func without(body jsonObj, key string) jsonObj {
 }
 
 func withTrigger(body jsonObj, trigger jsonObj) jsonObj { return with(body, "trigger", trigger) }
+
+// triggerType returns the trigger type of a create body, to name a subtest.
+func triggerType(body jsonObj) string { return body["trigger"].(jsonObj)["type"].(string) }
 
 func TestCreateAgentTypeMustBeDataProtection(t *testing.T) {
 	t.Parallel()
@@ -190,10 +202,18 @@ func TestCreateTitleLength(t *testing.T) {
 			{"201 é", with(b, "title", strings.Repeat("é", 201)), 400, "title"},
 			{"201 emoji", with(b, "title", strings.Repeat("😀", 201)), 400, "title"},
 		})
-		for _, title := range []string{"x", strings.Repeat("a", 200), strings.Repeat("é", 200), strings.Repeat("😀", 200)} {
-			in := e.create(with(b, "title", title))
-			require.Equal(t, title, in.Title)
-			require.Equal(t, title, e.get(in.ID).Title)
+		for _, c := range []struct{ name, title string }{
+			{"1 ascii", "x"},
+			{"200 ascii", strings.Repeat("a", 200)},
+			{"200 é", strings.Repeat("é", 200)},
+			{"200 emoji", strings.Repeat("😀", 200)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				in := e.create(with(b, "title", c.title))
+				require.Equal(t, c.title, in.Title)
+				require.Equal(t, c.title, e.get(in.ID).Title)
+			})
 		}
 	})
 }
@@ -231,9 +251,12 @@ func TestCreateEnumValues(t *testing.T) {
 		})
 		for _, a := range []string{"Allow", "Block"} {
 			for _, c := range []string{"Low", "High"} {
-				in := e.create(with(with(b, "action", a), "criticality", c))
-				require.Equal(t, a, in.Action)
-				require.Equal(t, c, in.Criticality)
+				t.Run(a+" "+c, func(t *testing.T) {
+					e := e.withT(t)
+					in := e.create(with(with(b, "action", a), "criticality", c))
+					require.Equal(t, a, in.Action)
+					require.Equal(t, c, in.Criticality)
+				})
 			}
 		}
 	})
@@ -281,8 +304,11 @@ func TestCreateInvalidRE2PatternIs400(t *testing.T) {
 		}
 		requireRejectedCreates(e, cases)
 		for _, p := range []string{`\bDE\d{20}\b`, `(?i)iban`, `[[:alpha:]]+`, `\p{Greek}`} {
-			in := e.create(withTrigger(b, jsonObj{"type": "Regex", "pattern": p}))
-			require.Equal(t, p, in.Trigger.Pattern)
+			t.Run("valid pattern "+p, func(t *testing.T) {
+				e := e.withT(t)
+				in := e.create(withTrigger(b, jsonObj{"type": "Regex", "pattern": p}))
+				require.Equal(t, p, in.Trigger.Pattern)
+			})
 		}
 	})
 }
@@ -308,28 +334,34 @@ func TestCreateTriggerLimits(t *testing.T) {
 			{"value 201", withTrigger(b, jsonObj{"type": "StringMatch", "values": []string{"ok", strings.Repeat("v", 201)}}), 400, "trigger.values"},
 			{"value 201 é", withTrigger(b, jsonObj{"type": "StringMatch", "values": []string{strings.Repeat("é", 201)}}), 400, "trigger.values"},
 		})
-		ok := []jsonObj{
-			{"type": "Regex", "pattern": strings.Repeat("a", 1000)},
-			{"type": "Regex", "pattern": strings.Repeat("é", 1000)},
-			{"type": "Semantic", "text": strings.Repeat("t", 2000)},
-			{"type": "Semantic", "text": strings.Repeat("é", 2000)},
-			{"type": "StringMatch", "values": values(1000, "v")},
-			{"type": "StringMatch", "values": []string{strings.Repeat("v", 200), strings.Repeat("é", 200)}},
+		ok := []struct {
+			name string
+			tr   jsonObj
+		}{
+			{"pattern 1000", jsonObj{"type": "Regex", "pattern": strings.Repeat("a", 1000)}},
+			{"pattern 1000 é", jsonObj{"type": "Regex", "pattern": strings.Repeat("é", 1000)}},
+			{"text 2000", jsonObj{"type": "Semantic", "text": strings.Repeat("t", 2000)}},
+			{"text 2000 é", jsonObj{"type": "Semantic", "text": strings.Repeat("é", 2000)}},
+			{"values 1000", jsonObj{"type": "StringMatch", "values": values(1000, "v")}},
+			{"values 200", jsonObj{"type": "StringMatch", "values": []string{strings.Repeat("v", 200), strings.Repeat("é", 200)}}},
 		}
-		for i, tr := range ok {
-			r := e.do(post, e.listPath(), withTrigger(b, tr), nil)
-			require.Equal(t, http.StatusCreated, r.Status, "trigger %d: %s", i, r)
-			in := decodeJSON[spec.Instruction](t, r)
-			got := e.get(in.ID)
-			require.Equal(t, in, got)
-			switch tr["type"] {
-			case "Regex":
-				require.Equal(t, tr["pattern"], got.Trigger.Pattern)
-			case "Semantic":
-				require.Equal(t, tr["text"], got.Trigger.Text)
-			case "StringMatch":
-				require.Equal(t, tr["values"], got.Trigger.Values)
-			}
+		for i, c := range ok {
+			t.Run(c.name, func(t *testing.T) {
+				e, tr := e.withT(t), c.tr
+				r := e.do(post, e.listPath(), withTrigger(b, tr), nil)
+				require.Equal(t, http.StatusCreated, r.Status, "trigger %d: %s", i, r)
+				in := decodeJSON[spec.Instruction](t, r)
+				got := e.get(in.ID)
+				require.Equal(t, in, got)
+				switch tr["type"] {
+				case "Regex":
+					require.Equal(t, tr["pattern"], got.Trigger.Pattern)
+				case "Semantic":
+					require.Equal(t, tr["text"], got.Trigger.Text)
+				case "StringMatch":
+					require.Equal(t, tr["values"], got.Trigger.Values)
+				}
+			})
 		}
 	})
 }
@@ -360,15 +392,18 @@ func TestCreateAtTheLimitsWithIncompressibleText(t *testing.T) {
 			{"type": "Semantic", "text": randomText(rng, spec.MaxSemanticTextLength)},
 			{"type": "Regex", "pattern": randomText(rng, spec.MaxPatternLength)},
 		} {
-			title := randomText(rng, spec.MaxTitleLength)
-			r := e.do(post, e.listPath(), withTrigger(regexBody(title), tr), nil)
-			require.Equal(t, http.StatusCreated, r.Status, "%s trigger: %.300s", tr["type"], r)
-			in := decodeJSON[spec.Instruction](t, r)
-			require.Equal(t, title, in.Title)
-			require.Equal(t, in, e.get(in.ID))
-			needle := []rune(title)[50:60]
-			l := e.list(url.Values{"search": {string(needle)}}.Encode())
-			require.Equal(t, []string{in.ID}, ids(l.Items))
+			t.Run(tr["type"].(string), func(t *testing.T) {
+				e := e.withT(t)
+				title := randomText(rng, spec.MaxTitleLength)
+				r := e.do(post, e.listPath(), withTrigger(regexBody(title), tr), nil)
+				require.Equal(t, http.StatusCreated, r.Status, "%s trigger: %.300s", tr["type"], r)
+				in := decodeJSON[spec.Instruction](t, r)
+				require.Equal(t, title, in.Title)
+				require.Equal(t, in, e.get(in.ID))
+				needle := []rune(title)[50:60]
+				l := e.list(url.Values{"search": {string(needle)}}.Encode())
+				require.Equal(t, []string{in.ID}, ids(l.Items))
+			})
 		}
 		needle := []rune(values[999])[100:110]
 		l := e.list(url.Values{"search": {string(needle)}}.Encode())
@@ -386,9 +421,12 @@ func TestCreateAllowRedactionOnlyWithRegexOrStringMatch(t *testing.T) {
 			{"allowRedaction not a boolean", with(regexBody("r"), "allowRedaction", "true"), 400, "allowRedaction"},
 		})
 		for _, b := range []jsonObj{regexBody("r"), stringMatchBody("m", "x")} {
-			in := e.create(with(b, "allowRedaction", true))
-			require.True(t, in.AllowRedaction)
-			require.True(t, e.get(in.ID).AllowRedaction)
+			t.Run(triggerType(b)+" with allowRedaction", func(t *testing.T) {
+				e := e.withT(t)
+				in := e.create(with(b, "allowRedaction", true))
+				require.True(t, in.AllowRedaction)
+				require.True(t, e.get(in.ID).AllowRedaction)
+			})
 		}
 		in := e.create(with(semanticBody("s", "text"), "allowRedaction", false))
 		require.False(t, in.AllowRedaction)
@@ -557,17 +595,22 @@ func TestBadBodiesAreRejectedWithoutWriting(t *testing.T) {
 			method, path string
 			valid        []byte
 		}{{post, e.listPath(), validCreate}, {patch, e.itemPath(target.ID), validPatch}} {
-			for _, c := range cases {
-				r := e.do(ep.method, ep.path, c.body(ep.valid), c.h)
-				if r.Status != c.status {
-					t.Errorf("%s %s: got %s, want %d", ep.method, c.name, r, c.status)
-					continue
+			t.Run(ep.method, func(t *testing.T) {
+				for _, c := range cases {
+					t.Run(c.name, func(t *testing.T) {
+						e := e.withT(t)
+						r := e.do(ep.method, ep.path, c.body(ep.valid), c.h)
+						if r.Status != c.status {
+							t.Errorf("%s %s: got %s, want %d", ep.method, c.name, r, c.status)
+							return
+						}
+						p := problem(t, r)
+						if c.field != "" {
+							require.Contains(t, fieldsOf(p), c.field, "%s %s: %s", ep.method, c.name, r)
+						}
+					})
 				}
-				p := problem(t, r)
-				if c.field != "" {
-					require.Contains(t, fieldsOf(p), c.field, "%s %s: %s", ep.method, c.name, r)
-				}
-			}
+			})
 		}
 		e.requireUnchanged(before)
 		require.JSONEq(t, item, e.getRaw(target.ID))

@@ -50,12 +50,15 @@ func TestListPaging(t *testing.T) {
 
 		// Past the end: 200, items [] (not null), the right totalCount.
 		for _, q := range []string{"page=3", "page=26&pageSize=1", "page=1000&pageSize=100", "page=9223372036854775807"} {
-			r := e.do(get, e.listPath()+"?"+q, nil, nil)
-			require.Equal(t, http.StatusOK, r.Status, "%s", r)
-			m := decodeJSON[map[string]any](t, r)
-			require.Equal(t, []any{}, m["items"], "%s: items must be []", q)
-			require.EqualValues(t, 25, m["totalCount"], q)
-			require.Equal(t, []string{"items", "page", "pageSize", "totalCount"}, keysOf(m))
+			t.Run(q, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?"+q, nil, nil)
+				require.Equal(t, http.StatusOK, r.Status, "%s", r)
+				m := decodeJSON[map[string]any](t, r)
+				require.Equal(t, []any{}, m["items"], "%s: items must be []", q)
+				require.EqualValues(t, 25, m["totalCount"], q)
+				require.Equal(t, []string{"items", "page", "pageSize", "totalCount"}, keysOf(m))
+			})
 		}
 		// An empty list is a page too.
 		r := e.do(get, e.listPath()+"?search=nothing-matches", nil, nil)
@@ -71,12 +74,18 @@ func TestListBadPagingParameters(t *testing.T) {
 		e := newTestEnv(t, db)
 		e.create(regexBody("one"))
 		for _, v := range []string{"0", "101", "-1", "abc", "1.5", "1e2", "99999999999999999999"} {
-			r := e.do(get, e.listPath()+"?pageSize="+url.QueryEscape(v), nil, nil)
-			requireProblem(t, r, http.StatusBadRequest, "pageSize")
+			t.Run("pageSize="+v, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?pageSize="+url.QueryEscape(v), nil, nil)
+				requireProblem(t, r, http.StatusBadRequest, "pageSize")
+			})
 		}
 		for _, v := range []string{"0", "-1", "abc", "1.5", "99999999999999999999"} {
-			r := e.do(get, e.listPath()+"?page="+url.QueryEscape(v), nil, nil)
-			requireProblem(t, r, http.StatusBadRequest, "page")
+			t.Run("page="+v, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?page="+url.QueryEscape(v), nil, nil)
+				requireProblem(t, r, http.StatusBadRequest, "page")
+			})
 		}
 	})
 }
@@ -120,43 +129,52 @@ func TestListFilters(t *testing.T) {
 		m1 := e.create(with(stringMatchBody("m1", "x"), "usedBy", []string{a1}))                          // Allow
 		m2 := e.create(with(with(stringMatchBody("m2", "y"), "action", "Block"), "usedBy", []string{a0})) // Block
 		all := []string{s1.ID, r1.ID, r2.ID, m1.ID, m2.ID}
-		for q, want := range map[string][]string{
-			"":                               all,
-			"triggerType=Semantic":           {s1.ID},
-			"triggerType=Regex":              {r1.ID, r2.ID},
-			"triggerType=StringMatch":        {m1.ID, m2.ID},
-			"action=Allow":                   {r2.ID, m1.ID},
-			"action=Block":                   {s1.ID, r1.ID, m2.ID},
-			"agentType=DataProtection":       all,
-			"agentId=" + a0:                  {s1.ID, r1.ID, m2.ID},
-			"agentId=" + strings.ToUpper(a0): {s1.ID, r1.ID, m2.ID},
-			"agentId=" + a1:                  {r1.ID, m1.ID},
-			"agentId=" + a2:                  {},
-			"agentId=" + uuid.NewString():    {},
-			"triggerType=StringMatch&action=Block&agentId=" + a0:      {m2.ID},
-			"triggerType=Regex&agentId=" + a1:                         {r1.ID},
-			"action=Allow&agentId=" + a0:                              {},
-			"action=Block&triggerType=Regex":                          {r1.ID},
-			"agentType=DataProtection&action=Allow&triggerType=Regex": {r2.ID},
-			"triggerType=&action=":                                    all, // empty means no filter
+		for _, c := range []struct {
+			name, q string
+			want    []string
+		}{
+			{"no filter", "", all},
+			{"triggerType=Semantic", "triggerType=Semantic", []string{s1.ID}},
+			{"triggerType=Regex", "triggerType=Regex", []string{r1.ID, r2.ID}},
+			{"triggerType=StringMatch", "triggerType=StringMatch", []string{m1.ID, m2.ID}},
+			{"action=Allow", "action=Allow", []string{r2.ID, m1.ID}},
+			{"action=Block", "action=Block", []string{s1.ID, r1.ID, m2.ID}},
+			{"agentType=DataProtection", "agentType=DataProtection", all},
+			{"agentId of agent 0", "agentId=" + a0, []string{s1.ID, r1.ID, m2.ID}},
+			{"agentId of agent 0 in uppercase", "agentId=" + strings.ToUpper(a0), []string{s1.ID, r1.ID, m2.ID}},
+			{"agentId of agent 1", "agentId=" + a1, []string{r1.ID, m1.ID}},
+			{"agentId of agent 2", "agentId=" + a2, []string{}},
+			{"agentId unknown", "agentId=" + uuid.NewString(), []string{}},
+			{"triggerType, action and agentId", "triggerType=StringMatch&action=Block&agentId=" + a0, []string{m2.ID}},
+			{"triggerType and agentId", "triggerType=Regex&agentId=" + a1, []string{r1.ID}},
+			{"action and agentId", "action=Allow&agentId=" + a0, []string{}},
+			{"action and triggerType", "action=Block&triggerType=Regex", []string{r1.ID}},
+			{"agentType, action and triggerType", "agentType=DataProtection&action=Allow&triggerType=Regex", []string{r2.ID}},
+			{"empty values", "triggerType=&action=", all}, // empty means no filter
 		} {
-			l := e.list(q)
-			require.ElementsMatch(t, want, ids(l.Items), "query %q", q)
-			require.Equal(t, len(want), l.TotalCount, "query %q", q)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				l := e.list(c.q)
+				require.ElementsMatch(t, c.want, ids(l.Items), "query %q", c.q)
+				require.Equal(t, len(c.want), l.TotalCount, "query %q", c.q)
+			})
 		}
-		for _, c := range []struct{ q, field string }{
-			{"triggerType=regex", "triggerType"},
-			{"triggerType=Fuzzy", "triggerType"},
-			{"action=block", "action"},
-			{"action=Deny", "action"},
-			{"agentType=Other", "agentType"},
-			{"agentType=dataprotection", "agentType"},
-			{"agentId=not-a-uuid", "agentId"},
-			{"agentId=123", "agentId"},
-			{"agentId=" + strings.ReplaceAll(a0, "-", ""), "agentId"},
+		for _, c := range []struct{ name, q, field string }{
+			{"triggerType=regex", "triggerType=regex", "triggerType"},
+			{"triggerType=Fuzzy", "triggerType=Fuzzy", "triggerType"},
+			{"action=block", "action=block", "action"},
+			{"action=Deny", "action=Deny", "action"},
+			{"agentType=Other", "agentType=Other", "agentType"},
+			{"agentType=dataprotection", "agentType=dataprotection", "agentType"},
+			{"agentId=not-a-uuid", "agentId=not-a-uuid", "agentId"},
+			{"agentId=123", "agentId=123", "agentId"},
+			{"agentId without hyphens", "agentId=" + strings.ReplaceAll(a0, "-", ""), "agentId"},
 		} {
-			r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
-			requireProblem(t, r, http.StatusBadRequest, c.field)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
+				requireProblem(t, r, http.StatusBadRequest, c.field)
+			})
 		}
 	})
 }
@@ -195,10 +213,17 @@ func TestListSearch(t *testing.T) {
 			"zzz":         {},
 			"":            all,
 		} {
-			q := url.Values{"search": {s}}.Encode()
-			l := e.list(q + "&pageSize=100")
-			require.ElementsMatch(t, want, ids(l.Items), "search %q", s)
-			require.Equal(t, len(want), l.TotalCount, "search %q", s)
+			name := s
+			if name == "" {
+				name = "empty"
+			}
+			t.Run(name, func(t *testing.T) {
+				e := e.withT(t)
+				q := url.Values{"search": {s}}.Encode()
+				l := e.list(q + "&pageSize=100")
+				require.ElementsMatch(t, want, ids(l.Items), "search %q", s)
+				require.Equal(t, len(want), l.TotalCount, "search %q", s)
+			})
 		}
 		// Search combines with the other filters.
 		l := e.list("search=iban&triggerType=Regex")
@@ -219,9 +244,12 @@ func TestListSearchDoesNotMatchAcrossFields(t *testing.T) {
 		e := newTestEnv(t, db)
 		e.create(stringMatchBody("foo", "bar", "baz"))
 		for _, s := range []string{"foo\nbar", "o\nb", "bar\nbaz"} {
-			l := e.list(url.Values{"search": {s}}.Encode())
-			require.Zero(t, l.TotalCount, "search %q matched across fields", s)
-			require.Empty(t, l.Items, "search %q matched across fields", s)
+			t.Run(s, func(t *testing.T) {
+				e := e.withT(t)
+				l := e.list(url.Values{"search": {s}}.Encode())
+				require.Zero(t, l.TotalCount, "search %q matched across fields", s)
+				require.Empty(t, l.Items, "search %q matched across fields", s)
+			})
 		}
 	})
 }
@@ -231,18 +259,21 @@ func TestListRepeatedParameterIs400(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		e.create(regexBody("one"))
-		for _, c := range []struct{ q, field string }{
-			{"page=1&page=2", "page"},
-			{"page=1&page=1", "page"},
-			{"pageSize=10&pageSize=20", "pageSize"},
-			{"triggerType=Regex&triggerType=Semantic", "triggerType"},
-			{"action=Block&action=Allow", "action"},
-			{"agentType=DataProtection&agentType=DataProtection", "agentType"},
-			{"agentId=" + e.Agents[0].ID + "&agentId=" + e.Agents[1].ID, "agentId"},
-			{"search=a&search=b", "search"},
+		for _, c := range []struct{ name, q, field string }{
+			{"page twice", "page=1&page=2", "page"},
+			{"page twice, equal", "page=1&page=1", "page"},
+			{"pageSize twice", "pageSize=10&pageSize=20", "pageSize"},
+			{"triggerType twice", "triggerType=Regex&triggerType=Semantic", "triggerType"},
+			{"action twice", "action=Block&action=Allow", "action"},
+			{"agentType twice, equal", "agentType=DataProtection&agentType=DataProtection", "agentType"},
+			{"agentId twice", "agentId=" + e.Agents[0].ID + "&agentId=" + e.Agents[1].ID, "agentId"},
+			{"search twice", "search=a&search=b", "search"},
 		} {
-			r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
-			requireProblem(t, r, http.StatusBadRequest, c.field)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
+				requireProblem(t, r, http.StatusBadRequest, c.field)
+			})
 		}
 	})
 }
@@ -256,9 +287,12 @@ func TestListIgnoresUnknownParameters(t *testing.T) {
 		plain := e.do(get, e.listPath(), nil, nil)
 		require.Equal(t, http.StatusOK, plain.Status, "%s", plain)
 		for _, q := range []string{"foo=bar", "sort=title&order=asc", "limit=1&offset=1", "foo=1&foo=2", "Page=5&PAGESIZE=1"} {
-			r := e.do(get, e.listPath()+"?"+q, nil, nil)
-			require.Equal(t, http.StatusOK, r.Status, "%s", r)
-			require.JSONEq(t, string(plain.Body), string(r.Body), q)
+			t.Run(q, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?"+q, nil, nil)
+				require.Equal(t, http.StatusOK, r.Status, "%s", r)
+				require.JSONEq(t, string(plain.Body), string(r.Body), q)
+			})
 		}
 	})
 }
@@ -277,8 +311,19 @@ func TestGetInstruction(t *testing.T) {
 		require.Equal(t, "application/json", mediaType(t, g))
 		require.JSONEq(t, string(r.Body), string(g.Body))
 
-		for _, bad := range []string{uuid.NewString(), "abc", "123", strings.ReplaceAll(id, "-", ""), id + "x", id[:35], "%20" + id} {
-			requireProblem(t, e.do(get, e.itemPath(bad), nil, nil), http.StatusNotFound)
+		for _, c := range []struct{ name, id string }{
+			{"unknown uuid", uuid.NewString()},
+			{"abc", "abc"},
+			{"123", "123"},
+			{"without hyphens", strings.ReplaceAll(id, "-", "")},
+			{"one character more", id + "x"},
+			{"one character less", id[:35]},
+			{"leading space", "%20" + id},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				requireProblem(t, e.do(get, e.itemPath(c.id), nil, nil), http.StatusNotFound)
+			})
 		}
 	})
 }

@@ -65,8 +65,11 @@ func TestPatchNullIsOnlyForCategoryAndAssessment(t *testing.T) {
 		before := e.state()
 		item := e.getRaw(in.ID)
 		for _, f := range []string{"title", "agentType", "trigger", "action", "criticality", "usedBy", "allowRedaction"} {
-			r := e.do(patch, e.itemPath(in.ID), jsonObj{f: nil}, nil)
-			requireProblem(t, r, http.StatusBadRequest, f)
+			t.Run(f, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(patch, e.itemPath(in.ID), jsonObj{f: nil}, nil)
+				requireProblem(t, r, http.StatusBadRequest, f)
+			})
 		}
 		e.requireUnchanged(before)
 		require.JSONEq(t, item, e.getRaw(in.ID))
@@ -96,8 +99,11 @@ func TestPatchRejectsReadOnlyAndUnknownFields(t *testing.T) {
 			"Title":          "x",
 			"organisationId": e.Org.ID,
 		} {
-			r := e.do(patch, e.itemPath(in.ID), jsonObj{f: v, "title": "must not change"}, nil)
-			requireProblem(t, r, http.StatusBadRequest, f)
+			t.Run(f, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(patch, e.itemPath(in.ID), jsonObj{f: v, "title": "must not change"}, nil)
+				requireProblem(t, r, http.StatusBadRequest, f)
+			})
 		}
 		e.requireUnchanged(before)
 	})
@@ -135,9 +141,12 @@ func TestPatchAppliesTheCreateRules(t *testing.T) {
 			{"usedBy string", jsonObj{"usedBy": "x"}, "usedBy"},
 			{"trigger array", jsonObj{"trigger": []any{}}, "trigger"},
 		} {
-			r := e.do(patch, e.itemPath(in.ID), c.body, nil)
-			require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", c.name, r)
-			requireProblem(t, r, http.StatusBadRequest, c.field)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(patch, e.itemPath(in.ID), c.body, nil)
+				require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", c.name, r)
+				requireProblem(t, r, http.StatusBadRequest, c.field)
+			})
 		}
 		e.requireUnchanged(before)
 		requireProblem(t, e.do(patch, e.itemPath(uuid.NewString()), jsonObj{"title": "x"}, nil), http.StatusNotFound)

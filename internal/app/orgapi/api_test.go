@@ -28,12 +28,19 @@ func TestUnknownPathsAre404(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		in := e.create(regexBody("x"))
-		for _, p := range []string{
-			"/", "/nope", "/organisation", "/organisations/" + e.Org.ID + "/nope",
-			e.itemPath(in.ID) + "/extra", e.agentsPath() + "/" + e.Agents[0].ID,
-			e.orgPath(),
+		for _, c := range []struct{ name, path string }{
+			{"root", "/"},
+			{"unknown", "/nope"},
+			{"organisation in the singular", "/organisation"},
+			{"unknown under an organisation", "/organisations/" + e.Org.ID + "/nope"},
+			{"under an instruction", e.itemPath(in.ID) + "/extra"},
+			{"an agent", e.agentsPath() + "/" + e.Agents[0].ID},
+			{"an organisation", e.orgPath()},
 		} {
-			requireProblem(t, e.do(get, p, nil, nil), http.StatusNotFound)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				requireProblem(t, e.do(get, c.path, nil, nil), http.StatusNotFound)
+			})
 		}
 	})
 }
@@ -56,24 +63,27 @@ func TestMethodNotAllowedOnInstructions(t *testing.T) {
 		in := e.create(regexBody("x"))
 		before := e.state()
 		for _, c := range []struct {
-			method, path string
-			allow        []string
+			name, method, path string
+			allow              []string
 		}{
-			{http.MethodPut, e.itemPath(in.ID), []string{"GET", "HEAD", "PATCH", "DELETE"}},
-			{post, e.itemPath(in.ID), []string{"GET", "HEAD", "PATCH", "DELETE"}},
-			{http.MethodPut, e.listPath(), []string{"GET", "HEAD", "POST"}},
-			{del, e.listPath(), []string{"GET", "HEAD", "POST"}},
-			{patch, e.listPath(), []string{"GET", "HEAD", "POST"}},
-			{del, e.agentsPath(), []string{"GET", "HEAD"}},
-			{post, e.agentsPath(), []string{"GET", "HEAD"}},
+			{"PUT instruction", http.MethodPut, e.itemPath(in.ID), []string{"GET", "HEAD", "PATCH", "DELETE"}},
+			{"POST instruction", post, e.itemPath(in.ID), []string{"GET", "HEAD", "PATCH", "DELETE"}},
+			{"PUT instructions", http.MethodPut, e.listPath(), []string{"GET", "HEAD", "POST"}},
+			{"DELETE instructions", del, e.listPath(), []string{"GET", "HEAD", "POST"}},
+			{"PATCH instructions", patch, e.listPath(), []string{"GET", "HEAD", "POST"}},
+			{"DELETE agents", del, e.agentsPath(), []string{"GET", "HEAD"}},
+			{"POST agents", post, e.agentsPath(), []string{"GET", "HEAD"}},
 		} {
-			var body any
-			if c.method != del {
-				body = regexBody("by a wrong method")
-			}
-			r := e.do(c.method, c.path, body, nil)
-			requireProblem(t, r, http.StatusMethodNotAllowed)
-			assert.ElementsMatch(t, c.allow, allowOf(r), "%s %s: Allow %q", c.method, c.path, r.Header.Get("Allow"))
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				var body any
+				if c.method != del {
+					body = regexBody("by a wrong method")
+				}
+				r := e.do(c.method, c.path, body, nil)
+				requireProblem(t, r, http.StatusMethodNotAllowed)
+				assert.ElementsMatch(t, c.allow, allowOf(r), "%s %s: Allow %q", c.method, c.path, r.Header.Get("Allow"))
+			})
 		}
 		e.requireUnchanged(before)
 	})
@@ -86,9 +96,12 @@ func TestMethodsOnOrganisations(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		for _, m := range []string{post, http.MethodPut, patch, del} {
-			r := e.do(m, "/organisations", jsonObj{"name": "x"}, nil)
-			requireProblem(t, r, http.StatusMethodNotAllowed)
-			assert.ElementsMatch(t, []string{"GET", "HEAD"}, allowOf(r), "%s /organisations: Allow %q", m, r.Header.Get("Allow"))
+			t.Run(m, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(m, "/organisations", jsonObj{"name": "x"}, nil)
+				requireProblem(t, r, http.StatusMethodNotAllowed)
+				assert.ElementsMatch(t, []string{"GET", "HEAD"}, allowOf(r), "%s /organisations: Allow %q", m, r.Header.Get("Allow"))
+			})
 		}
 		r := e.do(http.MethodHead, "/organisations", nil, nil)
 		assert.Equal(t, http.StatusOK, r.Status, "%s", r)
@@ -101,14 +114,22 @@ func TestHeadServesGetWithoutBody(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		in := e.create(regexBody("x"))
-		for _, p := range []string{e.listPath(), e.listPath() + "?pageSize=5", e.itemPath(in.ID), e.agentsPath()} {
-			g := e.do(get, p, nil, nil)
-			require.Equal(t, http.StatusOK, g.Status, "%s", g)
-			r := e.do(http.MethodHead, p, nil, nil)
-			require.Equal(t, http.StatusOK, r.Status, "%s", r)
-			require.Empty(t, r.Body)
-			require.Equal(t, "application/json", mediaType(t, r))
-			require.Equal(t, g.Header.Get("Content-Length"), r.Header.Get("Content-Length"))
+		for _, c := range []struct{ name, path string }{
+			{"instructions", e.listPath()},
+			{"instructions with pageSize", e.listPath() + "?pageSize=5"},
+			{"instruction", e.itemPath(in.ID)},
+			{"agents", e.agentsPath()},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				g := e.do(get, c.path, nil, nil)
+				require.Equal(t, http.StatusOK, g.Status, "%s", g)
+				r := e.do(http.MethodHead, c.path, nil, nil)
+				require.Equal(t, http.StatusOK, r.Status, "%s", r)
+				require.Empty(t, r.Body)
+				require.Equal(t, "application/json", mediaType(t, r))
+				require.Equal(t, g.Header.Get("Content-Length"), r.Header.Get("Content-Length"))
+			})
 		}
 		r := e.doKey("", http.MethodHead, e.listPath(), nil, nil)
 		require.Equal(t, http.StatusUnauthorized, r.Status, "%s", r)
@@ -124,37 +145,70 @@ func TestOddRequestsGetNo5xx(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		in := e.create(regexBody("x"))
-		for _, body := range []any{
-			with(regexBody("nul \u0000 in title"), "usedBy", []string{e.Agents[0].ID}),
-			stringMatchBody("nul values", "a\u0000b"),
-			semanticBody("nul text", "\u0000"),
-			with(regexBody("nul assessment"), "assessmentId", "a\u0000b"),
-			with(regexBody("long assessment"), "assessmentId", strings.Repeat("a", 201)),
-			`{"title":"a","title":"b"}`,
-			`{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
-			`{"title":"\ud800"}`,
+		for _, c := range []struct {
+			name string
+			body any
+		}{
+			{"nul in title", with(regexBody("nul \u0000 in title"), "usedBy", []string{e.Agents[0].ID})},
+			{"nul in values", stringMatchBody("nul values", "a\u0000b")},
+			{"nul text", semanticBody("nul text", "\u0000")},
+			{"nul in assessmentId", with(regexBody("nul assessment"), "assessmentId", "a\u0000b")},
+			{"long assessmentId", with(regexBody("long assessment"), "assessmentId", strings.Repeat("a", 201))},
+			{"repeated member", `{"title":"a","title":"b"}`},
+			{"deep nesting", `{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`},
+			{"lone surrogate", `{"title":"\ud800"}`},
 		} {
-			r := e.do(post, e.listPath(), body, nil)
-			assert.Less(t, r.Status, 500, "body %v: %s", body, r)
-			r = e.do(patch, e.itemPath(in.ID), body, nil)
-			assert.Less(t, r.Status, 500, "body %v: %s", body, r)
+			t.Run("body "+c.name, func(t *testing.T) {
+				e, body := e.withT(t), c.body
+				r := e.do(post, e.listPath(), body, nil)
+				assert.Less(t, r.Status, 500, "body %v: %s", body, r)
+				r = e.do(patch, e.itemPath(in.ID), body, nil)
+				assert.Less(t, r.Status, 500, "body %v: %s", body, r)
+			})
 		}
-		for _, q := range []string{"search=%00", "search=a%00b", "search=%25%25", "search=%5C", "search='", "page=%zz",
-			"agentId=%00", "pageSize=100&page=92233720368547758", "search=" + url.QueryEscape(strings.Repeat("é", 1000)), "a;b=c"} {
-			r := e.do(get, e.listPath()+"?"+q, nil, nil)
-			assert.Less(t, r.Status, 500, "%s", r)
-		}
-		for _, p := range []string{e.itemPath("%00"), e.itemPath("%2F"), "/organisations/%00/instructions", e.itemPath(strings.Repeat("a", 5000))} {
-			r := e.do(get, p, nil, nil)
-			assert.Less(t, r.Status, 500, "%s", r)
-		}
-		for _, h := range []hdr{
-			{"X-API-Key": strings.Repeat("k", 10000)},
-			{"X-API-Key": "", "Authorization": "Bearer " + strings.Repeat("k", 10000)},
-			{"X-API-Key": "aiu_\u00e9"},
+		for _, c := range []struct{ name, q string }{
+			{"nul search", "search=%00"},
+			{"nul inside search", "search=a%00b"},
+			{"percent signs", "search=%25%25"},
+			{"backslash", "search=%5C"},
+			{"quote", "search='"},
+			{"bad escape", "page=%zz"},
+			{"nul agentId", "agentId=%00"},
+			{"page far out", "pageSize=100&page=92233720368547758"},
+			{"long search", "search=" + url.QueryEscape(strings.Repeat("é", 1000))},
+			{"semicolon", "a;b=c"},
 		} {
-			r := e.do(get, "/organisations", nil, h)
-			require.Equal(t, http.StatusUnauthorized, r.Status, "%s", r)
+			t.Run("query "+c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
+				assert.Less(t, r.Status, 500, "%s", r)
+			})
+		}
+		for _, c := range []struct{ name, path string }{
+			{"nul id", e.itemPath("%00")},
+			{"slash id", e.itemPath("%2F")},
+			{"nul organisation", "/organisations/%00/instructions"},
+			{"long id", e.itemPath(strings.Repeat("a", 5000))},
+		} {
+			t.Run("path "+c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, c.path, nil, nil)
+				assert.Less(t, r.Status, 500, "%s", r)
+			})
+		}
+		for _, c := range []struct {
+			name string
+			h    hdr
+		}{
+			{"long X-API-Key", hdr{"X-API-Key": strings.Repeat("k", 10000)}},
+			{"long Bearer", hdr{"X-API-Key": "", "Authorization": "Bearer " + strings.Repeat("k", 10000)}},
+			{"non-ASCII X-API-Key", hdr{"X-API-Key": "aiu_\u00e9"}},
+		} {
+			t.Run("header "+c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.do(get, "/organisations", nil, c.h)
+				require.Equal(t, http.StatusUnauthorized, r.Status, "%s", r)
+			})
 		}
 	})
 }

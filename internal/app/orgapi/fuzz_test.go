@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -190,10 +191,12 @@ func TestFieldOf(t *testing.T) {
 		{"/0", "0", ""},
 		{"/", `""`, ""},
 	} {
-		field, where := fieldOf(c.ptr)
-		if field != c.field || where != c.where {
-			t.Errorf("fieldOf(%q) = %q, %q; want %q, %q", c.ptr, field, where, c.field, c.where)
-		}
+		t.Run(strconv.Quote(c.ptr), func(t *testing.T) {
+			field, where := fieldOf(c.ptr)
+			if field != c.field || where != c.where {
+				t.Errorf("fieldOf(%q) = %q, %q; want %q, %q", c.ptr, field, where, c.field, c.where)
+			}
+		})
 	}
 }
 
