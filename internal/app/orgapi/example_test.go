@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
 // An administrator creates an organisation, an agent and an API key; an
