@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,61 +148,66 @@ func TestClientMapsProblemsToKinds(t *testing.T) {
 		{404, provider.ErrNotFound}, {409, provider.ErrConflict}, {501, provider.ErrUnsupported}, {418, provider.ErrInvalid},
 	}
 	for _, tc := range cases {
-		var n atomic.Int32
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n.Add(1)
-			w.Header().Set("Content-Type", "application/problem+json")
-			w.WriteHeader(tc.status)
-			_, _ = w.Write([]byte(`{"type":"about:blank","title":"T","status":1,"detail":"the cursor is not valid","errors":[{"field":"cursor","message":"bad"}]}`))
-		}))
-		c, waits := clientFor(t, srv)
-		_, err := c.Fetch(context.Background(), consumer.Conversations, consumer.Query{Cursor: "x"})
-		srv.Close()
-		require.ErrorIs(t, err, tc.kind, "status %d", tc.status)
-		require.Contains(t, err.Error(), "the cursor is not valid")
-		var pe *provider.Error
-		require.True(t, errors.As(err, &pe))
-		require.Equal(t, "cursor", pe.Field)
-		require.Equal(t, int32(1), n.Load(), "status %d is not retried", tc.status)
-		require.Empty(t, *waits)
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n.Add(1)
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(`{"type":"about:blank","title":"T","status":1,"detail":"the cursor is not valid","errors":[{"field":"cursor","message":"bad"}]}`))
+			}))
+			c, waits := clientFor(t, srv)
+			_, err := c.Fetch(context.Background(), consumer.Conversations, consumer.Query{Cursor: "x"})
+			srv.Close()
+			require.ErrorIs(t, err, tc.kind, "status %d", tc.status)
+			require.Contains(t, err.Error(), "the cursor is not valid")
+			var pe *provider.Error
+			require.True(t, errors.As(err, &pe))
+			require.Equal(t, "cursor", pe.Field)
+			require.Equal(t, int32(1), n.Load(), "status %d is not retried", tc.status)
+			require.Empty(t, *waits)
+		})
 	}
 }
 
 func TestClientEnvelopes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
+		name string
 		body string
 		want consumer.Page
 		err  string
 	}{
-		{`[{"id":"a"},{"id":"b"}]`, consumer.Page{}, ""},
-		{`{"data":[]}`, consumer.Page{}, ""},
-		{`{"data":[],"hasMore":false,"nextCursor":null}`, consumer.Page{Paginated: true}, ""},
-		{`{"hasMore":false}`, consumer.Page{}, `no "data" array`},
-		{`{"data":[1,null,{"id":"a"}]}`, consumer.Page{}, ""},
-		{`{"data":[{"id":"a"}],"nextCursor":"c"}`, consumer.Page{Paginated: true, HasMore: true, NextCursor: "c"}, ""},
-		{`{"data":{}}`, consumer.Page{}, "not complete JSON"},
+		{"bare array", `[{"id":"a"},{"id":"b"}]`, consumer.Page{}, ""},
+		{"data only", `{"data":[]}`, consumer.Page{}, ""},
+		{"last page", `{"data":[],"hasMore":false,"nextCursor":null}`, consumer.Page{Paginated: true}, ""},
+		{"no data", `{"hasMore":false}`, consumer.Page{}, `no "data" array`},
+		{"items not objects", `{"data":[1,null,{"id":"a"}]}`, consumer.Page{}, ""},
+		{"nextCursor without hasMore", `{"data":[{"id":"a"}],"nextCursor":"c"}`, consumer.Page{Paginated: true, HasMore: true, NextCursor: "c"}, ""},
+		{"data an object", `{"data":{}}`, consumer.Page{}, "not complete JSON"},
 	}
 	for _, tc := range cases {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = w.Write([]byte(tc.body))
-		}))
-		c, _ := clientFor(t, srv, func(c *consumer.ClientConfig) { c.MaxRetries = -1 })
-		p, err := c.Fetch(context.Background(), consumer.Conversations, consumer.Query{})
-		srv.Close()
-		if tc.err != "" {
-			require.ErrorContains(t, err, tc.err, tc.body)
-			continue
-		}
-		require.NoError(t, err, tc.body)
-		require.Equal(t, tc.want.Paginated, p.Paginated, tc.body)
-		require.Equal(t, tc.want.HasMore, p.HasMore, tc.body)
-		require.Equal(t, tc.want.NextCursor, p.NextCursor, tc.body)
-		if tc.body != `{"data":[1,null,{"id":"a"}]}` {
-			require.Equal(t, strings.Count(tc.body, "{\"id\""), len(p.Records), tc.body)
-		} else {
-			require.Len(t, p.Records, 3, "elements that are not objects are the parser's to quarantine")
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			c, _ := clientFor(t, srv, func(c *consumer.ClientConfig) { c.MaxRetries = -1 })
+			p, err := c.Fetch(context.Background(), consumer.Conversations, consumer.Query{})
+			srv.Close()
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err, tc.body)
+				return
+			}
+			require.NoError(t, err, tc.body)
+			require.Equal(t, tc.want.Paginated, p.Paginated, tc.body)
+			require.Equal(t, tc.want.HasMore, p.HasMore, tc.body)
+			require.Equal(t, tc.want.NextCursor, p.NextCursor, tc.body)
+			if tc.body != `{"data":[1,null,{"id":"a"}]}` {
+				require.Equal(t, strings.Count(tc.body, "{\"id\""), len(p.Records), tc.body)
+			} else {
+				require.Len(t, p.Records, 3, "elements that are not objects are the parser's to quarantine")
+			}
+		})
 	}
 }
 
@@ -224,11 +230,21 @@ func TestClientTimeoutIsRetried(t *testing.T) {
 
 func TestNewClientValidates(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []consumer.ClientConfig{
-		{}, {URL: "ftp://x"}, {URL: "http://"}, {URL: "http://x?a=1"}, {URL: "http://x", Token: "a\nb"},
-		{URL: "http://x", Timeout: -1}, {URL: "http://x", MinBackoff: time.Second, MaxBackoff: time.Millisecond},
+	for _, c := range []struct {
+		name string
+		cfg  consumer.ClientConfig
+	}{
+		{"empty", consumer.ClientConfig{}},
+		{"ftp URL", consumer.ClientConfig{URL: "ftp://x"}},
+		{"URL without host", consumer.ClientConfig{URL: "http://"}},
+		{"URL with a query", consumer.ClientConfig{URL: "http://x?a=1"}},
+		{"token with a newline", consumer.ClientConfig{URL: "http://x", Token: "a\nb"}},
+		{"negative timeout", consumer.ClientConfig{URL: "http://x", Timeout: -1}},
+		{"backoff bounds reversed", consumer.ClientConfig{URL: "http://x", MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
 	} {
-		_, err := consumer.NewClient(cfg)
-		require.Error(t, err, "%+v", cfg)
+		t.Run(c.name, func(t *testing.T) {
+			_, err := consumer.NewClient(c.cfg)
+			require.Error(t, err, "%+v", c.cfg)
+		})
 	}
 }

@@ -135,35 +135,39 @@ func TestAuditFailedRequestsAddNoRecord(t *testing.T) {
 		bBefore := len(e.audit(bt.Org.ID))
 
 		for _, c := range []struct {
+			name         string
 			secret       string
 			method, path string
 			body         any
 			status       int
 		}{
-			{e.Key.Secret, post, e.listPath(), `{"title":`, 400},
-			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "agentType", "Other"), 400},
-			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{uuid.NewString()}), 400},
-			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{full.ID}), 409},
-			{e.Key.Secret, post, e.listPath(), with(regexBody("x"), "assessmentId", "asmt-1"), 409},
-			{e.Key.Secret, post, e.listPath(), regexBody(strings.Repeat("x", 201)), 400},
-			{e.Key.Secret, post, e.listPath(), append([]byte(`{"title":"`), make([]byte, httpx.MaxBodyBytes)...), 413},
-			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"usedBy": []string{full.ID}}, 409},
-			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"title": nil}, 400},
-			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"allowRedaction": true, "trigger": jsonObj{"type": "Semantic", "text": "x"}}, 400},
-			{e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{}, 200}, // changes nothing
-			{e.Key.Secret, patch, e.itemPath(bInstr.ID), jsonObj{"title": "x"}, 404},
-			{e.Key.Secret, del, e.itemPath(bInstr.ID), nil, 404},
-			{e.Key.Secret, del, bt.itemPath(bInstr.ID), nil, 404},
-			{e.Key.Secret, del, e.itemPath(uuid.NewString()), nil, 404},
-			{e.Key.Secret, http.MethodPut, e.itemPath(in.ID), regexBody("x"), 405},
-			{e.Key.Secret, post, e.orgPath() + "/api-keys", jsonObj{"name": "x"}, 403},
-			{revoked.Secret, post, e.listPath(), regexBody("x"), 401},
-			{revoked.Secret, del, e.itemPath(in.ID), nil, 401},
-			{ing.Secret, post, e.listPath(), regexBody("x"), 403},
-			{ing.Secret, del, e.itemPath(in.ID), nil, 403},
+			{"create malformed", e.Key.Secret, post, e.listPath(), `{"title":`, 400},
+			{"create bad agentType", e.Key.Secret, post, e.listPath(), with(regexBody("x"), "agentType", "Other"), 400},
+			{"create unknown agent", e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{uuid.NewString()}), 400},
+			{"create on a full agent", e.Key.Secret, post, e.listPath(), with(regexBody("x"), "usedBy", []string{full.ID}), 409},
+			{"create taken assessmentId", e.Key.Secret, post, e.listPath(), with(regexBody("x"), "assessmentId", "asmt-1"), 409},
+			{"create long title", e.Key.Secret, post, e.listPath(), regexBody(strings.Repeat("x", 201)), 400},
+			{"create too large", e.Key.Secret, post, e.listPath(), append([]byte(`{"title":"`), make([]byte, httpx.MaxBodyBytes)...), 413},
+			{"patch onto a full agent", e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"usedBy": []string{full.ID}}, 409},
+			{"patch null title", e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"title": nil}, 400},
+			{"patch redacting Semantic", e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{"allowRedaction": true, "trigger": jsonObj{"type": "Semantic", "text": "x"}}, 400},
+			{"patch empty", e.Key.Secret, patch, e.itemPath(in.ID), jsonObj{}, 200}, // changes nothing
+			{"patch B's instruction", e.Key.Secret, patch, e.itemPath(bInstr.ID), jsonObj{"title": "x"}, 404},
+			{"delete B's instruction", e.Key.Secret, del, e.itemPath(bInstr.ID), nil, 404},
+			{"delete under B's path", e.Key.Secret, del, bt.itemPath(bInstr.ID), nil, 404},
+			{"delete unknown", e.Key.Secret, del, e.itemPath(uuid.NewString()), nil, 404},
+			{"PUT", e.Key.Secret, http.MethodPut, e.itemPath(in.ID), regexBody("x"), 405},
+			{"create api-key", e.Key.Secret, post, e.orgPath() + "/api-keys", jsonObj{"name": "x"}, 403},
+			{"create with a revoked key", revoked.Secret, post, e.listPath(), regexBody("x"), 401},
+			{"delete with a revoked key", revoked.Secret, del, e.itemPath(in.ID), nil, 401},
+			{"create with an Ingestion key", ing.Secret, post, e.listPath(), regexBody("x"), 403},
+			{"delete with an Ingestion key", ing.Secret, del, e.itemPath(in.ID), nil, 403},
 		} {
-			r := e.doKey(c.secret, c.method, c.path, c.body, nil)
-			require.Equal(t, c.status, r.Status, "%s", r)
+			t.Run(c.name, func(t *testing.T) {
+				e := e.withT(t)
+				r := e.doKey(c.secret, c.method, c.path, c.body, nil)
+				require.Equal(t, c.status, r.Status, "%s", r)
+			})
 		}
 		require.Len(t, e.audit(e.Org.ID), aBefore, "a failed request added an audit record")
 		require.Len(t, e.audit(bt.Org.ID), bBefore, "a failed request added an audit record to another organisation")
