@@ -19,10 +19,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/app/demodata"
+	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
 	"github.com/aiusage/kit/spec"

@@ -14,11 +14,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/infra/ops"
-	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
 // defaultServiceDB is the database of the oversight service, shared by
