@@ -41,6 +41,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// cmd is the name of the running command, its path in the tree without
+	// the program: "provider serve". Commands start their messages with it.
+	cmd string
 }
 
 // command is one node of the command tree. A command has either run or subs.
@@ -48,6 +51,8 @@ type command struct {
 	name    string
 	summary string
 	// args is the synopsis of the positional arguments, for the usage line.
+	// A command without one takes no positional arguments: runLeaf refuses
+	// them before it runs.
 	args string
 	// long is more help text, shown by "aiusage help COMMAND".
 	long string
@@ -172,7 +177,12 @@ func runLeaf(ctx context.Context, e *env, c *command, path, args []string) error
 	if err := applyEnv(fs, e.getenv); err != nil {
 		return usagef("%s: %v", name, err)
 	}
-	return c.run(ctx, e, fs, positional)
+	if c.args == "" && len(positional) > 0 {
+		return usagef("%s takes no arguments, got %q", name, positional[0])
+	}
+	ce := *e
+	ce.cmd = name
+	return c.run(ctx, &ce, fs, positional)
 }
 
 func newFlagSet(c *command, path []string) *flag.FlagSet {
@@ -279,10 +289,7 @@ func versionCommand() *command {
 	return &command{
 		name:    "version",
 		summary: "print the version of the aiusage binary",
-		run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("version takes no arguments")
-			}
+		run: func(_ context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			fmt.Fprintf(e.stdout, "aiusage %s\n", Version())
 			return nil
 		},

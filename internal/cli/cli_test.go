@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,25 @@ func TestUsageErrors(t *testing.T) {
 			require.True(t, strings.HasPrefix(r.stderr, "aiusage") || strings.Contains(r.stderr, "aiusage:"), r.stderr)
 		})
 	}
+}
+
+// TestNoArgumentsFromTree checks that every command without an argument
+// synopsis refuses positional arguments, naming itself as the tree does,
+// before it runs (so no server starts and no database opens).
+func TestNoArgumentsFromTree(t *testing.T) {
+	t.Parallel()
+	n := 0
+	walk(root(), nil, func(path []string, c *command) {
+		if c.run == nil || c.args != "" {
+			return
+		}
+		n++
+		r := runCLI(t, "", nil, append(append([]string(nil), path...), "extra")...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", path, r.stderr)
+		require.Equal(t, fmt.Sprintf("aiusage: %s takes no arguments, got \"extra\"\n", strings.Join(path, " ")), r.stderr, path)
+		require.Empty(t, r.stdout, path)
+	})
+	require.Greater(t, n, 20)
 }
 
 func TestEnvFallback(t *testing.T) {

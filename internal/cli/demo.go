@@ -62,12 +62,9 @@ to try. Stops on SIGINT or SIGTERM.`,
 			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("demo takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
-				return usagef("demo: --conversations must be at least 1, got %d", f.conversations)
+				return usagef("%s: --conversations must be at least 1, got %d", e.cmd, f.conversations)
 			}
 			return runDemo(ctx, e, f)
 		},
@@ -85,22 +82,22 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, "demo", f.databaseURL)
+	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	orgs, err := orgapi.NewStore(ctx, db)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	src, err := sqlsource.New(ctx, db)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	st, err := demoSetUp(ctx, db, orgs, src, f.conversations)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	key, err := src.CursorKey(ctx)
 	if err != nil {
@@ -127,7 +124,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	full, err := newFullService(ctx, db, orgs, log, serviceOptions{allowPrivateWebhooks: true,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
 	ready := func(base string) {

@@ -87,10 +87,7 @@ cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("provider serve takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return providerServe(ctx, e, f)
 		},
 	}
@@ -108,13 +105,13 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 
 func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	if len(f.tokens) == 0 {
-		return usagef("provider serve: at least one --token is required")
+		return usagef("%s: at least one --token is required", e.cmd)
 	}
 	var tokens []provider.Token
 	for _, s := range f.tokens {
 		t, err := provider.ParseToken(s)
 		if err != nil {
-			return usagef("provider serve: --token: %v", err)
+			return usagef("%s: --token: %v", e.cmd, err)
 		}
 		t.Tenant = f.tenant
 		tokens = append(tokens, t)
@@ -122,17 +119,17 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	for _, s := range f.tenantTokens {
 		tenant, rest, ok := strings.Cut(s, ":")
 		if !ok || tenant == "" {
-			return usagef("provider serve: --tenant-token %q: want TENANT:TOKEN[=SCOPE,...]", s)
+			return usagef("%s: --tenant-token %q: want TENANT:TOKEN[=SCOPE,...]", e.cmd, s)
 		}
 		t, err := provider.ParseToken(rest)
 		if err != nil {
-			return usagef("provider serve: --tenant-token: %v", err)
+			return usagef("%s: --tenant-token: %v", e.cmd, err)
 		}
 		t.Tenant = tenant
 		tokens = append(tokens, t)
 	}
 	if f.demo < 0 {
-		return usagef("provider serve: --demo must be 0 or more, got %d", f.demo)
+		return usagef("%s: --demo must be 0 or more, got %d", e.cmd, f.demo)
 	}
 	log, err := newLogger(e.stderr, f.logFormat)
 	if err != nil {
@@ -140,7 +137,7 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	}
 	db, err := sqldb.Open(ctx, f.databaseURL)
 	if err != nil {
-		return usagef("provider serve: --database-url: %v", err)
+		return usagef("%s: --database-url: %v", e.cmd, err)
 	}
 	defer db.Close()
 	src, err := sqlsource.New(ctx, db)

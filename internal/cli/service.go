@@ -92,10 +92,7 @@ that cannot be listened on).`,
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before it is rejected with reason timeout (organisations may set their own)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("service serve takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
 		},
 	}
@@ -109,24 +106,24 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return err
 	}
 	if f.shutdownTimeout <= 0 {
-		return usagef("service serve: --shutdown-timeout must be positive, got %s", f.shutdownTimeout)
+		return usagef("%s: --shutdown-timeout must be positive, got %s", e.cmd, f.shutdownTimeout)
 	}
-	db, err := openDB(ctx, "service serve", f.databaseURL)
+	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store, err := orgapi.NewStore(ctx, db)
 	if err != nil {
-		return fmt.Errorf("service serve: migrate %s: %w", db.URL(), err)
+		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	if f.reviewTimeout <= 0 {
-		return usagef("service serve: --review-timeout must be positive, got %s", f.reviewTimeout)
+		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{
 		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout})
 	if err != nil {
-		return fmt.Errorf("service serve: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
 	return full.run(ctx, log, f.addr, f.shutdownTimeout, nil, "service serving",

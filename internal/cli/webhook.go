@@ -51,15 +51,12 @@ Logs one line with its URL when ready. Stops on SIGINT or SIGTERM.`,
 			fs.DurationVar(&f.tolerance, "tolerance", reviewapi.DefaultWebhookTolerance, "how far a delivery's timestamp may be from now")
 			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("webhook listen takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.secret == "" {
-				return usagef("webhook listen: --secret is required: the whsec_ secret of the webhook's registration")
+				return usagef("%s: --secret is required: the whsec_ secret of the webhook's registration", e.cmd)
 			}
 			if _, err := reviewapi.SignWebhook(f.secret, "msg_check", time.Now(), nil); err != nil {
-				return usagef("webhook listen: --secret: %v", err)
+				return usagef("%s: --secret: %v", e.cmd, err)
 			}
 			log, err := newLogger(e.stderr, f.logFormat)
 			if err != nil {
