@@ -32,9 +32,9 @@ import (
 const demoTenant = "demo"
 
 type demoFlags struct {
-	addr, databaseURL, logFormat string
-	conversations                int
-	shutdownTimeout              time.Duration
+	serverFlags
+	databaseURL   string
+	conversations int
 }
 
 func demoCommand() *command {
@@ -56,11 +56,9 @@ aiusage-demo.db in the working directory); later starts reuse it without
 duplicating anything. Once ready it prints the URLs, the keys, and commands
 to try. Stops on SIGINT or SIGTERM.`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "`ADDR` to listen on (host:port)")
+			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
 			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
-			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
-			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
@@ -78,7 +76,7 @@ type demoState struct {
 }
 
 func runDemo(ctx context.Context, e *env, f *demoFlags) error {
-	log, err := newLogger(e.stderr, f.logFormat)
+	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -150,7 +148,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		}
 		printDemo(e.stdout, base, st)
 	}
-	return full.run(ctx, log, f.addr, f.shutdownTimeout, ready, "demo serving", slog.String("database", db.URL()))
+	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
 }
 
 // demoSetUp creates the demo's organisation, agent, instructions, key,
