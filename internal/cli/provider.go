@@ -57,8 +57,10 @@ func providerServeCommand() *command {
 at the root of ADDR. Every request needs one of the --token credentials, sent as
 "Authorization: Bearer TOKEN" or "X-API-Key: TOKEN". A token may be limited to
 scopes: --token s3cret=read:usage,read:events. Repeat --token for several; in
-AIUSAGE_TOKEN separate them with spaces. --token credentials read the data of
---tenant; --tenant-token other:s3cret2 reads the data of tenant "other".
+AIUSAGE_PROVIDER_TOKENS separate them with spaces (AIUSAGE_TOKEN is the
+credential clients such as 'aiusage mcp' send, never one this server accepts).
+--token credentials read the data of --tenant; --tenant-token other:s3cret2
+reads the data of tenant "other".
 
 --demo N fills an empty database with N generated conversations and the
 matching assistants, events and usage (deterministic for a --seed). A database

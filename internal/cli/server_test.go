@@ -15,23 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// servingCommands are the commands that serve HTTP with serverFlags.
-var servingCommands = [][]string{{"demo"}, {"provider", "serve"}, {"service", "serve"}, {"webhook", "listen"}}
-
 // findCommand returns the command at path in the tree.
 func findCommand(t *testing.T, path []string) *command {
 	t.Helper()
-	c := root()
-	for _, name := range path {
-		var next *command
-		for _, s := range c.subs {
-			if s.name == name {
-				next = s
-			}
-		}
-		require.NotNil(t, next, "no command %v", path)
-		c = next
-	}
+	c := findPath(root(), path)
+	require.NotNil(t, c, "no command %v", path)
 	return c
 }
 
@@ -40,7 +28,8 @@ func findCommand(t *testing.T, path []string) *command {
 func TestServerFlagsShared(t *testing.T) {
 	t.Parallel()
 	var want map[string]string
-	for _, path := range servingCommands {
+	for _, cmd := range serving {
+		path := strings.Fields(cmd)
 		fs := newFlagSet(findCommand(t, path), append([]string{"aiusage"}, path...))
 		got := map[string]string{}
 		for _, name := range []string{"addr", "log-format", "shutdown-timeout"} {
@@ -67,7 +56,8 @@ func TestServerFlagsChecks(t *testing.T) {
 		"service serve":  {"--database-url", "sqlite::memory:"},
 		"webhook listen": {"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
 	}
-	for _, path := range servingCommands {
+	for _, cmd := range serving {
+		path := strings.Fields(cmd)
 		name := strings.Join(path, " ")
 		for flagArgs, want := range map[[2]string]string{
 			{"--log-format", "xml"}:       name + `: --log-format must be text or json, got "xml"`,
