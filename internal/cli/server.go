@@ -40,11 +40,21 @@ func (s *serverFlags) logger(cmd string, w io.Writer) (*slog.Logger, error) {
 
 // newLogger returns a logger writing to w in format, text or json.
 func newLogger(cmd string, w io.Writer, format string) (*slog.Logger, error) {
+	h, err := newLogHandler(cmd, w, format, slog.LevelInfo)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(h), nil
+}
+
+// newLogHandler returns a log handler writing the records of level and
+// above to w in format, text or json.
+func newLogHandler(cmd string, w io.Writer, format string, level slog.Leveler) (slog.Handler, error) {
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), nil
 	}
 	return nil, usagef("%s: --log-format must be text or json, got %q", cmd, format)
 }
