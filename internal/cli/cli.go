@@ -238,10 +238,11 @@ func writeHelp(w io.Writer, c *command, path []string) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
 	}
 	fs := newFlagSet(c, path)
+	cmd := strings.Join(path[1:], " ")
 	n, withEnv := 0, 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
-		if envFor(strings.Join(path[1:], " "), f.Name) != "" {
+		if envFor(cmd, f.Name) != "" {
 			withEnv++
 		}
 	})
@@ -259,7 +260,7 @@ func writeHelp(w io.Writer, c *command, path []string) {
 		if kind != "" {
 			fmt.Fprintf(w, " %s", kind)
 		}
-		if v := envFor(strings.Join(path[1:], " "), f.Name); v != "" {
+		if v := envFor(cmd, f.Name); v != "" {
 			fmt.Fprintf(w, "  [$%s]", v)
 		}
 		fmt.Fprintf(w, "\n      %s", usage)
