@@ -97,8 +97,9 @@ aiusage conformance --url URL --token TOKEN [--token-without-usage TOKEN] [--oth
 | --quiet | no progress lines on standard error |
 | --list | print the catalogue of checks below and exit |
 
-Every flag can also be set by an environment variable: AIUSAGE_ followed by the flag's name in capitals,
-with underscores for dashes (AIUSAGE_URL, AIUSAGE_TOKEN, AIUSAGE_OTHER_TENANT_TOKEN and so on).
+The provider's address and the credentials can also be set by environment variables, so that no token
+need be on the command line: AIUSAGE_URL, AIUSAGE_TOKEN, AIUSAGE_TOKEN_WITHOUT_USAGE and
+AIUSAGE_OTHER_TENANT_TOKEN; the command line wins. The other flags read no environment variable.
 A resource whose list the provider answers with 404 or 501 is taken as not offered, and its checks are
 skipped.
 

@@ -1,7 +1,7 @@
 // Command embed serves the AI usage data interface under /aiusage/ from an
 // in-memory store. Replace exampleSource with your own provider.DataSource:
 //
-//	AIUSAGE_TOKEN=s3cret AIUSAGE_USAGE_TOKEN=metrics go run ./examples/embed
+//	PROVIDER_TOKEN=s3cret PROVIDER_USAGE_TOKEN=metrics go run ./examples/embed
 //	curl -H 'Authorization: Bearer s3cret' http://127.0.0.1:8080/aiusage/conversations
 package main
 
@@ -32,8 +32,8 @@ func run() error {
 		return err
 	}
 	h, err := provider.NewHandler(mySource, provider.WithTokens(
-		provider.Token{Secret: os.Getenv("AIUSAGE_TOKEN"), Tenant: "acme"}, // reads everything
-		provider.Token{Secret: os.Getenv("AIUSAGE_USAGE_TOKEN"), Tenant: "acme", Scopes: []string{provider.ScopeUsage}},
+		provider.Token{Secret: os.Getenv("PROVIDER_TOKEN"), Tenant: "acme"}, // reads everything
+		provider.Token{Secret: os.Getenv("PROVIDER_USAGE_TOKEN"), Tenant: "acme", Scopes: []string{provider.ScopeUsage}},
 	))
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func run() error {
 	mux := http.NewServeMux()
 	mux.Handle("/aiusage/", http.StripPrefix("/aiusage", h))
 
-	addr := os.Getenv("AIUSAGE_ADDR")
+	addr := os.Getenv("PROVIDER_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}

@@ -93,7 +93,7 @@ func TestConformance(t *testing.T) {
 		t.Skip("builds and runs the program")
 	}
 	const full, usageOnly = "embed-full", "embed-usage"
-	base := startProgram(t, "AIUSAGE_ADDR=127.0.0.1:0", "AIUSAGE_TOKEN="+full, "AIUSAGE_USAGE_TOKEN="+usageOnly)
+	base := startProgram(t, "PROVIDER_ADDR=127.0.0.1:0", "PROVIDER_TOKEN="+full, "PROVIDER_USAGE_TOKEN="+usageOnly)
 
 	conformance.Test(t, conformance.Config{BaseURL: base, Token: full, MaxRate: 5000})
 

@@ -99,14 +99,6 @@ func (a *adminFlags) withStore(ctx context.Context, cmd string, now time.Time, f
 	return fn(store)
 }
 
-// noArgs refuses positional arguments: every admin input is a flag.
-func noArgs(cmd string, args []string) error {
-	if len(args) > 0 {
-		return usagef("%s takes no arguments, got %q", cmd, args[0])
-	}
-	return nil
-}
-
 // required refuses an empty required flag.
 func required(cmd, flagName, v string) error {
 	if v == "" {
@@ -174,7 +166,6 @@ type orgCreateFlags struct {
 }
 
 func adminOrgCreateCommand() *command {
-	const cmd = "admin org create"
 	f := &orgCreateFlags{}
 	return &command{
 		name:    "create",
@@ -194,10 +185,8 @@ on the review-task API: standard 1,000, business 10,000, enterprise as set by
 			fs.StringVar(&f.plan, "plan", string(orgapi.PlanStandard), "`PLAN`: standard, business or enterprise")
 			fs.IntVar(&f.hourlyLimit, "hourly-limit", 0, "hourly request limit `N` of each key on the enterprise plan (required with --plan enterprise, refused otherwise)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			n, err := f.newOrganisation(cmd)
 			if err != nil {
 				return err
@@ -239,7 +228,6 @@ func (f *orgCreateFlags) newOrganisation(cmd string) (orgapi.OrganisationCreate,
 }
 
 func adminOrgListCommand() *command {
-	const cmd = "admin org list"
 	f := &adminFlags{}
 	return &command{
 		name:    "list",
@@ -249,10 +237,8 @@ func adminOrgListCommand() *command {
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.register(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
 				orgs, err := s.Organisations(ctx)
 				if err != nil {
@@ -299,7 +285,6 @@ func (f *orgFlags) registerOrg(fs *flag.FlagSet, changes bool) {
 func (f *orgFlags) orgID(cmd string) (string, error) { return parseID(cmd, "org", f.org) }
 
 func adminAgentCreateCommand() *command {
-	const cmd = "admin agent create"
 	f := &struct {
 		orgFlags
 		name string
@@ -317,10 +302,8 @@ lists the agents over the organisation API.
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the agent, 1 to 200 characters (required)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -344,7 +327,6 @@ lists the agents over the organisation API.
 }
 
 func adminAgentListCommand() *command {
-	const cmd = "admin agent list"
 	f := &orgFlags{}
 	return &command{
 		name:    "list",
@@ -354,10 +336,8 @@ func adminAgentListCommand() *command {
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -405,7 +385,6 @@ type keyCreateFlags struct {
 }
 
 func adminKeyCreateCommand() *command {
-	const cmd = "admin key create"
 	f := &keyCreateFlags{}
 	return &command{
 		name:    "create",
@@ -430,10 +409,8 @@ Changes made with the key are recorded in the audit trail under its name.
 			fs.StringVar(&f.expires, "expires", "", "expiry `TIME`, RFC 3339 such as 2027-01-31T00:00:00Z or 2027-01-31T09:00:00+09:00 (default one year ahead)")
 			fs.BoolVar(&f.noExpiry, "no-expiry", false, "no expiry: the key is valid until revoked")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			now := time.Now()
 			n, err := f.newKey(cmd, now)
 			if err != nil {
@@ -502,7 +479,6 @@ func parseExpiry(cmd, expires string, noExpiry bool, now time.Time) (*time.Time,
 }
 
 func adminKeyListCommand() *command {
-	const cmd = "admin key list"
 	f := &orgFlags{}
 	return &command{
 		name:    "list",
@@ -515,10 +491,8 @@ status (active, expired or revoked).
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -543,7 +517,6 @@ status (active, expired or revoked).
 }
 
 func adminKeyRevokeCommand() *command {
-	const cmd = "admin key revoke"
 	f := &struct {
 		orgFlags
 		key string
@@ -562,10 +535,8 @@ replacement, deploy it, then revoke the old one.
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.key, "key", "", "`ID` of the key, a UUID as 'admin key list' shows it (required)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -592,7 +563,6 @@ replacement, deploy it, then revoke the old one.
 // --- admin audit
 
 func adminAuditCommand() *command {
-	const cmd = "admin audit"
 	f := &struct {
 		orgFlags
 		after int64
@@ -615,10 +585,8 @@ trail.
 			f.registerOrg(fs, false)
 			fs.Int64Var(&f.after, "after", 0, "print only the records with a seq above `SEQ`")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err

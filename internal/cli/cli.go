@@ -41,6 +41,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// cmd is the name of the running command, its path in the tree without
+	// the program: "provider serve". Commands start their messages with it.
+	cmd string
 }
 
 // command is one node of the command tree. A command has either run or subs.
@@ -48,6 +51,8 @@ type command struct {
 	name    string
 	summary string
 	// args is the synopsis of the positional arguments, for the usage line.
+	// A command without one takes no positional arguments: runLeaf refuses
+	// them before it runs.
 	args string
 	// long is more help text, shown by "aiusage help COMMAND".
 	long string
@@ -169,10 +174,15 @@ func runLeaf(ctx context.Context, e *env, c *command, path, args []string) error
 	if err != nil {
 		return usagef("%s: %v", name, err)
 	}
-	if err := applyEnv(fs, e.getenv); err != nil {
+	if err := applyEnv(fs, name, e.getenv); err != nil {
 		return usagef("%s: %v", name, err)
 	}
-	return c.run(ctx, e, fs, positional)
+	if c.args == "" && len(positional) > 0 {
+		return usagef("%s takes no arguments, got %q", name, positional[0])
+	}
+	ce := *e
+	ce.cmd = name
+	return c.run(ctx, &ce, fs, positional)
 }
 
 func newFlagSet(c *command, path []string) *flag.FlagSet {
@@ -204,33 +214,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// EnvName returns the environment variable that is the fallback of flag name:
-// AIUSAGE_ followed by the name in upper case with dashes as underscores,
-// for example --database-url falls back to AIUSAGE_DATABASE_URL.
-func EnvName(flagName string) string {
-	return "AIUSAGE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// applyEnv sets every flag not given on the command line from its environment
-// variable, when that is set.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
-			return
-		}
-		name := EnvName(f.Name)
-		if v := getenv(name); v != "" {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("invalid value %q of %s (for --%s): %v", v, name, f.Name, e)
-			}
-		}
-	})
-	return err
-}
-
 func writeHelp(w io.Writer, c *command, path []string) {
 	name := strings.Join(path, " ")
 	if c.run == nil {
@@ -255,19 +238,32 @@ func writeHelp(w io.Writer, c *command, path []string) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
 	}
 	fs := newFlagSet(c, path)
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
+	cmd := strings.Join(path[1:], " ")
+	n, withEnv := 0, 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if envFor(cmd, f.Name) != "" {
+			withEnv++
+		}
+	})
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nFlags (each falls back to the environment variable shown):\n")
+	if withEnv > 0 {
+		fmt.Fprintf(w, "\nFlags ([$VARIABLE]: the environment variable read when the flag is not given):\n")
+	} else {
+		fmt.Fprintf(w, "\nFlags:\n")
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
 		fmt.Fprintf(w, "  --%s", f.Name)
 		if kind != "" {
 			fmt.Fprintf(w, " %s", kind)
 		}
-		fmt.Fprintf(w, "  [$%s]\n      %s", EnvName(f.Name), usage)
+		if v := envFor(cmd, f.Name); v != "" {
+			fmt.Fprintf(w, "  [$%s]", v)
+		}
+		fmt.Fprintf(w, "\n      %s", usage)
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
@@ -279,10 +275,7 @@ func versionCommand() *command {
 	return &command{
 		name:    "version",
 		summary: "print the version of the aiusage binary",
-		run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("version takes no arguments")
-			}
+		run: func(_ context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			fmt.Fprintf(e.stdout, "aiusage %s\n", Version())
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,10 @@ func TestHelpAtEveryLevel(t *testing.T) {
 	require.Contains(t, d.stdout, "validate")
 }
 
-func TestEveryFlagHasEnvFallbackInHelp(t *testing.T) {
+// TestHelpShowsEnvironment checks that the help of every command shows the
+// environment variable of each flag that has one, on the flag's line, and
+// none for the others.
+func TestHelpShowsEnvironment(t *testing.T) {
 	t.Parallel()
 	walk(root(), nil, func(path []string, c *command) {
 		if c.run == nil {
@@ -94,9 +98,20 @@ func TestEveryFlagHasEnvFallbackInHelp(t *testing.T) {
 		}
 		fs := newFlagSet(c, path)
 		r := runCLI(t, "", nil, append([]string{"help"}, path...)...)
+		lines := map[string]string{}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "  --") {
+				lines[strings.Fields(l)[0]] = l
+			}
+		}
 		fs.VisitAll(func(f *flag.Flag) {
-			require.Contains(t, r.stdout, "--"+f.Name)
-			require.Contains(t, r.stdout, "$"+EnvName(f.Name))
+			l, ok := lines["--"+f.Name]
+			require.True(t, ok, "%v: no line for --%s", path, f.Name)
+			if v := envFor(strings.Join(path, " "), f.Name); v != "" {
+				require.True(t, strings.HasSuffix(l, "  [$"+v+"]"), "%v: %q", path, l)
+			} else {
+				require.NotContains(t, l, "[$", "%v", path)
+			}
 		})
 	})
 }
@@ -136,24 +151,49 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestNoArgumentsFromTree checks that every command without an argument
+// synopsis refuses positional arguments, naming itself as the tree does,
+// before it runs (so no server starts and no database opens).
+func TestNoArgumentsFromTree(t *testing.T) {
+	t.Parallel()
+	n := 0
+	walk(root(), nil, func(path []string, c *command) {
+		if c.run == nil || c.args != "" {
+			return
+		}
+		n++
+		r := runCLI(t, "", nil, append(append([]string(nil), path...), "extra")...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", path, r.stderr)
+		require.Equal(t, fmt.Sprintf("aiusage: %s takes no arguments, got \"extra\"\n", strings.Join(path, " ")), r.stderr, path)
+		require.Empty(t, r.stdout, path)
+	})
+	require.Greater(t, n, 20)
+}
+
 func TestEnvFallback(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "c.json")
 	require.NoError(t, os.WriteFile(f, []byte(`{"id":"c1","startedAt":"2026-01-02T03:04:05.000Z"}`), 0o644))
 
+	// A flag not in the list reads no variable, even one of its name.
 	r := runCLI(t, "", map[string]string{"AIUSAGE_SCHEMA": "conversation"}, "spec", "validate", f)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--schema is required")
+
+	// A listed one does; the command line wins over it.
+	bad := map[string]string{"AIUSAGE_DATABASE_URL": "nope://x"}
+	r = runCLI(t, "", bad, "admin", "org", "list")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--database-url")
+	r = runCLI(t, "", bad, "admin", "org", "list", "--database-url", "sqlite:"+filepath.Join(dir, "s.db"))
 	require.Equal(t, ExitOK, r.code, r.stderr)
 
-	// The command line wins over the environment.
-	r = runCLI(t, "", map[string]string{"AIUSAGE_SCHEMA": "conversation"}, "spec", "validate", "--schema", "event", f)
-	require.Equal(t, ExitFailure, r.code)
-	require.Contains(t, r.stdout, f+":/occurredAt: ")
-
-	// A bad value in the environment is a usage error naming the variable.
-	r = runCLI(t, "", map[string]string{"AIUSAGE_SCHEMA": "conversation", "AIUSAGE_LENIENT": "maybe"}, "spec", "validate", f)
+	// A bad value in the environment is a usage error naming the variable,
+	// before anything runs.
+	r = runCLI(t, "", map[string]string{"AIUSAGE_SHUTDOWN_TIMEOUT": "maybe"}, "service", "serve", "--database-url", "sqlite::memory:")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "AIUSAGE_LENIENT")
+	require.Contains(t, r.stderr, "AIUSAGE_SHUTDOWN_TIMEOUT")
 }
 
 func TestVersion(t *testing.T) {

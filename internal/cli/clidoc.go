@@ -40,13 +40,14 @@ func WriteCLIReference(w io.Writer) error {
 	fmt.Fprintf(&b, "# The aiusage command line\n\n")
 	fmt.Fprintf(&b, "This is the help of every %s command, as `%s help COMMAND...` or `COMMAND --help` prints it.\n", r.name, r.name)
 	fmt.Fprintf(&b, "`make build` builds the binary into `bin/%s`; `go install ./cmd/%s`, run in the clone, installs it in `$(go env GOPATH)/bin`.\n", r.name, r.name)
-	fmt.Fprintf(&b, "Every flag also reads the environment variable shown next to it (for example `--database-url` reads `$%s`)\n", EnvName("database-url"))
-	fmt.Fprintf(&b, "when it is not given on the command line; the command line wins.\n\n")
+	fmt.Fprintf(&b, "A flag shown with `[$VARIABLE]` reads that environment variable when it is not given on the command line;\n")
+	fmt.Fprintf(&b, "the command line wins. The [environment variables](#environment-variables) listed below are the only ones read.\n\n")
 	fmt.Fprintf(&b, "## Commands\n\n")
 	for _, l := range leaves {
 		title := strings.Join(l.path, " ")
 		fmt.Fprintf(&b, "- [%s](#%s): %s\n", title, strings.Join(l.path, "-"), markdownEscaper.Replace(l.c.summary))
 	}
+	writeEnvironment(&b, r)
 	for _, l := range leaves {
 		var help bytes.Buffer
 		writeHelp(&help, l.c, l.path)
@@ -59,6 +60,43 @@ func WriteCLIReference(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeEnvironment writes the section of the environment variables: one
+// row per variable of [environment], in its order.
+func writeEnvironment(b *bytes.Buffer, r *command) {
+	fmt.Fprintf(b, "\n## Environment variables\n\n")
+	fmt.Fprintf(b, "Settings that stay the same from run to run, and credentials, so that they need not be on a command line.\n")
+	fmt.Fprintf(b, "No variable is both a credential a command sends and one a server accepts.\n\n")
+	fmt.Fprintf(b, "| variable | flag | commands | kind | holds |\n|---|---|---|---|---|\n")
+	for _, v := range environment {
+		var cmds []string
+		for _, c := range v.commands {
+			name := "`" + r.name + " " + c + "`"
+			if findPath(r, strings.Fields(c)).run == nil {
+				name = "every " + name + " command"
+			}
+			cmds = append(cmds, name)
+		}
+		fmt.Fprintf(b, "| `%s` | `--%s` | %s | %s | %s |\n", v.name, v.flag, strings.Join(cmds, ", "), v.role, markdownEscaper.Replace(v.doc))
+	}
+}
+
+// findPath returns the command at path under c, or nil.
+func findPath(c *command, path []string) *command {
+	for _, name := range path {
+		var next *command
+		for _, s := range c.subs {
+			if s.name == name {
+				next = s
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		c = next
+	}
+	return c
 }
 
 // markdownEscaper escapes the characters that Markdown could take for markup

@@ -49,6 +49,11 @@ func TestCLIReference(t *testing.T) {
 		last = i
 	}
 	require.Equal(t, len(sections), strings.Count(got, "\n## aiusage"), "sections other than the runnable commands")
+	// The environment variables, every one of the list, with its flag.
+	require.Contains(t, got, "\n## Environment variables\n")
+	for _, v := range environment {
+		require.Contains(t, got, "| `"+v.name+"` | `--"+v.flag+"` |")
+	}
 
 	if *update {
 		require.NoError(t, os.WriteFile(cliReferencePath, []byte(got), 0o644))

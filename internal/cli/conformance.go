@@ -61,10 +61,7 @@ no longer fails is reported as stale.`,
 			fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request")
 			fs.DurationVar(&f.wait, "wait", 5*time.Second, "wait up to `DURATION` for a provider that cannot be reached yet (0: do not wait)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("conformance takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return runConformance(ctx, e, f)
 		},
 	}
@@ -85,18 +82,18 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		return conformance.WriteCatalogueText(e.stdout)
 	}
 	if f.url == "" || f.token == "" {
-		return usagef("conformance: --url and --token are required")
+		return usagef("%s: --url and --token are required", e.cmd)
 	}
 	switch f.format {
 	case "text", "json", "junit", "html":
 	default:
-		return usagef("conformance: --format must be text, json, junit or html, got %q", f.format)
+		return usagef("%s: --format must be text, json, junit or html, got %q", e.cmd, f.format)
 	}
 	if f.rate <= 0 {
-		return usagef("conformance: --rate must be positive")
+		return usagef("%s: --rate must be positive", e.cmd)
 	}
 	if f.wait < 0 {
-		return usagef("conformance: --wait must not be negative")
+		return usagef("%s: --wait must not be negative", e.cmd)
 	}
 	withoutUsage := f.tokenWithoutUsage
 	if withoutUsage == "" {
@@ -113,7 +110,7 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 	if f.baseline != "" {
 		ids, err := conformance.ReadBaseline(f.baseline)
 		if err != nil {
-			return usagef("conformance: --baseline: %v", err)
+			return usagef("%s: --baseline: %v", e.cmd, err)
 		}
 		cfg.Baseline = ids
 	}
@@ -129,7 +126,7 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 	if f.output != "" {
 		file, err := os.Create(f.output)
 		if err != nil {
-			return usagef("conformance: --output: %v", err)
+			return usagef("%s: --output: %v", e.cmd, err)
 		}
 		defer file.Close()
 		w = file

@@ -88,10 +88,7 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 			fs.StringVar(&f.owner, "owner", "", "`ID` of this process in leases (default host:pid:random)")
 			fs.BoolVar(&f.quiet, "quiet", false, "no progress, only the summary")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("consumer sync takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return consumerSync(ctx, e, f)
 		},
 	}
@@ -114,17 +111,17 @@ func parseResources(list string) ([]consumer.Resource, error) {
 
 func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if f.source == "" {
-		return usagef("consumer sync: --source is required")
+		return usagef("%s: --source is required", e.cmd)
 	}
 	if f.url == "" {
-		return usagef("consumer sync: --url is required")
+		return usagef("%s: --url is required", e.cmd)
 	}
 	resources, err := parseResources(f.resources)
 	if err != nil {
-		return usagef("consumer sync: --resources: %v", err)
+		return usagef("%s: --resources: %v", e.cmd, err)
 	}
 	if f.every < 0 {
-		return usagef("consumer sync: --every must not be negative")
+		return usagef("%s: --every must not be negative", e.cmd)
 	}
 	groupBy := []string{} // "none": ungrouped totals
 	if g := strings.TrimSpace(f.usageGroupBy); g != "none" {
@@ -133,7 +130,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		}
 	}
 	if f.maxRetries < 0 {
-		return usagef("consumer sync: --max-retries must not be negative")
+		return usagef("%s: --max-retries must not be negative", e.cmd)
 	}
 	maxRetries := f.maxRetries
 	if maxRetries == 0 {
@@ -152,10 +149,10 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		},
 	})
 	if err != nil {
-		return usagef("consumer sync: %v", strings.TrimPrefix(err.Error(), "consumer: "))
+		return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
 	}
 	if f.fullEvery < 0 {
-		return usagef("consumer sync: --full-every must not be negative")
+		return usagef("%s: --full-every must not be negative", e.cmd)
 	}
 	fullEvery := f.fullEvery
 	if fullEvery == 0 {
@@ -166,23 +163,23 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	case "rest":
 	case "mcp":
 		if f.apiKeyHeader {
-			return usagef("consumer sync: --api-key-header applies to --transport rest only")
+			return usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
 		}
 		ms, err := mcp.NewSource(ctx, f.url, f.token)
 		if err != nil {
-			return fmt.Errorf("consumer sync: --transport mcp: %w", err)
+			return fmt.Errorf("%s: --transport mcp: %w", e.cmd, err)
 		}
 		defer ms.Close()
 		src = ms
 	default:
-		return usagef("consumer sync: --transport must be rest or mcp, got %q", f.transport)
+		return usagef("%s: --transport must be rest or mcp, got %q", e.cmd, f.transport)
 	}
 	store, err := sqlstore.Open(ctx, f.databaseURL)
 	if err != nil {
 		if errors.Is(err, sqldb.ErrURL) {
-			return usagef("consumer sync: --database-url: %v", err)
+			return usagef("%s: --database-url: %v", e.cmd, err)
 		}
-		return fmt.Errorf("consumer sync: the store at %s: %w", sqldb.MaskURL(f.databaseURL), err)
+		return fmt.Errorf("%s: the store at %s: %w", e.cmd, sqldb.MaskURL(f.databaseURL), err)
 	}
 	defer store.Close()
 	poller, err := consumer.NewPoller(src, store, &consumer.Config{
@@ -198,7 +195,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		},
 	})
 	if err != nil {
-		return usagef("consumer sync: %v", strings.TrimPrefix(err.Error(), "consumer: "))
+		return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
 	}
 	report := func(res consumer.Result, err error) {
 		for _, r := range res.Resources {
@@ -289,14 +286,11 @@ last error. --format json prints the same as a JSON array.`,
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
 			fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text or json")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("consumer status takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.format != "text" && f.format != "json" {
-				return usagef("consumer status: --format must be text or json, got %q", f.format)
+				return usagef("%s: --format must be text or json, got %q", e.cmd, f.format)
 			}
-			store, err := openStore(ctx, "consumer status", f.databaseURL)
+			store, err := openStore(ctx, e.cmd, f.databaseURL)
 			if err != nil {
 				return err
 			}
@@ -410,18 +404,15 @@ re-pull no longer returned them are left out unless --include-missing.`,
 			fs.StringVar(&f.output, "output", "", "write to `FILE` instead of standard output")
 			fs.BoolVar(&f.includeMissing, "include-missing", false, "also write records a full re-pull no longer returned")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("consumer export takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.source == "" || f.resource == "" {
-				return usagef("consumer export: --source and --resource are required")
+				return usagef("%s: --source and --resource are required", e.cmd)
 			}
 			r, err := consumer.ParseResource(f.resource)
 			if err != nil {
-				return usagef("consumer export: --resource: %v", err)
+				return usagef("%s: --resource: %v", e.cmd, err)
 			}
-			store, err := openStore(ctx, "consumer export", f.databaseURL)
+			store, err := openStore(ctx, e.cmd, f.databaseURL)
 			if err != nil {
 				return err
 			}
@@ -493,11 +484,8 @@ received ("record"; "recordBase64" when it is not UTF-8 JSON). A record leaves q
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH or postgres://...")
 			fs.StringVar(&f.source, "source", "", "only the records of source `NAME`")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("consumer quarantine takes no arguments, got %q", args[0])
-			}
-			store, err := openStore(ctx, "consumer quarantine", f.databaseURL)
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			store, err := openStore(ctx, e.cmd, f.databaseURL)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,9 +33,9 @@ import (
 const demoTenant = "demo"
 
 type demoFlags struct {
-	addr, databaseURL, logFormat string
-	conversations                int
-	shutdownTimeout              time.Duration
+	serverFlags
+	databaseURL, accessLog string
+	conversations          int
 }
 
 func demoCommand() *command {
@@ -54,20 +55,21 @@ func demoCommand() *command {
 The first start creates all of it in the database (default: the SQLite file
 aiusage-demo.db in the working directory); later starts reuse it without
 duplicating anything. Once ready it prints the URLs, the keys, and commands
-to try. Stops on SIGINT or SIGTERM.`,
+to try.
+
+While it runs, the service logs one line per request and per sync of the
+source to the file --access-log (appended to), not to the terminal, so that
+the commands stay in view; warnings and errors go to standard error too.
+Stops on SIGINT or SIGTERM.`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "`ADDR` to listen on (host:port)")
+			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
 			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
-			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
-			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
+			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("demo takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
-				return usagef("demo: --conversations must be at least 1, got %d", f.conversations)
+				return usagef("%s: --conversations must be at least 1, got %d", e.cmd, f.conversations)
 			}
 			return runDemo(ctx, e, f)
 		},
@@ -81,26 +83,31 @@ type demoState struct {
 }
 
 func runDemo(ctx context.Context, e *env, f *demoFlags) error {
-	log, err := newLogger(e.stderr, f.logFormat)
+	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, "demo", f.databaseURL)
+	serviceLog, accessLog, closeLog, err := f.serviceLogger(e.cmd, e.stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	orgs, err := orgapi.NewStore(ctx, db)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	st, err := demoSetUp(ctx, db, orgs, src, f.conversations)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	key, err := src.CursorKey(ctx)
 	if err != nil {
@@ -124,10 +131,10 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
-	full, err := newFullService(ctx, db, orgs, log, serviceOptions{allowPrivateWebhooks: true,
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
 	ready := func(base string) {
@@ -138,22 +145,90 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 			s, err := full.sources.Add(ctx, st.orgID, sources.SourceCreate{Name: "Demo provider", URL: base + "/provider",
 				Token: st.providerToken, Every: time.Minute})
 			if err != nil {
-				log.Error("demo: connect the provider as a source", "error", err)
+				log.Error(e.cmd+": connect the provider as a source", "error", err)
 				return
 			}
 			st.sourceID = s.ID
 			if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('source', $1)`, s.ID); err != nil {
-				log.Error("demo: remember the source", "error", err)
+				log.Error(e.cmd+": remember the source", "error", err)
 			}
 		} else if err := full.sources.SetURL(ctx, st.orgID, st.sourceID, base+"/provider"); err != nil {
-			log.Error("demo: point the source at this address", "error", err)
+			log.Error(e.cmd+": point the source at this address", "error", err)
 		}
 		if _, err := full.sources.SyncNow(ctx, st.sourceID); err != nil {
-			log.Error("demo: first sync", "error", err)
+			log.Error(e.cmd+": first sync", "error", err)
 		}
-		printDemo(e.stdout, base, st)
+		printDemo(e.stdout, base, st, accessLog)
 	}
-	return full.run(ctx, log, f.addr, f.shutdownTimeout, ready, "demo serving", slog.String("database", db.URL()))
+	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
+}
+
+// serviceLogger returns the logger of the service the demo runs, and where
+// its access log goes. The service's info lines (one per request, one per
+// sync) go to the --access-log file, its warnings and errors to that file
+// and to w too. With --access-log - all of it goes to w.
+func (f *demoFlags) serviceLogger(cmd string, w io.Writer) (_ *slog.Logger, where string, closeLog func() error, _ error) {
+	switch f.accessLog {
+	case "":
+		return nil, "", nil, usagef("%s: --access-log must name a file, or - for standard error", cmd)
+	case "-":
+		l, err := newLogger(cmd, w, f.logFormat)
+		return l, "standard error", func() error { return nil }, err
+	}
+	file, err := os.OpenFile(f.accessLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", nil, usagef("%s: --access-log: %v", cmd, err)
+	}
+	toFile, err := newLogHandler(cmd, file, f.logFormat, slog.LevelInfo)
+	if err != nil {
+		_ = file.Close()
+		return nil, "", nil, err
+	}
+	toW, _ := newLogHandler(cmd, w, f.logFormat, slog.LevelWarn)
+	where = f.accessLog
+	if abs, err := filepath.Abs(where); err == nil {
+		where = abs
+	}
+	return slog.New(teeHandler{toFile, toW}), where, file.Close, nil
+}
+
+// teeHandler hands each record to every one of its handlers that takes the
+// record's level.
+type teeHandler []slog.Handler
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	for _, h := range t {
+		if h.Enabled(ctx, l) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var errs []error
+	for _, h := range t {
+		if h.Enabled(ctx, r.Level) {
+			errs = append(errs, h.Handle(ctx, r.Clone()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make(teeHandler, len(t))
+	for i, h := range t {
+		out[i] = h.WithAttrs(attrs)
+	}
+	return out
+}
+
+func (t teeHandler) WithGroup(name string) slog.Handler {
+	out := make(teeHandler, len(t))
+	for i, h := range t {
+		out[i] = h.WithGroup(name)
+	}
+	return out
 }
 
 // demoSetUp creates the demo's organisation, agent, instructions, key,
@@ -235,7 +310,7 @@ func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState) {
+func printDemo(w io.Writer, base string, st demoState, accessLog string) {
 	bin := "aiusage"
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
 		bin = exe
@@ -251,6 +326,7 @@ aiusage demo is ready at %[1]s/
   source         %[7]s  (the provider, synced every minute; its collected data at
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
   operations     %[1]s/healthz, %[1]s/readyz, %[1]s/metrics
+  access log     %[8]s  (one line per request and per sync)
 
 Try:
 
@@ -270,5 +346,5 @@ Try:
   # 5. MCP client configuration (Claude Desktop: claude_desktop_config.json)
   {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
 
-`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID)
+`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog)
 }

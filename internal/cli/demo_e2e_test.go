@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -30,19 +30,23 @@ func buildBinary(t *testing.T) string {
 
 // demoRun is a running "aiusage demo" process and what it printed.
 type demoRun struct {
-	cmd      *exec.Cmd
-	block    string
-	commands map[string]string // "1" .. "5" -> the command printed under "# N."
+	cmd       *exec.Cmd
+	block     string
+	commands  map[string]string // "1" .. "5" -> the command printed under "# N."
+	stderr    *syncBuffer
+	accessLog string // the --access-log file
 }
 
 // startDemo starts the binary's demo and reads its block up to the MCP
 // configuration.
 func startDemo(t *testing.T, bin, dbURL string) *demoRun {
 	t.Helper()
-	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60")
+	accessLog := filepath.Join(t.TempDir(), "access.log")
+	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60", "--access-log", accessLog)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	cmd.Stderr = io.Discard
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	lines := make(chan string)
@@ -69,7 +73,7 @@ func startDemo(t *testing.T, bin, dbURL string) *demoRun {
 		for range lines { // drain
 		}
 	}()
-	run := &demoRun{cmd: cmd, block: b.String(), commands: map[string]string{}}
+	run := &demoRun{cmd: cmd, block: b.String(), commands: map[string]string{}, stderr: stderr, accessLog: accessLog}
 	// A command is the lines after "# N." up to an empty line, joined
 	// where they end in a backslash.
 	re := regexp.MustCompile(`(?m)^  # ([0-9])\..*\n((?:  .*\n)+)`)
@@ -174,7 +178,20 @@ func TestDemoEndToEnd(t *testing.T) {
 				require.Contains(t, string(out), want, path)
 			}
 
+			// Requests and syncs are logged to the access log, which the
+			// block names; the terminal keeps the block in view.
+			require.Contains(t, demo.block, "  access log     "+demo.accessLog+"  (one line per request and per sync)\n")
+			access, err := os.ReadFile(demo.accessLog)
+			require.NoError(t, err)
+			require.Contains(t, string(access), "msg=request")
+			require.Contains(t, string(access), `msg="source synced"`)
+			require.Contains(t, string(access), "path=/review-tasks")
+			require.NotContains(t, demo.stderr.String(), "msg=request")
+			require.NotContains(t, demo.stderr.String(), "source synced")
+			require.Contains(t, demo.stderr.String(), `msg="demo serving"`)
+
 			demo.stop(t)
+			require.Contains(t, demo.stderr.String(), "msg=stopped")
 			again := startDemo(t, bin, dbURL)
 			port := regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 			for n, c := range demo.commands {

@@ -36,23 +36,20 @@ token in the environment variable AIUSAGE_TOKEN). Logs go to standard error.`,
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (required)")
 			fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "timeout of each request to the provider")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("mcp takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.url == "" || f.token == "" {
-				return usagef("mcp: --url and --token are required")
+				return usagef("%s: --url and --token are required", e.cmd)
 			}
 			u, err := url.Parse(f.url)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return usagef("mcp: --url %q is not an http(s) URL", f.url)
+				return usagef("%s: --url %q is not an http(s) URL", e.cmd, f.url)
 			}
 			if f.timeout <= 0 {
-				return usagef("mcp: --timeout must be positive")
+				return usagef("%s: --timeout must be positive", e.cmd)
 			}
 			srv, err := mcp.NewRemote(strings.TrimRight(f.url, "/"), f.token, &http.Client{Timeout: f.timeout})
 			if err != nil {
-				return usagef("mcp: %v", err)
+				return usagef("%s: %v", e.cmd, err)
 			}
 			return srv.ServeStdio(ctx, e.stdin, e.stdout)
 		},

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -43,16 +40,16 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-type serveFlags struct {
-	addr, databaseURL, tenant, logFormat string
-	tokens, tenantTokens                 stringList
-	demo                                 int
-	seed                                 uint64
-	shutdownTimeout                      time.Duration
+type providerServeFlags struct {
+	serverFlags
+	databaseURL, tenant  string
+	tokens, tenantTokens stringList
+	demo                 int
+	seed                 uint64
 }
 
 func providerServeCommand() *command {
-	f := &serveFlags{}
+	f := &providerServeFlags{}
 	return &command{
 		name:    "serve",
 		summary: "serve /conversations, /assistants, /events and /usage over HTTP",
@@ -60,8 +57,10 @@ func providerServeCommand() *command {
 at the root of ADDR. Every request needs one of the --token credentials, sent as
 "Authorization: Bearer TOKEN" or "X-API-Key: TOKEN". A token may be limited to
 scopes: --token s3cret=read:usage,read:events. Repeat --token for several; in
-AIUSAGE_TOKEN separate them with spaces. --token credentials read the data of
---tenant; --tenant-token other:s3cret2 reads the data of tenant "other".
+AIUSAGE_PROVIDER_TOKENS separate them with spaces (AIUSAGE_TOKEN is the
+credential clients such as 'aiusage mcp' send, never one this server accepts).
+--token credentials read the data of --tenant; --tenant-token other:s3cret2
+reads the data of tenant "other".
 
 --demo N fills an empty database with N generated conversations and the
 matching assistants, events and usage (deterministic for a --seed). A database
@@ -77,44 +76,29 @@ serving one PostgreSQL database accept each other's cursors.
 Logs one line with the base URL when ready, then one line per request. Stops
 cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "`ADDR` to listen on (host:port; port 0 picks a free port)")
+			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-provider.db", "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.Var(&f.tokens, "token", "credential `TOKEN[=SCOPE,SCOPE...]` accepted by the interface (repeatable; required)")
 			fs.StringVar(&f.tenant, "tenant", "default", "`NAME` of the tenant whose data the --token credentials read (and --demo fills)")
 			fs.Var(&f.tenantTokens, "tenant-token", "credential `TENANT:TOKEN[=SCOPE,SCOPE...]` reading another tenant's data (repeatable), e.g. for the conformance suite's --other-tenant-token")
 			fs.IntVar(&f.demo, "demo", 0, "fill an empty database with `N` generated conversations")
 			fs.Uint64Var(&f.seed, "seed", 1, "`SEED` of the --demo data")
-			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
-			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("provider serve takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return providerServe(ctx, e, f)
 		},
 	}
 }
 
-func newLogger(w io.Writer, format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
-	}
-	return nil, usagef("--log-format must be text or json, got %q", format)
-}
-
-func providerServe(ctx context.Context, e *env, f *serveFlags) error {
+func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 	if len(f.tokens) == 0 {
-		return usagef("provider serve: at least one --token is required")
+		return usagef("%s: at least one --token is required", e.cmd)
 	}
 	var tokens []provider.Token
 	for _, s := range f.tokens {
 		t, err := provider.ParseToken(s)
 		if err != nil {
-			return usagef("provider serve: --token: %v", err)
+			return usagef("%s: --token: %v", e.cmd, err)
 		}
 		t.Tenant = f.tenant
 		tokens = append(tokens, t)
@@ -122,25 +106,25 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	for _, s := range f.tenantTokens {
 		tenant, rest, ok := strings.Cut(s, ":")
 		if !ok || tenant == "" {
-			return usagef("provider serve: --tenant-token %q: want TENANT:TOKEN[=SCOPE,...]", s)
+			return usagef("%s: --tenant-token %q: want TENANT:TOKEN[=SCOPE,...]", e.cmd, s)
 		}
 		t, err := provider.ParseToken(rest)
 		if err != nil {
-			return usagef("provider serve: --tenant-token: %v", err)
+			return usagef("%s: --tenant-token: %v", e.cmd, err)
 		}
 		t.Tenant = tenant
 		tokens = append(tokens, t)
 	}
 	if f.demo < 0 {
-		return usagef("provider serve: --demo must be 0 or more, got %d", f.demo)
+		return usagef("%s: --demo must be 0 or more, got %d", e.cmd, f.demo)
 	}
-	log, err := newLogger(e.stderr, f.logFormat)
+	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
 	}
 	db, err := sqldb.Open(ctx, f.databaseURL)
 	if err != nil {
-		return usagef("provider serve: --database-url: %v", err)
+		return usagef("%s: --database-url: %v", e.cmd, err)
 	}
 	defer db.Close()
 	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
@@ -177,12 +161,12 @@ func providerServe(ctx context.Context, e *env, f *serveFlags) error {
 	r.Handle("/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
 	}))
-	return serve(ctx, log, f.addr, r, f.shutdownTimeout, "provider serving",
+	return f.serve(ctx, log, r, serveHooks{}, "provider serving",
 		slog.String("database", db.URL()), slog.Int("tokens", len(tokens)), slog.String("mcp", "/mcp"))
 }
 
 // fillDemo loads generated data into an empty database.
-func fillDemo(ctx context.Context, log *slog.Logger, src *sqlsource.Source, f *serveFlags) error {
+func fillDemo(ctx context.Context, log *slog.Logger, src *sqlsource.Source, f *providerServeFlags) error {
 	page, err := src.ListConversations(ctx, provider.ConversationQuery{Tenant: f.tenant, Limit: 1})
 	if err != nil {
 		return err
@@ -201,40 +185,5 @@ func fillDemo(ctx context.Context, log *slog.Logger, src *sqlsource.Source, f *s
 	}
 	log.Info("demo data loaded", "conversations", f.demo, "seed", f.seed, "end", cfg.End.Format(time.RFC3339),
 		"took", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// serve runs an HTTP server on addr until ctx ends, then shuts it down,
-// letting requests in flight finish within timeout.
-func serve(ctx context.Context, log *slog.Logger, addr string, h http.Handler, timeout time.Duration, msg string, attrs ...slog.Attr) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return usagef("--addr: %v", err)
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	url := "http://" + ln.Addr().String() + "/"
-	log.LogAttrs(ctx, slog.LevelInfo, msg, append([]slog.Attr{slog.String("url", url)}, attrs...)...)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	log.Info("stopped")
 	return nil
 }

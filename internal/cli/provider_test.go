@@ -170,7 +170,7 @@ func TestProviderServeUsageErrors(t *testing.T) {
 	}
 	// Several tokens in the environment, separated by spaces.
 	dir := t.TempDir()
-	r := runCLI(t, "", map[string]string{"AIUSAGE_TOKEN": "a b=read:nope", "AIUSAGE_DATABASE_URL": "sqlite:" + dir + "/x.db"}, "provider", "serve")
+	r := runCLI(t, "", map[string]string{"AIUSAGE_PROVIDER_TOKENS": "a b=read:nope", "AIUSAGE_DATABASE_URL": "sqlite:" + dir + "/x.db"}, "provider", "serve")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "read:nope")
 }

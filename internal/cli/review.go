@@ -40,7 +40,6 @@ type reviewDecideFlags struct {
 }
 
 func adminReviewDecideCommand() *command {
-	const cmd = "admin review decide"
 	f := &reviewDecideFlags{}
 	return &command{
 		name:    "decide",
@@ -60,10 +59,8 @@ A task in any other state is refused (exit 1): final states never change.
 			fs.StringVar(&f.decision, "decision", "", "`DECISION`: approve, reject or request-changes (required)")
 			fs.StringVar(&f.comment, "comment", "", "`TEXT` for the requester, kept in decision.comment")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			id, err := parseID(cmd, "task", f.task)
 			if err != nil {
 				return err
@@ -101,7 +98,6 @@ type reviewQueueFlags struct {
 }
 
 func adminReviewQueueCommand() *command {
-	const cmd = "admin review queue"
 	f := &reviewQueueFlags{}
 	return &command{
 		name:    "queue",
@@ -115,10 +111,8 @@ requires_intervention, oldest first, each with its request, the reasons
 			f.register(fs, false)
 			fs.StringVar(&f.org, "org", "", "`ID` of the organisation (required)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := parseID(cmd, "org", f.org)
 			if err != nil {
 				return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -36,10 +35,10 @@ func serviceCommand() *command {
 
 // serviceFlags are the flags of "service serve".
 type serviceFlags struct {
-	addr, databaseURL, logFormat string
-	shutdownTimeout              time.Duration
-	allowPrivateWebhooks         bool
-	reviewTimeout                time.Duration
+	serverFlags
+	databaseURL          string
+	allowPrivateWebhooks bool
+	reviewTimeout        time.Duration
 }
 
 func serviceServeCommand() *command {
@@ -85,17 +84,12 @@ Exit status: 0 after a clean stop, 1 when the database cannot be reached,
 2 for a bad command line (including a malformed --database-url or an --addr
 that cannot be listened on).`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "`ADDR` to listen on (host:port; port 0 picks a free port)")
+			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
-			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
-			fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let requests in flight finish on shutdown")
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before it is rejected with reason timeout (organisations may set their own)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("service serve takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
 		},
 	}
@@ -104,32 +98,29 @@ that cannot be listened on).`,
 // serviceServe opens the database, migrates it and serves the organisation
 // API until ctx ends.
 func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
-	log, err := newLogger(e.stderr, f.logFormat)
+	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
 	}
-	if f.shutdownTimeout <= 0 {
-		return usagef("service serve: --shutdown-timeout must be positive, got %s", f.shutdownTimeout)
-	}
-	db, err := openDB(ctx, "service serve", f.databaseURL)
+	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store, err := orgapi.NewStore(ctx, db)
 	if err != nil {
-		return fmt.Errorf("service serve: migrate %s: %w", db.URL(), err)
+		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	if f.reviewTimeout <= 0 {
-		return usagef("service serve: --review-timeout must be positive, got %s", f.reviewTimeout)
+		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{
 		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout})
 	if err != nil {
-		return fmt.Errorf("service serve: %w", err)
+		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
-	return full.run(ctx, log, f.addr, f.shutdownTimeout, nil, "service serving",
+	return full.run(ctx, log, &f.serverFlags, nil, "service serving",
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks))
 }
 
@@ -216,45 +207,24 @@ func (s *fullService) close() {
 	s.sources.Close()
 }
 
-// run serves the service on addr and works its job queue until ctx ends;
-// then it lets requests in flight finish, and after them the jobs they
-// queued. It logs msg with the URL when ready and calls ready, if set, with
-// the base URL.
-func (s *fullService) run(ctx context.Context, log *slog.Logger, addr string, shutdownTimeout time.Duration,
-	ready func(base string), msg string, attrs ...slog.Attr) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return usagef("--addr: %v", err)
-	}
+// run serves the service with the lifecycle of sf and works its job queue
+// beside it: the queue starts once the address is listened on, and stops
+// after the requests in flight have finished, letting the jobs they queued
+// finish too. It logs msg with the URL when ready and calls ready, if set,
+// with the base URL.
+func (s *fullService) run(ctx context.Context, log *slog.Logger, sf *serverFlags, ready func(base string), msg string, attrs ...slog.Attr) error {
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
-	if err := s.review.Start(jobsCtx); err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("job queue: %w", err)
-	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	log.LogAttrs(ctx, slog.LevelInfo, msg, append([]slog.Attr{slog.String("url", base+"/")}, attrs...)...)
-	if ready != nil {
-		ready(base)
-	}
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		err = srv.Shutdown(sctx)
-		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		err = errors.Join(err, s.review.Stop(sctx))
-		log.Info("stopped")
-	}
-	return err
+	return sf.serve(ctx, log, s.handler, serveHooks{
+		start: func() error {
+			if err := s.review.Start(jobsCtx); err != nil {
+				return fmt.Errorf("job queue: %w", err)
+			}
+			return nil
+		},
+		ready: ready,
+		stop:  s.review.Stop,
+	}, msg, attrs...)
 }
 
 // openDB opens the database at url for the command cmd. A malformed URL is a

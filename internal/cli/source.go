@@ -60,7 +60,6 @@ func sourceError(cmd, hint string, err error) error {
 }
 
 func adminSourceAddCommand() *command {
-	const cmd = "admin source add"
 	f := &struct {
 		orgFlags
 		name, url, token, transport string
@@ -89,10 +88,8 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest or mcp")
 			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -120,7 +117,6 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 }
 
 func adminSourceListCommand() *command {
-	const cmd = "admin source list"
 	f := &orgFlags{}
 	return &command{
 		name:    "list",
@@ -131,10 +127,8 @@ func adminSourceListCommand() *command {
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err
@@ -161,7 +155,6 @@ func adminSourceListCommand() *command {
 }
 
 func adminSourceRemoveCommand() *command {
-	const cmd = "admin source remove"
 	f := &struct {
 		orgFlags
 		source string
@@ -178,10 +171,8 @@ records collected stay in the database.
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := noArgs(cmd, args); err != nil {
-				return err
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
 				return err

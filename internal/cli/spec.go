@@ -22,10 +22,7 @@ func specCommand() *command {
 			{
 				name:    "list",
 				summary: "print the names of the JSON Schemas, one per line",
-				run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
-					if len(args) > 0 {
-						return usagef("spec list takes no arguments")
-					}
+				run: func(_ context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 					for _, n := range spec.Schemas() {
 						fmt.Fprintln(e.stdout, n)
 					}
@@ -38,7 +35,7 @@ func specCommand() *command {
 				args:    "NAME",
 				run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
 					if len(args) != 1 {
-						return usagef("spec schema needs exactly one schema name; run 'aiusage spec list' for the names")
+						return usagef("%s needs exactly one schema name; run 'aiusage spec list' for the names", e.cmd)
 					}
 					b, err := spec.SchemaJSON(args[0])
 					if err != nil {
@@ -67,7 +64,7 @@ schemas are references to ../schemas/NAME.json.`,
 		},
 		run: func(_ context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if len(args) != 1 {
-				return usagef("spec openapi needs exactly one document name: %s", strings.Join(spec.OpenAPIDocuments(), ", "))
+				return usagef("%s needs exactly one document name: %s", e.cmd, strings.Join(spec.OpenAPIDocuments(), ", "))
 			}
 			get := spec.OpenAPI
 			if *raw {
@@ -105,13 +102,13 @@ error (unknown schema, unreadable file).`,
 		},
 		run: func(_ context.Context, e *env, _ *flag.FlagSet, files []string) error {
 			if *schema == "" {
-				return usagef("spec validate: --schema is required; one of: %s", strings.Join(spec.Schemas(), ", "))
+				return usagef("%s: --schema is required; one of: %s", e.cmd, strings.Join(spec.Schemas(), ", "))
 			}
 			if _, err := spec.SchemaJSON(*schema); err != nil || *schema == "common" {
-				return usagef("spec validate: unknown schema %q; one of: %s", *schema, strings.Join(spec.Schemas(), ", "))
+				return usagef("%s: unknown schema %q; one of: %s", e.cmd, *schema, strings.Join(spec.Schemas(), ", "))
 			}
 			if len(files) == 0 {
-				return usagef("spec validate: no FILE given (use - for standard input)")
+				return usagef("%s: no FILE given (use - for standard input)", e.cmd)
 			}
 			mode := spec.Strict
 			if *lenient {
@@ -123,7 +120,7 @@ error (unknown schema, unreadable file).`,
 				var err error
 				if f == "-" {
 					if stdinUsed {
-						return usagef("spec validate: standard input (-) given twice")
+						return usagef("%s: standard input (-) given twice", e.cmd)
 					}
 					stdinUsed = true
 					docs[i], err = io.ReadAll(e.stdin)
@@ -131,7 +128,7 @@ error (unknown schema, unreadable file).`,
 					docs[i], err = os.ReadFile(f)
 				}
 				if err != nil {
-					return usagef("spec validate: %v", err)
+					return usagef("%s: %v", e.cmd, err)
 				}
 			}
 			invalid, errs, warns := 0, 0, 0

@@ -21,8 +21,9 @@ func webhookCommand() *command {
 }
 
 type webhookListenFlags struct {
-	addr, secret, logFormat string
-	tolerance               time.Duration
+	serverFlags
+	secret    string
+	tolerance time.Duration
 }
 
 func webhookListenCommand() *command {
@@ -46,26 +47,22 @@ webhook with an http://127.0.0.1:PORT/ URL on a service started with
 
 Logs one line with its URL when ready. Stops on SIGINT or SIGTERM.`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.addr, "addr", "127.0.0.1:9000", "`ADDR` to listen on (host:port)")
+			f.register(fs, "127.0.0.1:9000", 5*time.Second)
 			fs.StringVar(&f.secret, "secret", "", "the webhook's signing `SECRET` (whsec_...; required)")
 			fs.DurationVar(&f.tolerance, "tolerance", reviewapi.DefaultWebhookTolerance, "how far a delivery's timestamp may be from now")
-			fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if len(args) > 0 {
-				return usagef("webhook listen takes no arguments, got %q", args[0])
-			}
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.secret == "" {
-				return usagef("webhook listen: --secret is required: the whsec_ secret of the webhook's registration")
+				return usagef("%s: --secret is required: the whsec_ secret of the webhook's registration", e.cmd)
 			}
 			if _, err := reviewapi.SignWebhook(f.secret, "msg_check", time.Now(), nil); err != nil {
-				return usagef("webhook listen: --secret: %v", err)
+				return usagef("%s: --secret: %v", e.cmd, err)
 			}
-			log, err := newLogger(e.stderr, f.logFormat)
+			log, err := f.logger(e.cmd, e.stderr)
 			if err != nil {
 				return err
 			}
-			return serve(ctx, log, f.addr, webhookPrinter(f.secret, f.tolerance, e.stdout), 5*time.Second, "webhook listener ready")
+			return f.serve(ctx, log, webhookPrinter(f.secret, f.tolerance, e.stdout), serveHooks{}, "webhook listener ready")
 		},
 	}
 }

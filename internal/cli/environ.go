@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+)
+
+// envRole is what an environment variable of the command line holds.
+type envRole int
+
+const (
+	// envSetting is a setting shared by several runs and commands: where the
+	// database is, where a server listens, which provider a client reads.
+	envSetting envRole = iota
+	// envSent is a credential the command sends to a server.
+	envSent
+	// envAccepted is a credential the command, serving, accepts from clients.
+	envAccepted
+)
+
+func (r envRole) String() string {
+	switch r {
+	case envSent:
+		return "credential sent"
+	case envAccepted:
+		return "credential accepted"
+	}
+	return "setting"
+}
+
+// envVar is one environment variable of the command line: the fallback of
+// --flag in each of commands, read when the flag is not on the command line.
+type envVar struct {
+	name string
+	flag string
+	// commands are paths in the command tree without the program ("provider
+	// serve"); a group ("admin") stands for every command under it.
+	commands []string
+	role     envRole
+	// doc says what the variable holds, for docs/cli.md.
+	doc string
+}
+
+// serving are the commands that serve HTTP, with the flags of serverFlags.
+var serving = []string{"demo", "provider serve", "service serve", "webhook listen"}
+
+// environment is the documented list of the environment variables the
+// aiusage command line reads, and the only ones: a flag not listed here has
+// no fallback. docs/cli.md prints it (WriteCLIReference) and docs/commands.md
+// describes it; tests check both, and that no variable is both a credential
+// a command sends and one a server accepts, so that a token exported for a
+// client (AIUSAGE_TOKEN for "aiusage mcp") never opens a server.
+//
+// A variable is for a setting that stays the same across runs (the database,
+// the address to listen on, the provider a client reads and its credential),
+// not for what one run does: names, ids, decisions, output files and report
+// formats are given on the command line.
+var environment = []envVar{
+	{"AIUSAGE_DATABASE_URL", "database-url", []string{"admin", "consumer", "provider serve", "service serve"}, envSetting,
+		"the database of the service (admin commands, service serve), of the consumer's store and of the provider's tables; " +
+			"not read by demo, which would otherwise fill such a database with its organisation and keys"},
+	{"AIUSAGE_ACTOR", "actor", []string{"admin"}, envSetting,
+		"the administrator the audit trail records for an admin command's changes"},
+	{"AIUSAGE_ADDR", "addr", serving, envSetting, "the address a serving command listens on"},
+	{"AIUSAGE_LOG_FORMAT", "log-format", serving, envSetting, "the log format of a serving command"},
+	{"AIUSAGE_SHUTDOWN_TIMEOUT", "shutdown-timeout", serving, envSetting, "how long a serving command lets requests in flight finish"},
+	{"AIUSAGE_URL", "url", []string{"conformance", "consumer sync", "mcp"}, envSetting,
+		"the base URL of the provider a client command reads"},
+	{"AIUSAGE_TOKEN", "token", []string{"conformance", "consumer sync", "mcp"}, envSent,
+		"the credential of that provider, which the client sends"},
+	{"AIUSAGE_TOKEN_WITHOUT_USAGE", "token-without-usage", []string{"conformance"}, envSent,
+		"a credential of the same customer without read:usage, for the conformance suite"},
+	{"AIUSAGE_USAGE_LESS_TOKEN", "usage-less-token", []string{"conformance"}, envSent,
+		"the same, under the old name of the flag"},
+	{"AIUSAGE_OTHER_TENANT_TOKEN", "other-tenant-token", []string{"conformance"}, envSent,
+		"a credential of another customer, for the conformance suite"},
+	{"AIUSAGE_PROVIDER_TOKENS", "token", []string{"provider serve"}, envAccepted,
+		"the credentials the provider accepts, separated by spaces"},
+	{"AIUSAGE_PROVIDER_TENANT_TOKENS", "tenant-token", []string{"provider serve"}, envAccepted,
+		"the credentials the provider accepts for other tenants, separated by spaces"},
+	{"AIUSAGE_SECRET", "secret", []string{"webhook listen"}, envAccepted,
+		"the signing secret the listener verifies deliveries with"},
+}
+
+// under says whether the command at path is cmd or under the group cmd.
+func under(path, cmd string) bool {
+	return path == cmd || strings.HasPrefix(path, cmd+" ")
+}
+
+// envFor returns the environment variable of flagName in the command at
+// path (without the program), or "" when it has none.
+func envFor(path, flagName string) string {
+	for _, v := range environment {
+		if v.flag != flagName {
+			continue
+		}
+		for _, c := range v.commands {
+			if under(path, c) {
+				return v.name
+			}
+		}
+	}
+	return ""
+}
+
+// applyEnv sets every flag of the command at path that is not on the
+// command line from its environment variable, when it has one and that is
+// set.
+func applyEnv(fs *flag.FlagSet, path string, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		name := envFor(path, f.Name)
+		if name == "" {
+			return
+		}
+		if v := getenv(name); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("invalid value %q of %s (for --%s): %v", v, name, f.Name, e)
+			}
+		}
+	})
+	return err
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// serverFlags are the flags of every command that serves HTTP: demo,
+// provider serve, service serve and webhook listen. Each declares them with
+// [serverFlags.register] and runs its server with [serverFlags.serve].
+type serverFlags struct {
+	addr            string
+	logFormat       string
+	shutdownTimeout time.Duration
+}
+
+// register declares --addr, --log-format and --shutdown-timeout on fs, with
+// the command's default address and shutdown timeout.
+func (s *serverFlags) register(fs *flag.FlagSet, addr string, shutdownTimeout time.Duration) {
+	fs.StringVar(&s.addr, "addr", addr, "`ADDR` to listen on (host:port; port 0 picks a free port)")
+	fs.StringVar(&s.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "how long to let requests in flight finish on shutdown")
+}
+
+// logger checks the flags and returns the command's logger, writing to w in
+// the --log-format. A bad flag is a usage error naming the command cmd.
+func (s *serverFlags) logger(cmd string, w io.Writer) (*slog.Logger, error) {
+	if s.shutdownTimeout <= 0 {
+		return nil, usagef("%s: --shutdown-timeout must be positive, got %s", cmd, s.shutdownTimeout)
+	}
+	return newLogger(cmd, w, s.logFormat)
+}
+
+// newLogger returns a logger writing to w in format, text or json.
+func newLogger(cmd string, w io.Writer, format string) (*slog.Logger, error) {
+	h, err := newLogHandler(cmd, w, format, slog.LevelInfo)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(h), nil
+}
+
+// newLogHandler returns a log handler writing the records of level and
+// above to w in format, text or json.
+func newLogHandler(cmd string, w io.Writer, format string, level slog.Leveler) (slog.Handler, error) {
+	switch format {
+	case "text":
+		return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), nil
+	case "json":
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), nil
+	}
+	return nil, usagef("%s: --log-format must be text or json, got %q", cmd, format)
+}
+
+// serveHooks are what a command runs beside its HTTP server. Each may be nil.
+type serveHooks struct {
+	// start runs once the address is listened on, before the server serves
+	// (the job queue of the oversight service). An error ends serve.
+	start func() error
+	// ready is called with the base URL ("http://127.0.0.1:8080") once the
+	// server serves and its ready line is logged.
+	ready func(base string)
+	// stop runs after the server has shut down, within what is left of the
+	// shutdown timeout (the job queue, letting running jobs finish).
+	stop func(ctx context.Context) error
+}
+
+// serve is the lifecycle of every serving command. It listens on --addr (a
+// usage error if it cannot), runs hooks.start, serves h, logs msg with the
+// url and attrs, and calls hooks.ready. When ctx ends it logs "shutting
+// down", lets requests in flight finish within --shutdown-timeout, runs
+// hooks.stop and logs "stopped".
+func (s *serverFlags) serve(ctx context.Context, log *slog.Logger, h http.Handler, hooks serveHooks, msg string, attrs ...slog.Attr) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	if hooks.start != nil {
+		if err := hooks.start(); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	log.LogAttrs(ctx, slog.LevelInfo, msg, append([]slog.Attr{slog.String("url", base+"/")}, attrs...)...)
+	if hooks.ready != nil {
+		hooks.ready(base)
+	}
+	stop := func(ctx context.Context) error {
+		if hooks.stop == nil {
+			return nil
+		}
+		return hooks.stop(ctx)
+	}
+	select {
+	case err := <-errc: // the server failed on its own
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, stop(sctx))
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
+	defer cancel()
+	if err = srv.Shutdown(sctx); err != nil {
+		err = fmt.Errorf("shutdown: %w", err)
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	err = errors.Join(err, stop(sctx))
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// findCommand returns the command at path in the tree.
+func findCommand(t *testing.T, path []string) *command {
+	t.Helper()
+	c := findPath(root(), path)
+	require.NotNil(t, c, "no command %v", path)
+	return c
+}
+
+// TestServerFlagsShared checks that the serving commands declare the server
+// flags once, the same way: same names, same help.
+func TestServerFlagsShared(t *testing.T) {
+	t.Parallel()
+	var want map[string]string
+	for _, cmd := range serving {
+		path := strings.Fields(cmd)
+		fs := newFlagSet(findCommand(t, path), append([]string{"aiusage"}, path...))
+		got := map[string]string{}
+		for _, name := range []string{"addr", "log-format", "shutdown-timeout"} {
+			f := fs.Lookup(name)
+			require.NotNil(t, f, "%v has no --%s", path, name)
+			got[name] = f.Usage
+		}
+		if want == nil {
+			want = got
+		}
+		require.Equal(t, want, got, "%v", path)
+	}
+}
+
+// TestServerFlagsChecks checks the usage errors of the server flags, named
+// after the command, in every serving command.
+func TestServerFlagsChecks(t *testing.T) {
+	t.Parallel()
+	// What each needs besides, so that the server flags are what is wrong
+	// (and, should a check be missed, no file is left behind).
+	extra := map[string][]string{
+		"demo":           {"--database-url", "sqlite::memory:"},
+		"provider serve": {"--token", "x", "--database-url", "sqlite::memory:"},
+		"service serve":  {"--database-url", "sqlite::memory:"},
+		"webhook listen": {"--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+	}
+	for _, cmd := range serving {
+		path := strings.Fields(cmd)
+		name := strings.Join(path, " ")
+		for flagArgs, want := range map[[2]string]string{
+			{"--log-format", "xml"}:       name + `: --log-format must be text or json, got "xml"`,
+			{"--shutdown-timeout", "0s"}:  name + ": --shutdown-timeout must be positive, got 0s",
+			{"--shutdown-timeout", "-1s"}: name + ": --shutdown-timeout must be positive, got -1s",
+		} {
+			args := append(append(append([]string(nil), path...), extra[name]...), flagArgs[0], flagArgs[1])
+			r := runCLI(t, "", nil, args...)
+			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+			require.Equal(t, "aiusage: "+want+"\n", r.stderr, args)
+		}
+	}
+}
+
+// TestServeLifecycle runs the lifecycle with hooks: start before the ready
+// line, ready with the base URL, stop after the server has shut down.
+func TestServeLifecycle(t *testing.T) {
+	t.Parallel()
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	note := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	sf := &serverFlags{addr: "127.0.0.1:0", logFormat: "text", shutdownTimeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	baseC := make(chan string, 1)
+	done := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { note("request"); _, _ = io.WriteString(w, "ok") })
+	go func() {
+		done <- sf.serve(ctx, log, h, serveHooks{
+			start: func() error { note("start"); return nil },
+			ready: func(base string) { note("ready"); baseC <- base },
+			stop:  func(ctx context.Context) error { note("stop"); return ctx.Err() },
+		}, "test serving", slog.String("extra", "x"))
+	}()
+	base := <-baseC
+	require.Contains(t, logs.String(), `msg="test serving" url=`+base+"/ extra=x")
+	resp, err := http.Get(base + "/")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, "ok", string(b))
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, []string{"start", "ready", "request", "stop"}, events)
+	require.Contains(t, logs.String(), `msg="shutting down"`)
+	require.Contains(t, logs.String(), "msg=stopped")
+}
+
+// TestServeLifecycleErrors: an address that cannot be listened on is a usage
+// error naming --addr; a failing start hook ends serve and frees the address.
+func TestServeLifecycleErrors(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.DiscardHandler)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	sf := &serverFlags{addr: addr, shutdownTimeout: time.Second}
+	err = sf.serve(context.Background(), log, http.NotFoundHandler(), serveHooks{}, "x")
+	var ue *usageError
+	require.ErrorAs(t, err, &ue)
+	require.True(t, strings.HasPrefix(ue.msg, "--addr: "), ue.msg)
+	require.NoError(t, ln.Close())
+
+	boom := errors.New("boom")
+	err = sf.serve(context.Background(), log, http.NotFoundHandler(), serveHooks{start: func() error { return boom }}, "x")
+	require.ErrorIs(t, err, boom)
+	ln, err = net.Listen("tcp", addr)
+	require.NoError(t, err, "the address is free again")
+	require.NoError(t, ln.Close())
+}
