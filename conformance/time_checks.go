@@ -54,7 +54,7 @@ func checkTimestamps(ctx context.Context, s *session) {
 		// TIME-01 and TIME-02 are judged at the end of the run, over every
 		// record received (timeCheckValues); make sure every list was read.
 		for _, r := range s.resources() {
-			s.envWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
+			s.validatedWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
 		}
 	}
 	if s.enabled("TIME-03") {
@@ -163,7 +163,7 @@ func timeFind(v any, ptr, field string, fn func(field, ptr, value string)) {
 // timeCheckValues is TIME-01 and TIME-02 over every record served so far.
 func (s *session) timeCheckValues() {
 	vals, records := s.timeCollect()
-	t := envTallies{}
+	t := tallies{}
 	counts := map[string]int{}
 	// TIME-02: endpoint -> field -> fractional digits -> values
 	digits := map[string]map[string]map[int][]timeValue{}
