@@ -132,9 +132,10 @@ func checkEnvelopes(ctx context.Context, s *session) {
 // Schema findings are split so that one defect fails one check: findings
 // inside data items are ENV-02's, findings about nextCursor's agreement with
 // hasMore are ENV-03's, the rest of the envelope is ENV-01's, and a
-// timestamp that is not RFC 3339 UTC with Z is TIME-01's (timeCheckValues)
-// and left out of ENV-02. A body received twice is judged once, and a
-// finding about one record once, however many pages carried it.
+// timestamp that is not RFC 3339 UTC with Z is TIME-01's
+// (checkTimestampValues) and left out of ENV-02. A body received twice is
+// judged once, and a finding about one record once, however many pages
+// carried it.
 func (s *session) checkBodies() {
 	if !slices.ContainsFunc([]string{"ENV-01", "ENV-02", "ENV-03", "ENV-06", "PAGE-09"}, s.enabled) {
 		return
