@@ -276,7 +276,7 @@ func authCheckScopes(ctx context.Context, s *session) {
 func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
 	const id = "AUTH-04"
 	other := s.cfg.OtherTenantToken
-	var useQ url.Values
+	var usageQ url.Values
 	for _, r := range s.resources() {
 		ep := endpoint(r)
 		if o.open(ctx, s, r) {
@@ -285,13 +285,13 @@ func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
 		}
 		q := authFirstQuery(r, 2)
 		if r == Usage {
-			if useQ == nil {
-				start, end, _ := useDataRange(ctx, s)
-				useQ = useRangeQuery(start, end, "hour", nil)
-				useQ.Set("limit", "2")
+			if usageQ == nil {
+				start, end, _ := usageRange(ctx, s)
+				usageQ = usageQuery(start, end, "hour", nil)
+				usageQ.Set("limit", "2")
 			}
 			q = url.Values{}
-			for k, v := range useQ {
+			for k, v := range usageQ {
 				q[k] = v
 			}
 		}
