@@ -10,31 +10,32 @@ import (
 	"strings"
 )
 
-// authTarget is one endpoint the auth checks send requests to: a list (or
+// probeTarget is one endpoint the auth checks send requests to: a list (or
 // /usage) with a small first page, or one single record.
-type authTarget struct {
+type probeTarget struct {
 	resource string
 	path     string
 	query    url.Values
 }
 
-func (t authTarget) rawQuery() string { return t.query.Encode() }
+func (t probeTarget) rawQuery() string { return t.query.Encode() }
 
-// authFirstQuery is the query of a small first page of resource.
-func authFirstQuery(resource string, limit int) url.Values {
+// firstPageQuery is the query of a small first page of resource.
+func firstPageQuery(resource string, limit int) url.Values {
 	if resource == Usage {
 		return url.Values{}
 	}
 	return url.Values{"limit": {fmt.Sprint(limit)}}
 }
 
-// authTargets lists every offered endpoint: each list, /usage, and one
+// targets lists every offered endpoint: each list, /usage, and one
 // single record of each resource that has them (a listed id when there is
 // one, else a random one: credentials are checked before the id).
-func authTargets(ctx context.Context, s *session) []authTarget {
-	var out []authTarget
+func (ac *authChecks) targets(ctx context.Context) []probeTarget {
+	s := ac.s
+	var out []probeTarget
 	for _, r := range s.resources() {
-		out = append(out, authTarget{resource: r, path: endpoint(r), query: authFirstQuery(r, 1)})
+		out = append(out, probeTarget{resource: r, path: endpoint(r), query: firstPageQuery(r, 1)})
 		if r != Conversations && r != Assistants {
 			continue
 		}
@@ -45,16 +46,16 @@ func authTargets(ctx context.Context, s *session) []authTarget {
 				break
 			}
 		}
-		out = append(out, authTarget{resource: r, path: recordPath(r, id), query: url.Values{}})
+		out = append(out, probeTarget{resource: r, path: recordPath(r, id), query: url.Values{}})
 	}
 	return out
 }
 
-// authWrongToken returns a token the provider cannot know.
-func authWrongToken() string { return "conformance-wrong-" + randomHex(12) }
+// wrongToken returns a token the provider cannot know.
+func wrongToken() string { return "conformance-wrong-" + randomHex(12) }
 
-// authChallenge reports whether a 401 carries a Bearer challenge.
-func authChallenge(ex *exchange) bool {
+// hasBearerChallenge reports whether a 401 carries a Bearer challenge.
+func hasBearerChallenge(ex *exchange) bool {
 	for _, v := range ex.RespHdr.Values("WWW-Authenticate") {
 		if len(v) >= 6 && strings.EqualFold(v[:6], "Bearer") {
 			return true
@@ -63,8 +64,8 @@ func authChallenge(ex *exchange) bool {
 	return false
 }
 
-// authPage is a first page as the auth checks compare it.
-type authPage struct {
+// comparedPage is a first page as the auth checks compare it.
+type comparedPage struct {
 	ids     []string                   // list ids, in order
 	items   map[string]json.RawMessage // list items by id
 	data    []json.RawMessage          // the data array (for /usage)
@@ -72,10 +73,10 @@ type authPage struct {
 	hasMore bool
 }
 
-// authDecodePage decodes a list page; ok is false when ex is not a 200
+// readComparedPage decodes a list page; ok is false when ex is not a 200
 // envelope.
-func authDecodePage(resource string, ex *exchange) (authPage, bool) {
-	var p authPage
+func readComparedPage(resource string, ex *exchange) (comparedPage, bool) {
+	var p comparedPage
 	env, err := ex.page()
 	if err != nil {
 		return p, false
@@ -92,8 +93,8 @@ func authDecodePage(resource string, ex *exchange) (authPage, bool) {
 	return p, true
 }
 
-// authSamePage reports whether two first pages hold the same records.
-func authSamePage(resource string, a, b authPage) bool {
+// sameRecords reports whether two first pages hold the same records.
+func sameRecords(resource string, a, b comparedPage) bool {
 	if resource == Usage {
 		if len(a.data) != len(b.data) {
 			return false
@@ -108,11 +109,11 @@ func authSamePage(resource string, a, b authPage) bool {
 	return reflect.DeepEqual(a.ids, b.ids)
 }
 
-// authFirstTenant maps the first tenant's records of resource (its full
+// firstTenantRecords maps the first tenant's records of resource (its full
 // walk) by id.
-func authFirstTenant(ctx context.Context, s *session, resource string) map[string]record {
+func (ac *authChecks) firstTenantRecords(ctx context.Context, resource string) map[string]record {
 	out := map[string]record{}
-	for _, r := range s.fullWalk(ctx, resource).Records {
+	for _, r := range ac.s.fullWalk(ctx, resource).Records {
 		if r.ID != "" {
 			out[r.ID] = r
 		}
@@ -120,10 +121,10 @@ func authFirstTenant(ctx context.Context, s *session, resource string) map[strin
 	return out
 }
 
-// authLeaks returns the ids of page items that are first-tenant records:
+// leakedIDs returns the ids of page items that are first-tenant records:
 // the same id with the same content. An equal id with other content is
 // another tenant's own record (ids may be unique per tenant only).
-func authLeaks(resource string, p authPage, known map[string]record) []string {
+func leakedIDs(resource string, p comparedPage, known map[string]record) []string {
 	var out []string
 	for _, id := range p.ids {
 		r, ok := known[id]
@@ -137,21 +138,24 @@ func authLeaks(resource string, p authPage, known map[string]record) []string {
 	return out
 }
 
-// authOpen reports whether the list of resource answers a request without
+// authChecks is what the auth checks of one run share: the session, and
+// which lists answer without credentials (isOpen).
+type authChecks struct {
+	s    *session
+	open map[string]bool // isOpen's answers, by resource
+}
+
+// isOpen reports whether the list of resource answers a request without
 // any credentials with something else than 401: that is AUTH-01's finding,
 // and the checks that take credentials away in other ways (AUTH-04, AUTH-05)
 // prove nothing more there. Memoised per run of checkAuth.
-type authOpen struct {
-	known map[string]bool
-}
-
-func (o *authOpen) open(ctx context.Context, s *session, resource string) bool {
-	if v, ok := o.known[resource]; ok {
+func (ac *authChecks) isOpen(ctx context.Context, resource string) bool {
+	if v, ok := ac.open[resource]; ok {
 		return v
 	}
-	ex := s.get(ctx, endpoint(resource), authFirstQuery(resource, 1), noAuth())
+	ex := ac.s.get(ctx, endpoint(resource), firstPageQuery(resource, 1), noAuth())
 	v := ex.Status != 0 && ex.Status != http.StatusUnauthorized
-	o.known[resource] = v
+	ac.open[resource] = v
 	return v
 }
 
@@ -161,42 +165,43 @@ func (o *authOpen) open(ctx context.Context, s *session, resource string) bool {
 // query string), AUTH-06 (both header forms; X-API-Key wins) and AUTH-07
 // (another tenant's records are invisible).
 func checkAuth(ctx context.Context, s *session) {
-	o := &authOpen{known: map[string]bool{}}
+	ac := &authChecks{s: s, open: map[string]bool{}}
 	if s.enabled("AUTH-01") || s.enabled("AUTH-02") {
-		authCheckRequired(ctx, s, o)
+		ac.required(ctx)
 	}
 	if s.enabled("AUTH-03") {
-		authCheckScopes(ctx, s)
+		ac.scopes(ctx)
 	}
 	if s.enabled("AUTH-04") {
-		authCheckCursors(ctx, s, o)
+		ac.cursors(ctx)
 	}
 	if s.enabled("AUTH-05") {
-		authCheckQueryString(ctx, s, o)
+		ac.queryString(ctx)
 	}
 	if s.enabled("AUTH-06") {
-		authCheckHeaders(ctx, s)
+		ac.headers(ctx)
 	}
 	if s.enabled("AUTH-07") {
-		authCheckTenants(ctx, s)
+		ac.tenants(ctx)
 	}
 }
 
-// authCheckRequired is AUTH-01 and AUTH-02.
-func authCheckRequired(ctx context.Context, s *session, o *authOpen) {
-	wrong := authWrongToken()
-	for _, t := range authTargets(ctx, s) {
+// required is AUTH-01 and AUTH-02.
+func (ac *authChecks) required(ctx context.Context) {
+	s := ac.s
+	wrong := wrongToken()
+	for _, t := range ac.targets(ctx) {
 		ep := endpoint(t.resource)
 		ex := s.do(ctx, t.path, t.rawQuery(), noAuth())
 		if t.path == endpoint(t.resource) {
-			o.known[t.resource] = ex.Status != 0 && ex.Status != http.StatusUnauthorized
+			ac.open[t.resource] = ex.Status != 0 && ex.Status != http.StatusUnauthorized
 		}
 		switch ex.Status {
 		case 0:
 			s.errored("AUTH-01", ep, ex, fmt.Sprintf("GET %s without credentials: no answer (%v)", t.path, ex.Err))
 		case http.StatusUnauthorized:
 			s.pass("AUTH-01", ep, "every request without credentials answered 401")
-			authCheckChallenge(s, ep, t.path, "without credentials", ex)
+			ac.challenge(ep, t.path, "without credentials", ex)
 		default:
 			s.fail("AUTH-01", ep, fmt.Sprintf("GET %s without credentials answered %d, want 401", t.path, ex.Status), ex.evidence(""))
 		}
@@ -208,15 +213,18 @@ func authCheckRequired(ctx context.Context, s *session, o *authOpen) {
 		case 0:
 			s.errored("AUTH-02", ep, ex, fmt.Sprintf("GET %s with a wrong token: no answer (%v)", t.path, ex.Err))
 		case http.StatusUnauthorized:
-			authCheckChallenge(s, ep, t.path, "with a wrong token", ex)
+			ac.challenge(ep, t.path, "with a wrong token", ex)
 		default:
 			s.fail("AUTH-02", ep, fmt.Sprintf("GET %s with a wrong bearer token answered %d, want 401", t.path, ex.Status), ex.evidence(""))
 		}
 	}
 }
 
-func authCheckChallenge(s *session, ep, path, how string, ex *exchange) {
-	if authChallenge(ex) {
+// challenge records AUTH-02 for a 401 to GET path: it must carry a Bearer
+// challenge.
+func (ac *authChecks) challenge(ep, path, how string, ex *exchange) {
+	s := ac.s
+	if hasBearerChallenge(ex) {
 		s.pass("AUTH-02", ep, "every 401 carries WWW-Authenticate: Bearer, and a wrong token is 401")
 		return
 	}
@@ -229,8 +237,9 @@ func authCheckChallenge(s *session, ep, path, how string, ex *exchange) {
 	s.fail("AUTH-02", ep, fmt.Sprintf("the 401 to GET %s %s carries WWW-Authenticate %s, want a Bearer challenge", path, how, got), ex.evidence(""))
 }
 
-// authCheckScopes is AUTH-03.
-func authCheckScopes(ctx context.Context, s *session) {
+// scopes is AUTH-03.
+func (ac *authChecks) scopes(ctx context.Context) {
+	s := ac.s
 	const id = "AUTH-03"
 	tok := s.cfg.UsagelessToken
 	if tok == "" {
@@ -244,7 +253,7 @@ func authCheckScopes(ctx context.Context, s *session) {
 	var answers []answer
 	accepted := false
 	for _, r := range s.resources() {
-		ex := s.get(ctx, endpoint(r), authFirstQuery(r, 1), bearer(tok))
+		ex := s.get(ctx, endpoint(r), firstPageQuery(r, 1), bearer(tok))
 		answers = append(answers, answer{r, ex})
 		if ex.Status != 0 && ex.Status != http.StatusUnauthorized {
 			accepted = true
@@ -272,31 +281,32 @@ func authCheckScopes(ctx context.Context, s *session) {
 	}
 }
 
-// authCheckCursors is AUTH-04.
-func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
+// cursors is AUTH-04.
+func (ac *authChecks) cursors(ctx context.Context) {
+	s := ac.s
 	const id = "AUTH-04"
 	other := s.cfg.OtherTenantToken
-	var useQ url.Values
+	var usageQ url.Values
 	for _, r := range s.resources() {
 		ep := endpoint(r)
-		if o.open(ctx, s, r) {
+		if ac.isOpen(ctx, r) {
 			s.skip(id, ep, "the endpoint answers without any credentials (AUTH-01): a cursor cannot add to that")
 			continue
 		}
-		q := authFirstQuery(r, 2)
+		q := firstPageQuery(r, 2)
 		if r == Usage {
-			if useQ == nil {
-				start, end, _ := useDataRange(ctx, s)
-				useQ = useRangeQuery(start, end, "hour", nil)
-				useQ.Set("limit", "2")
+			if usageQ == nil {
+				start, end, _ := usageRange(ctx, s)
+				usageQ = usageQuery(start, end, "hour", nil)
+				usageQ.Set("limit", "2")
 			}
 			q = url.Values{}
-			for k, v := range useQ {
+			for k, v := range usageQ {
 				q[k] = v
 			}
 		}
 		first := s.get(ctx, ep, q)
-		p1, ok := authDecodePage(r, first)
+		p1, ok := readComparedPage(r, first)
 		if !ok {
 			s.skip(id, ep, fmt.Sprintf("the first page answered %s: no cursor to replay", first.describe()))
 			continue
@@ -325,28 +335,28 @@ func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
 			continue
 		}
 		mine := s.get(ctx, ep, cq) // what the cursor shows its own tenant
-		p2, _ := authDecodePage(r, mine)
+		p2, _ := readComparedPage(r, mine)
 		theirs := s.get(ctx, ep, cq, bearer(other))
-		pt, ok := authDecodePage(r, theirs)
+		pt, ok := readComparedPage(r, theirs)
 		if !ok {
 			s.pass(id, ep, fmt.Sprintf("a cursor is 401 without credentials and %d with another tenant's token", theirs.Status))
 			continue
 		}
 		if r == Usage {
-			if len(pt.data) > 0 && authSamePage(r, pt, p2) {
+			if len(pt.data) > 0 && sameRecords(r, pt, p2) {
 				s.fail(id, ep, "another tenant's token replaying a cursor got the first tenant's next page", theirs.evidence("/data"))
 				continue
 			}
 			s.pass(id, ep, "a cursor is 401 without credentials and shows another tenant none of the first tenant's usage")
 			continue
 		}
-		known := authFirstTenant(ctx, s, r)
+		known := ac.firstTenantRecords(ctx, r)
 		for _, rid := range p2.ids {
 			if _, ok := known[rid]; !ok && rid != "" {
 				known[rid] = decodeRecord(r, p2.items[rid])
 			}
 		}
-		if leaks := authLeaks(r, pt, known); len(leaks) > 0 {
+		if leaks := leakedIDs(r, pt, known); len(leaks) > 0 {
 			s.fail(id, ep, fmt.Sprintf("another tenant's token replaying a cursor got %d of the first tenant's records (first %q)", len(leaks), truncateID(leaks[0])), theirs.evidence("/data"))
 			continue
 		}
@@ -354,18 +364,19 @@ func authCheckCursors(ctx context.Context, s *session, o *authOpen) {
 	}
 }
 
-// authCheckQueryString is AUTH-05.
-func authCheckQueryString(ctx context.Context, s *session, o *authOpen) {
+// queryString is AUTH-05.
+func (ac *authChecks) queryString(ctx context.Context) {
+	s := ac.s
 	const id = "AUTH-05"
 	tok := s.cfg.Token
 	for _, r := range s.resources() {
 		ep := endpoint(r)
-		if o.open(ctx, s, r) {
+		if ac.isOpen(ctx, r) {
 			s.skip(id, ep, "the endpoint answers without any credentials (AUTH-01)")
 			continue
 		}
 		for _, param := range []string{"access_token", "api_key"} {
-			q := authFirstQuery(r, 1)
+			q := firstPageQuery(r, 1)
 			q.Set(param, tok)
 			ex := s.get(ctx, ep, q, noAuth())
 			switch ex.Status {
@@ -380,28 +391,29 @@ func authCheckQueryString(ctx context.Context, s *session, o *authOpen) {
 	}
 }
 
-// authCheckHeaders is AUTH-06: the first three pages of each list (the
+// headers is AUTH-06: the first three pages of each list (the
 // first page of /usage), walked with the token as a bearer token and as
 // X-API-Key, hold the same records; with both headers, X-API-Key wins.
-func authCheckHeaders(ctx context.Context, s *session) {
+func (ac *authChecks) headers(ctx context.Context) {
+	s := ac.s
 	const id = "AUTH-06"
 	tok := s.cfg.Token
-	wrong := authWrongToken()
+	wrong := wrongToken()
 	for _, r := range s.resources() {
 		ep := endpoint(r)
-		q := authFirstQuery(r, 5)
+		q := firstPageQuery(r, 5)
 		if r != Usage {
-			q = authFirstQuery(r, threePageLimit(len(s.fullWalk(ctx, r).Records)))
+			q = firstPageQuery(r, threePageLimit(len(s.fullWalk(ctx, r).Records)))
 		}
-		var a, b *authWalk
+		var a, b *credentialWalk
 		same := false
 		for try := 0; try < 2 && !same; try++ { // once more for live writes
-			a = authWalkPages(ctx, s, r, q, bearer(tok))
-			b = authWalkPages(ctx, s, r, q, apiKey(tok))
+			a = ac.walkWith(ctx, r, q, bearer(tok))
+			b = ac.walkWith(ctx, r, q, apiKey(tok))
 			if a.problem != "" || b.problem != "" {
 				break
 			}
-			same = authSamePage(r, a.page, b.page)
+			same = sameRecords(r, a.page, b.page)
 		}
 		switch {
 		case a.first.Status != http.StatusOK:
@@ -439,31 +451,31 @@ func authCheckHeaders(ctx context.Context, s *session) {
 	}
 }
 
-// authWalk is up to three pages of a list read with one credential, merged
-// into one page.
-type authWalk struct {
-	page    authPage
+// credentialWalk is up to three pages of a list read with one credential,
+// merged into one page.
+type credentialWalk struct {
+	page    comparedPage
 	first   *exchange // the first page
 	ex      *exchange // the last page read
 	pages   int       // pages read
 	problem string
 }
 
-// authWalkPages reads up to three pages of resource (one of /usage) with
+// walkWith reads up to three pages of resource (one of /usage) with
 // the credential of opt.
-func authWalkPages(ctx context.Context, s *session, resource string, q url.Values, opt reqOpt) *authWalk {
-	w := &authWalk{page: authPage{items: map[string]json.RawMessage{}}}
+func (ac *authChecks) walkWith(ctx context.Context, resource string, q url.Values, opt reqOpt) *credentialWalk {
+	w := &credentialWalk{page: comparedPage{items: map[string]json.RawMessage{}}}
 	pq := url.Values{}
 	for k, v := range q {
 		pq[k] = v
 	}
 	for page := 0; page < 3; page++ {
-		ex := s.get(ctx, endpoint(resource), pq, opt)
+		ex := ac.s.get(ctx, endpoint(resource), pq, opt)
 		if w.first == nil {
 			w.first = ex
 		}
 		w.ex = ex
-		p, ok := authDecodePage(resource, ex)
+		p, ok := readComparedPage(resource, ex)
 		if !ok {
 			w.problem = fmt.Sprintf("page %d answered %s", page+1, ex.describe())
 			if ex.Status == http.StatusOK {
@@ -485,8 +497,9 @@ func authWalkPages(ctx context.Context, s *session, resource string, q url.Value
 	return w
 }
 
-// authCheckTenants is AUTH-07.
-func authCheckTenants(ctx context.Context, s *session) {
+// tenants is AUTH-07.
+func (ac *authChecks) tenants(ctx context.Context) {
+	s := ac.s
 	const id = "AUTH-07"
 	other := s.cfg.OtherTenantToken
 	if other == "" {
@@ -495,7 +508,7 @@ func authCheckTenants(ctx context.Context, s *session) {
 	}
 	for _, r := range s.listResources() {
 		ep := endpoint(r)
-		known := authFirstTenant(ctx, s, r)
+		known := ac.firstTenantRecords(ctx, r)
 		ow := s.walkList(ctx, r, url.Values{}, 1000, bearer(other))
 		ex := ow.Pages[0]
 		if n := len(ow.Records); ow.Complete() && n >= 2 {

@@ -272,19 +272,19 @@ func WriteCatalogueMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "%d checks in %d families:\n\n", len(Catalogue), len(catalogueFamilies))
 	b.WriteString("| id | level | title |\n|---|---|---|\n")
 	for _, c := range Catalogue {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Level, mdCell(c.Title))
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Level, escapeMarkdownCell(c.Title))
 	}
 	for _, f := range catalogueFamilies {
-		fmt.Fprintf(&b, "\n### %s: %s\n\n%s\n", f.Prefix, f.Name, mdText(f.Intro))
+		fmt.Fprintf(&b, "\n### %s: %s\n\n%s\n", f.Prefix, f.Name, escapeMarkdown(f.Intro))
 		for _, c := range Catalogue {
 			if checkFamily(c.ID) != f.Prefix {
 				continue
 			}
 			fmt.Fprintf(&b, "\n#### %s\n\n", c.ID)
-			fmt.Fprintf(&b, "%s: %s\n\n", c.Level, mdText(c.Title))
-			fmt.Fprintf(&b, "- **Sends:** %s\n", mdText(c.Sends))
-			fmt.Fprintf(&b, "- **Requires:** %s\n", mdText(c.Requires))
-			fmt.Fprintf(&b, "- **Rule:** %s\n", mdText(c.Rule))
+			fmt.Fprintf(&b, "%s: %s\n\n", c.Level, escapeMarkdown(c.Title))
+			fmt.Fprintf(&b, "- **Sends:** %s\n", escapeMarkdown(c.Sends))
+			fmt.Fprintf(&b, "- **Requires:** %s\n", escapeMarkdown(c.Requires))
+			fmt.Fprintf(&b, "- **Rule:** %s\n", escapeMarkdown(c.Rule))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -346,12 +346,12 @@ func wrapWords(s string, width int) []string {
 	return lines
 }
 
-// mdText escapes the characters of s that Markdown would read as markup.
-// The catalogue is plain text; it avoids HTML-like angle brackets so that
-// the document reads well unrendered too.
-var mdReplacer = strings.NewReplacer(`\`, `\\`, "`", "\\`", `*`, `\*`, `<`, `&lt;`)
+// escapeMarkdown escapes the characters of s that Markdown would read as
+// markup. The catalogue is plain text; it avoids HTML-like angle brackets
+// so that the document reads well unrendered too.
+func escapeMarkdown(s string) string { return markdownEscaper.Replace(s) }
 
-func mdText(s string) string { return mdReplacer.Replace(s) }
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", `*`, `\*`, `<`, `&lt;`)
 
-// mdCell is mdText for a table cell.
-func mdCell(s string) string { return strings.ReplaceAll(mdText(s), "|", `\|`) }
+// escapeMarkdownCell is escapeMarkdown for a table cell.
+func escapeMarkdownCell(s string) string { return strings.ReplaceAll(escapeMarkdown(s), "|", `\|`) }

@@ -17,34 +17,34 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// envListSchemas maps a resource to the schema of its list page and of one
+// listSchemas maps a resource to the schema of its list page and of one
 // record.
-var envListSchemas = map[string][2]string{
+var listSchemas = map[string][2]string{
 	Conversations: {"conversation-list", "conversation"},
 	Assistants:    {"assistant-list", "assistant"},
 	Events:        {"event-list", "event"},
 	Usage:         {"usage-list", "usage-bucket"},
 }
 
-// envSingleRecords are the resources with a single-record endpoint
+// singleRecordResources are the resources with a single-record endpoint
 // GET /{resource}/{id}.
-var envSingleRecords = []string{Conversations, Assistants}
+var singleRecordResources = []string{Conversations, Assistants}
 
-// envUnknownID is an id no provider is expected to hold.
-const envUnknownID = "aiusage-conformance-no-such-id"
+// unknownID is an id no provider is expected to hold.
+const unknownID = "aiusage-conformance-no-such-id"
 
-// envTally collects the failures of one check at one endpoint: how many, and
+// tally collects the failures of one check at one endpoint: how many, and
 // the first one with its evidence.
-type envTally struct {
+type tally struct {
 	n   int
 	msg string
 	ev  *Evidence
 }
 
-type envTallies map[resultKey]*envTally
+type tallies map[resultKey]*tally
 
-// envNouns names what a tally of a check counts, for its message.
-var envNouns = map[string]string{
+// tallyNouns names what a tally of a check counts, for its message.
+var tallyNouns = map[string]string{
 	"ENV-01":  "schema findings",
 	"ENV-02":  "schema findings",
 	"ENV-03":  "pages",
@@ -59,11 +59,11 @@ var envNouns = map[string]string{
 // add counts a failure of id at ep, blaming ex (at pointer, for a schema
 // finding). Only the first failure's evidence is built: a page of a
 // thousand bad records must not copy its body a thousand times.
-func (t envTallies) add(id, ep, msg string, ex *exchange, pointer string) {
+func (t tallies) add(id, ep, msg string, ex *exchange, pointer string) {
 	k := resultKey{id, ep}
 	a := t[k]
 	if a == nil {
-		a = &envTally{msg: msg, ev: ex.evidence(pointer)}
+		a = &tally{msg: msg, ev: ex.evidence(pointer)}
 		t[k] = a
 	}
 	a.n++
@@ -71,7 +71,7 @@ func (t envTallies) add(id, ep, msg string, ex *exchange, pointer string) {
 
 // flush records the outcome of id at ep: one failure summarising the
 // tally, or a pass with passMsg.
-func (t envTallies) flush(s *session, id, ep, passMsg string) {
+func (t tallies) flush(s *session, id, ep, passMsg string) {
 	a := t[resultKey{id, ep}]
 	if a == nil || a.n == 0 {
 		s.pass(id, ep, passMsg)
@@ -79,7 +79,7 @@ func (t envTallies) flush(s *session, id, ep, passMsg string) {
 	}
 	msg := a.msg
 	if a.n > 1 {
-		noun := envNouns[id]
+		noun := tallyNouns[id]
 		if noun == "" {
 			noun = "findings"
 		}
@@ -88,9 +88,9 @@ func (t envTallies) flush(s *session, id, ep, passMsg string) {
 	s.fail(id, ep, msg, a.ev)
 }
 
-// envWalk is the walk the envelope and timestamp checks validate: the full
-// walk of a list, or /usage with its defaults, following cursors.
-func (s *session) envWalk(ctx context.Context, resource string) *walk {
+// validatedWalk is the walk the envelope and timestamp checks validate: the
+// full walk of a list, or /usage with its defaults, following cursors.
+func (s *session) validatedWalk(ctx context.Context, resource string) *walk {
 	if resource == Usage {
 		return s.walkList(ctx, Usage, url.Values{}, 0)
 	}
@@ -106,17 +106,17 @@ func (s *session) envWalk(ctx context.Context, resource string) *walk {
 func checkEnvelopes(ctx context.Context, s *session) {
 	if slices.ContainsFunc([]string{"ENV-01", "ENV-02", "ENV-03", "ENV-06"}, s.enabled) {
 		for _, r := range s.resources() {
-			w := s.envWalk(ctx, r)
-			s.envFullLastPage(ctx, r, w)
-			if slices.Contains(envSingleRecords, r) {
-				for _, id := range envSampleIDs(w.Records) {
+			w := s.validatedWalk(ctx, r)
+			s.askFullLastPage(ctx, r, w)
+			if slices.Contains(singleRecordResources, r) {
+				for _, id := range sampleIDs(w.Records) {
 					s.get(ctx, endpoint(r)+"/"+url.PathEscape(id), nil)
 				}
 			}
 		}
 	}
 	if s.enabled("ENV-05") {
-		s.envCheckProblems(ctx)
+		s.checkProblems(ctx)
 	}
 }
 
@@ -132,9 +132,10 @@ func checkEnvelopes(ctx context.Context, s *session) {
 // Schema findings are split so that one defect fails one check: findings
 // inside data items are ENV-02's, findings about nextCursor's agreement with
 // hasMore are ENV-03's, the rest of the envelope is ENV-01's, and a
-// timestamp that is not RFC 3339 UTC with Z is TIME-01's (timeCheckValues)
-// and left out of ENV-02. A body received twice is judged once, and a
-// finding about one record once, however many pages carried it.
+// timestamp that is not RFC 3339 UTC with Z is TIME-01's
+// (checkTimestampValues) and left out of ENV-02. A body received twice is
+// judged once, and a finding about one record once, however many pages
+// carried it.
 func (s *session) checkBodies() {
 	if !slices.ContainsFunc([]string{"ENV-01", "ENV-02", "ENV-03", "ENV-06", "PAGE-09"}, s.enabled) {
 		return
@@ -142,7 +143,7 @@ func (s *session) checkBodies() {
 	s.mu.Lock()
 	exs := append([]*exchange(nil), s.exchanges...)
 	s.mu.Unlock()
-	t := envTallies{}
+	t := tallies{}
 	// Bodies and records are judged once per endpoint: an empty page is
 	// the same bytes everywhere, and each endpoint gets its own verdict.
 	type key struct {
@@ -163,7 +164,7 @@ func (s *session) checkBodies() {
 		}
 		ep := endpoint(r)
 		if !single {
-			s.envCheckPageSize(ep, ex)
+			s.checkPageLimit(ep, ex)
 		}
 		k := key{ep, sha256.Sum256(ex.Body)}
 		if seen[k] {
@@ -176,13 +177,13 @@ func (s *session) checkBodies() {
 		if items[ep] == nil {
 			items[ep] = map[[32]byte]bool{}
 		}
-		schemas := envListSchemas[r]
+		schemas := listSchemas[r]
 		switch {
 		case !single:
 			pages[ep]++
-			records[ep] += s.envCheckPage(ep, schemas, ex, t, findings, items[ep])
-		case slices.Contains(envSingleRecords, r):
-			if s.envCheckRecord(ep, schemas[1], ex, t, findings, items[ep]) {
+			records[ep] += s.checkListPage(ep, schemas, ex, t, findings, items[ep])
+		case slices.Contains(singleRecordResources, r):
+			if s.checkSingleRecord(ep, schemas[1], ex, t, findings, items[ep]) {
 				singles[ep]++
 			}
 		}
@@ -209,7 +210,7 @@ func (s *session) checkBodies() {
 				continue
 			}
 		} else {
-			t.flush(s, "ENV-01", ep, fmt.Sprintf("all %s received match the %s schema", plural(pages[ep], "list page"), envListSchemas[r][0]))
+			t.flush(s, "ENV-01", ep, fmt.Sprintf("all %s received match the %s schema", plural(pages[ep], "list page"), listSchemas[r][0]))
 			t.flush(s, "ENV-03", ep, fmt.Sprintf("hasMore and nextCursor agree on all %s received", plural(pages[ep], "list page")))
 		}
 		if records[ep]+singles[ep] == 0 {
@@ -217,14 +218,14 @@ func (s *session) checkBodies() {
 			s.skip("ENV-06", ep, "no records to validate")
 			continue
 		}
-		t.flush(s, "ENV-02", ep, fmt.Sprintf("%d distinct list items and %d single records match the %s schema", records[ep], singles[ep], envListSchemas[r][1]))
+		t.flush(s, "ENV-02", ep, fmt.Sprintf("%d distinct list items and %d single records match the %s schema", records[ep], singles[ep], listSchemas[r][1]))
 		t.flush(s, "ENV-06", ep, fmt.Sprintf("every enum value of %d records is known to this version", records[ep]+singles[ep]))
 	}
 }
 
-// envCheckPageSize fails PAGE-09 when a page holds more records than the
+// checkPageLimit fails PAGE-09 when a page holds more records than the
 // limit it was asked with (a single limit from 1 to 1000).
-func (s *session) envCheckPageSize(ep string, ex *exchange) {
+func (s *session) checkPageLimit(ep string, ex *exchange) {
 	if !s.enabled("PAGE-09") {
 		return
 	}
@@ -247,14 +248,14 @@ func (s *session) envCheckPageSize(ep string, ex *exchange) {
 	s.fail("PAGE-09", ep, fmt.Sprintf("the page %s holds %d records, more than its limit of %d", s.reqRef(ex), len(p.Data), limit), ex.evidence("/data"))
 }
 
-// envFullLastPage asks for one page that ends exactly at the last record:
+// askFullLastPage asks for one page that ends exactly at the last record:
 // the whole list with limit equal to its length or, for a longer list, the
 // records from a timestamp filter near the end, with limit equal to their
 // number. A provider that derives hasMore from a full page, rather than
 // from a record that follows, answers hasMore true there (ENV-03, judged
 // with every other page by checkBodies). It asks nothing when no such page
 // can be asked for.
-func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) {
+func (s *session) askFullLastPage(ctx context.Context, r string, w *walk) {
 	n := len(w.Records)
 	if r == Usage || !w.Complete() || n == 0 {
 		return
@@ -285,9 +286,9 @@ func (s *session) envFullLastPage(ctx context.Context, r string, w *walk) {
 	s.get(ctx, endpoint(r), url.Values{param: {at.UTC().Format(time.RFC3339Nano)}, "limit": {strconv.Itoa(m)}})
 }
 
-// envSampleIDs picks a few ids spread over the records, and a tombstone if
+// sampleIDs picks a few ids spread over the records, and a tombstone if
 // there is one.
-func envSampleIDs(recs []record) []string {
+func sampleIDs(recs []record) []string {
 	var out []string
 	addID := func(id string) {
 		if id != "" && !slices.Contains(out, id) {
@@ -308,14 +309,14 @@ func envSampleIDs(recs []record) []string {
 	return out
 }
 
-// envCheckPage validates one list page and returns the number of its items
+// checkListPage validates one list page and returns the number of its items
 // validated. The envelope is validated with its data emptied, and each item
 // against the record schema, once per distinct item (items holds those
 // seen): the schema of a list is the envelope's with each item a record, so
 // this is the same validation, without validating again the records every
 // walk of the run brings back. findings holds the findings about records
 // already reported.
-func (s *session) envCheckPage(ep string, schemas [2]string, ex *exchange, t envTallies, findings map[string]bool, items map[[32]byte]bool) int {
+func (s *session) checkListPage(ep string, schemas [2]string, ex *exchange, t tallies, findings map[string]bool, items map[[32]byte]bool) int {
 	ref := s.reqRef(ex)
 	members, err := ex.object()
 	if err != nil {
@@ -348,13 +349,13 @@ func (s *session) envCheckPage(ep string, schemas [2]string, ex *exchange, t env
 	}
 	for _, f := range found {
 		switch {
-		case f.Pointer == "/nextCursor" && envCursorIsENV03(head):
+		case f.Pointer == "/nextCursor" && cursorIsENV03(head):
 			// hasMore and nextCursor disagree: ENV-03 below.
 		default:
 			t.add("ENV-01", ep, fmt.Sprintf("the page %s: %s", ref, f), ex, f.Pointer)
 		}
 	}
-	s.envCheckCursor(ep, head, ex, t)
+	s.checkCursor(ep, head, ex, t)
 	n := 0
 	for i, raw := range data {
 		h := sha256.Sum256(raw)
@@ -363,13 +364,13 @@ func (s *session) envCheckPage(ep string, schemas [2]string, ex *exchange, t env
 		}
 		items[h] = true
 		n++
-		s.envCheckItem(ep, schemas[1], raw, "/data/"+strconv.Itoa(i), ex, t, findings)
+		s.checkItem(ep, schemas[1], raw, "/data/"+strconv.Itoa(i), ex, t, findings)
 	}
 	return n
 }
 
-// envCheckItem validates one record, at pointer prefix of ex's body.
-func (s *session) envCheckItem(ep, schema string, raw []byte, prefix string, ex *exchange, t envTallies, findings map[string]bool) {
+// checkItem validates one record, at pointer prefix of ex's body.
+func (s *session) checkItem(ep, schema string, raw []byte, prefix string, ex *exchange, t tallies, findings map[string]bool) {
 	found, err := spec.Validate(schema, raw)
 	if err != nil {
 		t.add("ENV-02", ep, fmt.Sprintf("%s %s is not JSON: %v", s.reqRef(ex), prefix, err), ex, prefix)
@@ -381,14 +382,14 @@ func (s *session) envCheckItem(ep, schema string, raw []byte, prefix string, ex 
 	var item any
 	_ = json.Unmarshal(raw, &item)
 	for _, f := range found {
-		s.envItemFinding(ep, f, item, prefix, ex, t, findings)
+		s.fileItemFinding(ep, f, item, prefix, ex, t, findings)
 	}
 }
 
-// envCursorIsENV03 reports whether nextCursor is absent, null or a string:
+// cursorIsENV03 reports whether nextCursor is absent, null or a string:
 // a schema finding about it is then a disagreement with hasMore (ENV-03),
 // not a malformed envelope (ENV-01).
-func envCursorIsENV03(doc any) bool {
+func cursorIsENV03(doc any) bool {
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return false
@@ -400,10 +401,10 @@ func envCursorIsENV03(doc any) bool {
 	return false
 }
 
-// envCheckCursor is ENV-03 on one page: hasMore true needs a non-empty
+// checkCursor is ENV-03 on one page: hasMore true needs a non-empty
 // string nextCursor; false needs it null or absent. A page whose hasMore is
 // not a boolean is ENV-01's.
-func (s *session) envCheckCursor(ep string, doc any, ex *exchange, t envTallies) {
+func (s *session) checkCursor(ep string, doc any, ex *exchange, t tallies) {
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return
@@ -420,34 +421,34 @@ func (s *session) envCheckCursor(ep string, doc any, ex *exchange, t envTallies)
 		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is null", s.reqRef(ex)), ex, "/nextCursor")
 	case more:
 		if c, ok := cur.(string); !ok || c == "" {
-			t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is %s, not a non-empty string", s.reqRef(ex), envShow(cur)), ex, "/nextCursor")
+			t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is true but nextCursor is %s, not a non-empty string", s.reqRef(ex), showJSON(cur)), ex, "/nextCursor")
 		}
-	case present && cur != nil && envIsString(cur):
-		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is false but nextCursor is %s, not null or absent", s.reqRef(ex), envShow(cur)), ex, "/nextCursor")
+	case present && cur != nil && isString(cur):
+		t.add("ENV-03", ep, fmt.Sprintf("the page %s: hasMore is false but nextCursor is %s, not null or absent", s.reqRef(ex), showJSON(cur)), ex, "/nextCursor")
 	}
 }
 
-func envIsString(v any) bool { _, ok := v.(string); return ok }
+func isString(v any) bool { _, ok := v.(string); return ok }
 
-// envCheckRecord validates a single-record body (ENV-02, ENV-06), once per
+// checkSingleRecord validates a single-record body (ENV-02, ENV-06), once per
 // distinct body.
-func (s *session) envCheckRecord(ep, schema string, ex *exchange, t envTallies, findings map[string]bool, items map[[32]byte]bool) bool {
+func (s *session) checkSingleRecord(ep, schema string, ex *exchange, t tallies, findings map[string]bool, items map[[32]byte]bool) bool {
 	h := sha256.Sum256(ex.Body)
 	if items[h] {
 		return false
 	}
 	items[h] = true
-	s.envCheckItem(ep, schema, ex.Body, "", ex, t, findings)
+	s.checkItem(ep, schema, ex.Body, "", ex, t, findings)
 	return true
 }
 
-// envItemFinding files a finding inside a record (its pointer relative to
+// fileItemFinding files a finding inside a record (its pointer relative to
 // the record, found at prefix in ex's body): a warning is ENV-06, a
 // malformed timestamp string is TIME-01's, anything else ENV-02. A finding
 // about a record already reported (the same record on another page) is
 // left out.
-func (s *session) envItemFinding(ep string, f spec.Finding, item any, prefix string, ex *exchange, t envTallies, findings map[string]bool) {
-	if envTimestampFinding(f, item) {
+func (s *session) fileItemFinding(ep string, f spec.Finding, item any, prefix string, ex *exchange, t tallies, findings map[string]bool) {
+	if isTimestampFinding(f, item) {
 		return
 	}
 	key := ep + "|" + recordKey(item) + "|" + f.Pointer + "|" + f.Message
@@ -459,7 +460,7 @@ func (s *session) envItemFinding(ep string, f spec.Finding, item any, prefix str
 	if prefix != "" {
 		where += " item " + strings.TrimPrefix(prefix, "/data/")
 	}
-	if id := envItemID(item); id != "" {
+	if id := itemID(item); id != "" {
 		where += fmt.Sprintf(" (id %q)", truncateID(id))
 	}
 	f.Pointer = prefix + f.Pointer
@@ -471,17 +472,17 @@ func (s *session) envItemFinding(ep string, f spec.Finding, item any, prefix str
 	}
 }
 
-// envItemID is the id of a decoded record, or "".
-func envItemID(item any) string {
+// itemID is the id of a decoded record, or "".
+func itemID(item any) string {
 	m, _ := item.(map[string]any)
 	id, _ := m["id"].(string)
 	return id
 }
 
-// envTimestampFinding reports whether f is about a timestamp string that
+// isTimestampFinding reports whether f is about a timestamp string that
 // TIME-01 rejects: a field ending in At whose value fails
 // spec.CheckTimestamp.
-func envTimestampFinding(f spec.Finding, doc any) bool {
+func isTimestampFinding(f spec.Finding, doc any) bool {
 	if f.Keyword != "format" && f.Keyword != "pattern" {
 		return false
 	}
@@ -489,13 +490,13 @@ func envTimestampFinding(f spec.Finding, doc any) bool {
 	if !strings.HasSuffix(last, "At") {
 		return false
 	}
-	v, ok := envLookup(doc, f.Pointer)
+	v, ok := lookupPointer(doc, f.Pointer)
 	str, isStr := v.(string)
 	return ok && isStr && spec.CheckTimestamp(str) != nil
 }
 
-// envLookup resolves a JSON pointer in a decoded document.
-func envLookup(doc any, ptr string) (any, bool) { return spec.ResolvePointer(doc, ptr) }
+// lookupPointer resolves a JSON pointer in a decoded document.
+func lookupPointer(doc any, ptr string) (any, bool) { return spec.ResolvePointer(doc, ptr) }
 
 // plural is n and noun, the noun in the plural when n is not 1.
 func plural(n int, noun string) string {
@@ -505,8 +506,8 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// envShow renders a decoded JSON value for a message.
-func envShow(v any) string {
+// showJSON renders a decoded JSON value for a message.
+func showJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
@@ -517,35 +518,35 @@ func envShow(v any) string {
 	return string(b)
 }
 
-// envProvoked is one request made to provoke an error.
-type envProvoked struct {
+// provokedRequest is one request made to provoke an error.
+type provokedRequest struct {
 	what string // the request, as in "limit=0"
 	ex   *exchange
 }
 
-// envCheckProblems is ENV-05: provoke a 400 (limit=0), a 401 (no
+// checkProblems is ENV-05: provoke a 400 (limit=0), a 401 (no
 // credentials) and, where records can be read by id, a 404 (unknown id) at
 // every offered resource, and validate each 4xx body against the problem
 // schema. An answer that is not 4xx is judged by the checks meant for it
 // (PAGE-09, AUTH-01, REC-02), not here.
-func (s *session) envCheckProblems(ctx context.Context) {
+func (s *session) checkProblems(ctx context.Context) {
 	for _, r := range s.resources() {
 		ep := endpoint(r)
-		provoked := []envProvoked{
+		provoked := []provokedRequest{
 			{"limit=0", s.get(ctx, ep, url.Values{"limit": {"0"}})},
 			{"no credentials", s.get(ctx, ep, url.Values{"limit": {"1"}}, noAuth())},
 		}
-		if slices.Contains(envSingleRecords, r) {
-			provoked = append(provoked, envProvoked{"an unknown id", s.get(ctx, ep+"/"+url.PathEscape(envUnknownID), nil)})
+		if slices.Contains(singleRecordResources, r) {
+			provoked = append(provoked, provokedRequest{"an unknown id", s.get(ctx, ep+"/"+url.PathEscape(unknownID), nil)})
 		}
-		t := envTallies{}
+		t := tallies{}
 		var checked []string
 		for _, p := range provoked {
 			if p.ex.Status < 400 || p.ex.Status > 499 {
 				continue
 			}
 			checked = append(checked, strconv.Itoa(p.ex.Status))
-			s.envCheckProblem(ep, p, t)
+			s.checkProblem(ep, p, t)
 		}
 		if len(checked) == 0 {
 			s.skip("ENV-05", ep, "no request provoked a 4xx answer")
@@ -556,9 +557,9 @@ func (s *session) envCheckProblems(ctx context.Context) {
 	}
 }
 
-// envCheckProblem validates one provoked error body; the findings of one
+// checkProblem validates one provoked error body; the findings of one
 // body make one failure.
-func (s *session) envCheckProblem(ep string, p envProvoked, t envTallies) {
+func (s *session) checkProblem(ep string, p provokedRequest, t tallies) {
 	ex := p.ex
 	what := fmt.Sprintf("the body of the %d answer to a request with %s", ex.Status, p.what)
 	findings, err := spec.Validate("problem", ex.Body)
@@ -621,7 +622,7 @@ func (s *session) checkContentTypes() {
 	s.mu.Lock()
 	exs := append([]*exchange(nil), s.exchanges...)
 	s.mu.Unlock()
-	t := envTallies{}
+	t := tallies{}
 	counts := map[string]int{}
 	for _, ex := range exs {
 		if ex.Status == 0 || ex.Method == http.MethodHead || len(ex.Body) == 0 {

@@ -30,125 +30,132 @@ import (
 //   - FILT-05: unknown, wrongly cased and repeated query parameters never
 //     give a 5xx; the policy observed is reported.
 //
-// Each filter, and each combination the interface allows (updatedSince
-// with startedAfter on conversations, occurredAfter with category on
-// events), is walked with a page size that makes the walk cross at least
-// three pages (threePageLimit), so that a provider whose cursors forget
-// the filters after the first page is caught. The bounds are values served
-// in the full walk, chosen (ftChoose) so that records outside the filters
+// Each filter, and each combination the interface allows (updatedSince with
+// startedAfter on conversations, occurredAfter with category on events), is
+// walked with a page size that makes the walk cross at least three pages
+// (threePageLimit), so that a provider whose cursors forget the filters
+// after the first page is caught. The bounds are values served in the full
+// walk, chosen (chooseFilterBounds) so that records outside the filters
 // follow the first page in keyset order where the data has such records.
 func checkFilters(ctx context.Context, s *session) {
+	fc := &filterChecks{s: s}
 	for _, r := range s.listResources() {
 		if ctx.Err() != nil {
 			return
 		}
 		full := s.fullWalk(ctx, r)
-		var out ftOutcome
+		var out filterOutcome
 		if s.enabled("FILT-01") || s.enabled("FILT-02") {
-			for _, params := range ftFamilies(r) {
-				ftBound(ctx, s, r, full, params, &out)
+			for _, params := range filterSets(r) {
+				fc.bounds(ctx, r, full, params, &out)
 			}
 		}
 		out.record(s, endpoint(r))
-		ftFarFuture(ctx, s, r)
+		fc.farFuture(ctx, r)
 		if r == Events {
-			ftCategory(ctx, s, full)
+			fc.category(ctx, full)
 		}
-		ftOddParams(ctx, s, r)
+		fc.oddParams(ctx, r)
 	}
 }
 
-// ftFilter is a timestamp filter of a list.
-type ftFilter struct {
+// filterChecks is what the filter checks of one run share: the session.
+type filterChecks struct {
+	s *session
+}
+
+// lowerBound is a timestamp filter of a list: a lower bound, inclusive or
+// not, on a timestamp field of its records.
+type lowerBound struct {
 	param, field string
 	inclusive    bool
 }
 
-// ftCategoryParam is the events' category filter: not a timestamp bound.
-const ftCategoryParam = "category"
+// categoryParam is the events' category filter: not a timestamp bound.
+const categoryParam = "category"
 
-func ftFilters(resource string) []ftFilter {
+func lowerBounds(resource string) []lowerBound {
 	switch resource {
 	case Conversations:
-		return []ftFilter{{"updatedSince", "updatedAt", true}, {"startedAfter", "startedAt", false}}
+		return []lowerBound{{"updatedSince", "updatedAt", true}, {"startedAfter", "startedAt", false}}
 	case Assistants:
-		return []ftFilter{{"updatedSince", "updatedAt", true}}
+		return []lowerBound{{"updatedSince", "updatedAt", true}}
 	case Events:
-		return []ftFilter{{"occurredAfter", "occurredAt", false}}
+		return []lowerBound{{"occurredAfter", "occurredAt", false}}
 	}
 	return nil
 }
 
-func ftFilterOf(resource, param string) (ftFilter, bool) {
-	for _, f := range ftFilters(resource) {
+func lowerBoundOf(resource, param string) (lowerBound, bool) {
+	for _, f := range lowerBounds(resource) {
 		if f.param == param {
 			return f, true
 		}
 	}
-	return ftFilter{}, false
+	return lowerBound{}, false
 }
 
-// ftFamilies lists the filters walked at a resource: each alone, then the
+// filterSets lists the filters walked at a resource: each alone, then the
 // combinations the interface allows.
-func ftFamilies(resource string) [][]string {
+func filterSets(resource string) [][]string {
 	switch resource {
 	case Conversations:
 		return [][]string{{"updatedSince"}, {"startedAfter"}, {"updatedSince", "startedAfter"}}
 	case Assistants:
 		return [][]string{{"updatedSince"}}
 	case Events:
-		return [][]string{{"occurredAfter"}, {"occurredAfter", ftCategoryParam}}
+		return [][]string{{"occurredAfter"}, {"occurredAfter", categoryParam}}
 	}
 	return nil
 }
 
-// ftTime returns a record's timestamp field, parsed; ok is false when it is
-// missing or unparseable (TIME-01's defect, not judged here).
-func ftTime(rec record, field string) (string, time.Time, bool) {
+// timestampOf returns a record's timestamp field, parsed; ok is false when
+// it is missing or unparseable (TIME-01's defect, not judged here).
+func timestampOf(rec record, field string) (string, time.Time, bool) {
 	v, _ := rec.Obj[field].(string)
 	t, err := time.Parse(time.RFC3339Nano, v)
 	return v, t, err == nil
 }
 
-func (f ftFilter) holds(t, bound time.Time) bool {
+func (f lowerBound) holds(t, bound time.Time) bool {
 	if f.inclusive {
 		return !t.Before(bound)
 	}
 	return t.After(bound)
 }
 
-func (f ftFilter) op() string {
+func (f lowerBound) op() string {
 	if f.inclusive {
 		return ">="
 	}
 	return ">"
 }
 
-// ftBoundValue is one filter with its value: a timestamp bound as served
+// filterValue is one filter with its value: a timestamp bound as served
 // in the data, or a category.
-type ftBoundValue struct {
-	f     ftFilter // zero for the category
+type filterValue struct {
+	f     lowerBound // zero for the category
 	value string
 	at    time.Time
 }
 
-func (b ftBoundValue) isCategory() bool { return b.f.param == "" }
+func (b filterValue) isCategory() bool { return b.f.param == "" }
 
-func (b ftBoundValue) param() string {
+func (b filterValue) param() string {
 	if b.isCategory() {
-		return ftCategoryParam
+		return categoryParam
 	}
 	return b.f.param
 }
 
 // holds reports whether rec satisfies the bound; judged is false when its
 // field is missing or unparseable.
-func (b ftBoundValue) holds(rec record) (ok, judged bool) {
-	return b.holdsCell(ftCellOf(rec, b.f, b.isCategory()))
+func (b filterValue) holds(rec record) (ok, judged bool) {
+	return b.holdsCell(readCell(rec, b.f, b.isCategory()))
 }
 
 // holdsCell is holds for a record's value already read.
-func (b ftBoundValue) holdsCell(c ftCell) (ok, judged bool) {
+func (b filterValue) holdsCell(c filterCell) (ok, judged bool) {
 	if !c.ok {
 		return false, false
 	}
@@ -158,10 +165,10 @@ func (b ftBoundValue) holdsCell(c ftCell) (ok, judged bool) {
 	return b.f.holds(c.at, b.at), true
 }
 
-// ftCase is a set of filters walked together.
-type ftCase []ftBoundValue
+// filterCase is a set of filters walked together.
+type filterCase []filterValue
 
-func (c ftCase) query() url.Values {
+func (c filterCase) query() url.Values {
 	q := url.Values{}
 	for _, b := range c {
 		q.Set(b.param(), b.value)
@@ -169,37 +176,37 @@ func (c ftCase) query() url.Values {
 	return q
 }
 
-func (c ftCase) String() string { return describeFilters(c.query()) }
+func (c filterCase) String() string { return describeFilters(c.query()) }
 
-// ftCell is one record's value of one filter's field, read once.
-type ftCell struct {
+// filterCell is one record's value of one filter's field, read once.
+type filterCell struct {
 	at  time.Time
 	str string
 	ok  bool // the field is there and parses
 }
 
-// ftColumns holds, per filter parameter, the cells of every record of a
-// walk, so that the many cases ftChoose tries do not parse a timestamp
-// each time.
-type ftColumns map[string][]ftCell
+// filterColumns holds, per filter parameter, the cells of every record of a
+// walk, so that the many cases chooseFilterBounds tries do not parse a
+// timestamp each time.
+type filterColumns map[string][]filterCell
 
-// ftCellOf reads rec's value of filter f (of the category when category).
-func ftCellOf(rec record, f ftFilter, category bool) ftCell {
+// readCell reads rec's value of filter f (of the category when category).
+func readCell(rec record, f lowerBound, category bool) filterCell {
 	if category {
 		c, ok := rec.Obj["category"].(string)
-		return ftCell{str: c, ok: ok}
+		return filterCell{str: c, ok: ok}
 	}
-	_, t, ok := ftTime(rec, f.field)
-	return ftCell{at: t, ok: ok}
+	_, t, ok := timestampOf(rec, f.field)
+	return filterCell{at: t, ok: ok}
 }
 
-func ftColumnsOf(recs []record, resource string, params []string) ftColumns {
-	cols := ftColumns{}
+func readColumns(recs []record, resource string, params []string) filterColumns {
+	cols := filterColumns{}
 	for _, p := range params {
-		cells := make([]ftCell, len(recs))
-		f, isTime := ftFilterOf(resource, p)
+		cells := make([]filterCell, len(recs))
+		f, isTime := lowerBoundOf(resource, p)
 		for i, rec := range recs {
-			cells[i] = ftCellOf(rec, f, !isTime)
+			cells[i] = readCell(rec, f, !isTime)
 		}
 		cols[p] = cells
 	}
@@ -207,12 +214,12 @@ func ftColumnsOf(recs []record, resource string, params []string) ftColumns {
 }
 
 // holdsAt is holds for record i of cols.
-func (b ftBoundValue) holdsAt(cols ftColumns, i int) (ok, judged bool) {
+func (b filterValue) holdsAt(cols filterColumns, i int) (ok, judged bool) {
 	return b.holdsCell(cols[b.param()][i])
 }
 
 // matchesAt is matches for record i of cols.
-func (c ftCase) matchesAt(cols ftColumns, i int) (ok, judged bool) {
+func (c filterCase) matchesAt(cols filterColumns, i int) (ok, judged bool) {
 	ok = true
 	for _, b := range c {
 		h, j := b.holdsAt(cols, i)
@@ -227,7 +234,7 @@ func (c ftCase) matchesAt(cols ftColumns, i int) (ok, judged bool) {
 // sortKeyOnly reports whether every filter of c bounds the sort timestamp
 // of resource: a cursor that forgot such filters after the first page
 // would still return only matching records (they all sort after it).
-func (c ftCase) sortKeyOnly(resource string) bool {
+func (c filterCase) sortKeyOnly(resource string) bool {
 	for _, b := range c {
 		if b.isCategory() || b.f.field != sortField(resource) {
 			return false
@@ -236,9 +243,9 @@ func (c ftCase) sortKeyOnly(resource string) bool {
 	return true
 }
 
-// ftPlan is a case with what the full walk says of it.
-type ftPlan struct {
-	c       ftCase
+// filterPlan is a case with what the full walk says of it.
+type filterPlan struct {
+	c       filterCase
 	matched []int // indices in the full walk of the records matching c
 	limit   int
 	// exposed counts records of the full walk that do not match c and
@@ -249,16 +256,16 @@ type ftPlan struct {
 	binding bool
 }
 
-// ftMaxPages bounds the pages of a filtered walk the page size is lowered
-// to.
-const ftMaxPages = 100
+// maxFilteredPages bounds the pages of a filtered walk the page size is
+// lowered to.
+const maxFilteredPages = 100
 
-// ftPlanCase works out the plan of c over the records of the full walk:
-// the page size is threePageLimit of the matching records, lowered (down
-// to 1, for at most ftMaxPages pages) when that lets records outside the
+// planCase works out the plan of c over the records of the full walk: the
+// page size is threePageLimit of the matching records, lowered (down to 1,
+// for at most maxFilteredPages pages) when that lets records outside the
 // filters follow the first page.
-func ftPlanCase(recs []record, cols ftColumns, c ftCase) ftPlan {
-	p := ftPlan{c: c, binding: true}
+func planCase(recs []record, cols filterColumns, c filterCase) filterPlan {
+	p := filterPlan{c: c, binding: true}
 	// outside[i] counts the records from i on that do not match c.
 	outside := make([]int, len(recs)+1)
 	for i := len(recs) - 1; i >= 0; i-- {
@@ -284,7 +291,7 @@ func ftPlanCase(recs []record, cols ftColumns, c ftCase) ftPlan {
 	if p.exposed == 0 {
 		// exposed falls as the limit grows: the largest limit that
 		// exposes, if any.
-		lo := max(1, (m+ftMaxPages-1)/ftMaxPages)
+		lo := max(1, (m+maxFilteredPages-1)/maxFilteredPages)
 		if lo < p.limit && exposed(lo) > 0 {
 			hi := p.limit // exposed(hi) == 0
 			for hi-lo > 1 {
@@ -315,10 +322,10 @@ func ftPlanCase(recs []record, cols ftColumns, c ftCase) ftPlan {
 	return p
 }
 
-// ftBetter reports whether plan a is a better test than b: three pages or
+// betterPlan reports whether plan a is a better test than b: three pages or
 // more, then records outside the filters after the first page, then every
 // filter binding, then a walk of about 30 records.
-func ftBetter(a, b ftPlan) bool {
+func betterPlan(a, b filterPlan) bool {
 	ka := [3]bool{len(a.matched) >= 3, a.exposed > 0, a.binding}
 	kb := [3]bool{len(b.matched) >= 3, b.exposed > 0, b.binding}
 	for i := range ka {
@@ -330,60 +337,60 @@ func ftBetter(a, b ftPlan) bool {
 	return max(da, -da) < max(db, -db)
 }
 
-// ftCandidates returns the values a filter is tried at: up to n values of
+// candidateValues returns the values a filter is tried at: up to n values of
 // the field served in recs, spread over their range (for the category, the
 // categories served).
-func ftCandidates(recs []record, resource, param string, n int) []ftBoundValue {
-	if param == ftCategoryParam {
-		var out []ftBoundValue
+func candidateValues(recs []record, resource, param string, n int) []filterValue {
+	if param == categoryParam {
+		var out []filterValue
 		for _, c := range spec.EventCategories {
 			for _, rec := range recs {
 				if got, _ := rec.Obj["category"].(string); got == c {
-					out = append(out, ftBoundValue{value: c})
+					out = append(out, filterValue{value: c})
 					break
 				}
 			}
 		}
 		return out
 	}
-	f, ok := ftFilterOf(resource, param)
+	f, ok := lowerBoundOf(resource, param)
 	if !ok {
 		return nil
 	}
-	var vals []ftBoundValue
+	var vals []filterValue
 	seen := map[int64]bool{}
 	for _, rec := range recs {
-		if v, t, ok := ftTime(rec, f.field); ok && !seen[t.UnixNano()] {
+		if v, t, ok := timestampOf(rec, f.field); ok && !seen[t.UnixNano()] {
 			seen[t.UnixNano()] = true
-			vals = append(vals, ftBoundValue{f: f, value: v, at: t})
+			vals = append(vals, filterValue{f: f, value: v, at: t})
 		}
 	}
 	sort.Slice(vals, func(i, j int) bool { return vals[i].at.Before(vals[j].at) })
 	if len(vals) <= n {
 		return vals
 	}
-	out := make([]ftBoundValue, 0, n)
+	out := make([]filterValue, 0, n)
 	for i := range n {
 		out = append(out, vals[i*(len(vals)-1)/(n-1)])
 	}
 	return out
 }
 
-// ftChoose picks the case of params to walk: among values served in the
-// full walk, the one ftBetter prefers. ok is false when no record has the
-// fields to filter at.
-func ftChoose(recs []record, resource string, params []string) (ftPlan, bool) {
+// chooseFilterBounds picks the case of params to walk: among values served
+// in the full walk, the one betterPlan prefers. ok is false when no record
+// has the fields to filter at.
+func chooseFilterBounds(recs []record, resource string, params []string) (filterPlan, bool) {
 	per := 24
 	if len(params) > 1 {
 		per = 8
 	}
-	cases := []ftCase{nil}
+	cases := []filterCase{nil}
 	for _, p := range params {
-		cands := ftCandidates(recs, resource, p, per)
+		cands := candidateValues(recs, resource, p, per)
 		if len(cands) == 0 {
-			return ftPlan{}, false
+			return filterPlan{}, false
 		}
-		var next []ftCase
+		var next []filterCase
 		for _, c := range cases {
 			for _, v := range cands {
 				next = append(next, append(slices.Clone(c), v))
@@ -391,36 +398,36 @@ func ftChoose(recs []record, resource string, params []string) (ftPlan, bool) {
 		}
 		cases = next
 	}
-	cols := ftColumnsOf(recs, resource, params)
-	var best ftPlan
+	cols := readColumns(recs, resource, params)
+	var best filterPlan
 	for i, c := range cases {
-		p := ftPlanCase(recs, cols, c)
-		if i == 0 || ftBetter(p, best) {
+		p := planCase(recs, cols, c)
+		if i == 0 || betterPlan(p, best) {
 			best = p
 		}
 	}
 	return best, true
 }
 
-// ftOutcome collects, per check, what held and what could not be judged
+// filterOutcome collects, per check, what held and what could not be judged
 // over the filters of a resource.
-type ftOutcome struct {
+type filterOutcome struct {
 	held, skipped map[string][]string
 }
 
-func (o *ftOutcome) add(m *map[string][]string, id, msg string) {
+func (o *filterOutcome) add(m *map[string][]string, id, msg string) {
 	if *m == nil {
 		*m = map[string][]string{}
 	}
 	(*m)[id] = append((*m)[id], msg)
 }
 
-func (o *ftOutcome) pass(id, msg string) { o.add(&o.held, id, msg) }
-func (o *ftOutcome) skip(id, msg string) { o.add(&o.skipped, id, msg) }
+func (o *filterOutcome) pass(id, msg string) { o.add(&o.held, id, msg) }
+func (o *filterOutcome) skip(id, msg string) { o.add(&o.skipped, id, msg) }
 
 // record passes a check when something held (failures recorded already
 // take precedence), or else skips it with the reasons.
-func (o *ftOutcome) record(s *session, ep string) {
+func (o *filterOutcome) record(s *session, ep string) {
 	for _, id := range []string{"FILT-01", "FILT-02"} {
 		switch {
 		case len(o.held[id]) > 0:
@@ -435,9 +442,9 @@ func (o *ftOutcome) record(s *session, ep string) {
 	}
 }
 
-// ftWalkNote says what a filtered walk could not show: fewer than three
+// filteredWalkNote says what a filtered walk could not show: fewer than three
 // pages, or no record outside the filters after the first page.
-func ftWalkNote(r string, p ftPlan, fw *walk) string {
+func filteredWalkNote(r string, p filterPlan, fw *walk) string {
 	if !fw.Complete() {
 		return fmt.Sprintf(" (the walk stopped after %s: %s)", plural(len(fw.Sizes), "page"), fw.Problem)
 	}
@@ -455,13 +462,14 @@ func ftWalkNote(r string, p ftPlan, fw *walk) string {
 	return " (" + strings.Join(notes, "; ") + ")"
 }
 
-// ftBound is FILT-01 and FILT-02 (and FILT-04 for a category among the
+// bounds is FILT-01 and FILT-02 (and FILT-04 for a category among the
 // filters) for one set of filters of a resource. It records failures, and
 // adds what held or could not be judged to out.
-func ftBound(ctx context.Context, s *session, r string, full *walk, params []string, out *ftOutcome) {
+func (fc *filterChecks) bounds(ctx context.Context, r string, full *walk, params []string, out *filterOutcome) {
+	s := fc.s
 	ep := endpoint(r)
 	name := strings.Join(params, "+")
-	p, ok := ftChoose(full.Records, r, params)
+	p, ok := chooseFilterBounds(full.Records, r, params)
 	if !ok {
 		out.skip("FILT-01", fmt.Sprintf("no record with the fields to filter %s at", name))
 		out.skip("FILT-02", fmt.Sprintf("no record with the fields to filter %s at", name))
@@ -485,7 +493,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 		s.fail("FILT-02", ep, fmt.Sprintf("%s, with values served in the records, answered %s; want the matching records", what, ex.describe()), ex.evidence(""))
 		return
 	}
-	note := ftWalkNote(r, p, fw)
+	note := filteredWalkNote(r, p, fw)
 
 	// FILT-01 (FILT-04 for the category): every record of every page
 	// satisfies every filter.
@@ -504,7 +512,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 				continue
 			}
 			bad++
-			v, _, _ := ftTime(rec, b.f.field)
+			v, _, _ := timestampOf(rec, b.f.field)
 			s.fail("FILT-01", ep, fmt.Sprintf("page %d of %s returned %q with %s %s; want %s %s %s",
 				page, what, truncateID(rec.ID), b.f.field, v, b.f.field, b.f.op(), b.value), fw.evidence(i, b.f.field))
 		}
@@ -515,15 +523,15 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	for _, rec := range fw.Records {
 		got[rec.ID] = true
 	}
-	atBound := func(rec record) (ftBoundValue, bool) {
+	atBound := func(rec record) (filterValue, bool) {
 		for _, b := range p.c {
 			if !b.isCategory() && b.f.inclusive {
-				if _, t, ok := ftTime(rec, b.f.field); ok && t.Equal(b.at) {
+				if _, t, ok := timestampOf(rec, b.f.field); ok && t.Equal(b.at) {
 					return b, true
 				}
 			}
 		}
-		return ftBoundValue{}, false
+		return filterValue{}, false
 	}
 	if full.Complete() && fw.Complete() {
 		for _, i := range p.matched {
@@ -538,7 +546,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	}
 	if bad == 0 {
 		bounds := "every bound"
-		if slices.ContainsFunc(p.c, ftBoundValue.isCategory) {
+		if slices.ContainsFunc(p.c, filterValue.isCategory) {
 			bounds = "every timestamp bound (the category is FILT-04's)"
 		}
 		out.pass("FILT-01", fmt.Sprintf("%s: all %d records of %s satisfy %s%s", what, len(fw.Records), plural(len(fw.Sizes), "page"), bounds, note))
@@ -595,7 +603,7 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 	}
 	if at >= 0 {
 		page, _ := fw.pageOf(at)
-		where = fmt.Sprintf("which belongs before record %d of page %d", at-ftPageStart(fw, page)+1, page)
+		where = fmt.Sprintf("which belongs before record %d of page %d", at-fw.pageStart(page)+1, page)
 	} else {
 		at = max(len(fw.Records)-1, 0)
 		where = fmt.Sprintf("which belongs after the last record of the last page (page %d)", len(fw.Sizes))
@@ -604,17 +612,9 @@ func ftBound(ctx context.Context, s *session, r string, full *walk, params []str
 		what, len(missing), len(p.matched), truncateID(m.ID), sortField(r), m.Time, where), fw.evidence(at, ""))
 }
 
-// ftPageStart is the index in the walk of the first record of page (from 1).
-func ftPageStart(w *walk, page int) int {
-	n := 0
-	for _, size := range w.Sizes[:page-1] {
-		n += size
-	}
-	return n
-}
-
-// ftFarFuture is FILT-03.
-func ftFarFuture(ctx context.Context, s *session, r string) {
+// farFuture is FILT-03.
+func (fc *filterChecks) farFuture(ctx context.Context, r string) {
+	s := fc.s
 	const id = "FILT-03"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -623,7 +623,7 @@ func ftFarFuture(ctx context.Context, s *session, r string) {
 	const future = "2999-01-01T00:00:00Z"
 	bad := 0
 	var params []string
-	for _, f := range ftFilters(r) {
+	for _, f := range lowerBounds(r) {
 		params = append(params, f.param)
 		ex := s.get(ctx, ep, url.Values{f.param: {future}})
 		if ex.Status == 0 {
@@ -654,8 +654,9 @@ func ftFarFuture(ctx context.Context, s *session, r string) {
 	}
 }
 
-// ftCategory is FILT-04: each category walked across pages.
-func ftCategory(ctx context.Context, s *session, full *walk) {
+// category is FILT-04: each category walked across pages.
+func (fc *filterChecks) category(ctx context.Context, full *walk) {
+	s := fc.s
 	const id = "FILT-04"
 	ep := endpoint(Events)
 	if !s.enabled(id) {
@@ -765,8 +766,9 @@ func ftCategory(ctx context.Context, s *session, full *walk) {
 	}
 }
 
-// ftOddParams is FILT-05.
-func ftOddParams(ctx context.Context, s *session, r string) {
+// oddParams is FILT-05.
+func (fc *filterChecks) oddParams(ctx context.Context, r string) {
+	s := fc.s
 	const id = "FILT-05"
 	ep := endpoint(r)
 	if !s.enabled(id) {

@@ -30,49 +30,48 @@ import (
 //   - PAGE-11: pages empty with hasMore true are reported.
 //   - PAGE-12: the full walk is in keyset order.
 func checkPaging(ctx context.Context, s *session) {
-	cursors := map[string]*pgCursor{}
-	firstCursor := func(r string) *pgCursor {
-		if c, ok := cursors[r]; ok {
-			return c
-		}
-		c := s.pgFirstCursor(ctx, r)
-		cursors[r] = c
-		return c
-	}
+	p := &pagingChecks{s: s, cursors: map[string]*pageCursor{}}
 	for _, r := range s.listResources() {
 		if ctx.Err() != nil {
 			return
 		}
 		full := s.fullWalk(ctx, r)
-		pgWalkEnds(ctx, s, r, full)
+		p.walkEnds(ctx, r, full)
 		// Cursors that are not retry-safe spoil every later walk that
 		// meets a cursor again (cursors may be deterministic): PAGE-02's
 		// limit=1 walk, PAGE-03 and PAGE-04 then leave the defect to PAGE-05.
-		unsafe := pgRetrySafe(ctx, s, r, full)
-		generic := pgNoGaps(ctx, s, r, full, unsafe)
-		pgTies(ctx, s, r, full, generic, unsafe)
-		second := pgDeterministic(ctx, s, r, full, unsafe)
-		pgPageSize(ctx, s, r, full)
-		pgEmptyMore(s, r, full, second)
-		pgKeysetOrder(s, r, full)
-		pgOpaque(ctx, s, r, full, firstCursor)
+		unsafe := p.retrySafe(ctx, r, full)
+		generic := p.noGaps(ctx, r, full, unsafe)
+		p.ties(ctx, r, full, generic, unsafe)
+		second := p.deterministic(ctx, r, full, unsafe)
+		p.pageSize(ctx, r, full)
+		p.emptyMore(r, full, second)
+		p.keysetOrder(r, full)
+		p.opaqueCursors(ctx, r, full)
 	}
 	for _, r := range s.resources() {
 		if ctx.Err() != nil {
 			return
 		}
-		pgMalformedCursors(ctx, s, r, firstCursor)
-		pgForeignCursor(ctx, s, r, firstCursor)
+		p.malformedCursors(ctx, r)
+		p.foreignCursor(ctx, r)
 		if r != Usage {
-			pgCursorFilters(ctx, s, r, firstCursor)
+			p.cursorFilters(ctx, r)
 		}
 	}
 }
 
+// pagingChecks is what the paging checks of one run share: the session and
+// the first-page cursors several of them reuse.
+type pagingChecks struct {
+	s       *session
+	cursors map[string]*pageCursor // firstCursor's answers, by resource
+}
+
 // --- helpers
 
-// pgWalk is a bounded walk made by the paging checks themselves.
-type pgWalk struct {
+// boundedWalk is a bounded walk made by the paging checks themselves.
+type boundedWalk struct {
 	Records []record
 	Pages   []*exchange
 	Cursors []string
@@ -85,8 +84,8 @@ type pgWalk struct {
 	Ex      *exchange
 }
 
-// pgDecodePage decodes a list page: its records and envelope, or why not.
-func pgDecodePage(resource string, ex *exchange) ([]record, listPage, string) {
+// decodeListPage decodes a list page: its records and envelope, or why not.
+func decodeListPage(resource string, ex *exchange) ([]record, listPage, string) {
 	if ex.Status != http.StatusOK {
 		return nil, listPage{}, fmt.Sprintf("GET %s answered %s", endpoint(resource), ex.describe())
 	}
@@ -101,14 +100,14 @@ func pgDecodePage(resource string, ex *exchange) ([]record, listPage, string) {
 	return recs, env, ""
 }
 
-// pgDecodePage is pgDecodePage with the session's decoded records.
-func (s *session) pgDecodePage(resource string, ex *exchange) ([]record, listPage, string) {
+// decodeListPage is decodeListPage with the session's decoded records.
+func (s *session) decodeListPage(resource string, ex *exchange) ([]record, listPage, string) {
 	if ex.Status != http.StatusOK {
-		return pgDecodePage(resource, ex)
+		return decodeListPage(resource, ex)
 	}
 	env, err := ex.envelope()
 	if err != nil {
-		return pgDecodePage(resource, ex)
+		return decodeListPage(resource, ex)
 	}
 	recs := make([]record, 0, len(env.Data))
 	for _, raw := range env.Data {
@@ -117,15 +116,15 @@ func (s *session) pgDecodePage(resource string, ex *exchange) ([]record, listPag
 	return recs, env, ""
 }
 
-// pgWalkPages follows a list from its first page with filters q and page
+// walkPages follows a list from its first page with filters q and page
 // size limit, for at most maxPages pages, stopping early after a page for
 // which stop (when not nil) returns true.
-func (s *session) pgWalkPages(ctx context.Context, resource string, q url.Values, limit, maxPages int, stop func([]record) bool, opts ...reqOpt) *pgWalk {
-	w := &pgWalk{}
+func (s *session) walkPages(ctx context.Context, resource string, q url.Values, limit, maxPages int, stop func([]record) bool, opts ...reqOpt) *boundedWalk {
+	w := &boundedWalk{}
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; page < maxPages; page++ {
-		pq := pgClone(q)
+		pq := cloneQuery(q)
 		if limit > 0 {
 			pq.Set("limit", strconv.Itoa(limit))
 		}
@@ -134,7 +133,7 @@ func (s *session) pgWalkPages(ctx context.Context, resource string, q url.Values
 		}
 		ex := s.get(ctx, endpoint(resource), pq, opts...)
 		w.Pages = append(w.Pages, ex)
-		recs, env, problem := s.pgDecodePage(resource, ex)
+		recs, env, problem := s.decodeListPage(resource, ex)
 		if problem != "" {
 			w.Problem, w.Ex = problem, ex
 			return w
@@ -162,7 +161,7 @@ func (s *session) pgWalkPages(ctx context.Context, resource string, q url.Values
 	return w
 }
 
-func pgClone(q url.Values) url.Values {
+func cloneQuery(q url.Values) url.Values {
 	out := url.Values{}
 	for k, v := range q {
 		out[k] = append([]string(nil), v...)
@@ -170,12 +169,12 @@ func pgClone(q url.Values) url.Values {
 	return out
 }
 
-// pgPageOf returns the page of pages holding record i of the walk, and the
-// index of the record in it (-1 when it cannot be told).
-func pgPageOf(resource string, pages []*exchange, i int) (*exchange, int) {
+// pageHolding returns the page of pages holding record i of the walk, and
+// the index of the record in it (-1 when it cannot be told).
+func pageHolding(resource string, pages []*exchange, i int) (*exchange, int) {
 	n := 0
 	for _, ex := range pages {
-		recs, _, problem := pgDecodePage(resource, ex)
+		recs, _, problem := decodeListPage(resource, ex)
 		if problem != "" {
 			continue
 		}
@@ -190,10 +189,10 @@ func pgPageOf(resource string, pages []*exchange, i int) (*exchange, int) {
 	return &exchange{}, -1
 }
 
-// pgEvidence is the evidence of record i of a walk, with a pointer to field
-// of it (field may be empty).
-func pgEvidence(resource string, pages []*exchange, i int, field string) *Evidence {
-	ex, j := pgPageOf(resource, pages, i)
+// recordEvidence is the evidence of record i of a walk, with a pointer to
+// field of it (field may be empty).
+func recordEvidence(resource string, pages []*exchange, i int, field string) *Evidence {
+	ex, j := pageHolding(resource, pages, i)
 	ptr := ""
 	if j >= 0 {
 		ptr = "/data/" + strconv.Itoa(j)
@@ -204,8 +203,8 @@ func pgEvidence(resource string, pages []*exchange, i int, field string) *Eviden
 	return ex.evidence(ptr)
 }
 
-// pgIDs returns the ids of records.
-func pgIDs(recs []record) []string {
+// recordIDs returns the ids of records.
+func recordIDs(recs []record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.ID
@@ -213,9 +212,9 @@ func pgIDs(recs []record) []string {
 	return out
 }
 
-// pgFirstDup returns the index of the first record whose (non-empty) id came
-// before, or -1.
-func pgFirstDup(recs []record) int {
+// firstDuplicate returns the index of the first record whose (non-empty) id
+// came before, or -1.
+func firstDuplicate(recs []record) int {
 	seen := map[string]bool{}
 	for i, r := range recs {
 		if r.ID == "" {

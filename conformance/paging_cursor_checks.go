@@ -17,33 +17,38 @@ import (
 // PAGE-06, malformed; PAGE-07, another endpoint's; PAGE-08, sent with other
 // filters; PAGE-10, opaque.
 
-// pgCursor is a cursor of a resource's first page with limit=1.
-type pgCursor struct {
+// pageCursor is a cursor of a resource's first page with limit=1.
+type pageCursor struct {
 	Value string
 	Query url.Values // the query of the request that returned it
 	Ex    *exchange
 }
 
-// pgFirstCursor asks a resource's first page with limit=1 and returns its
-// nextCursor, or nil when there is none.
-func (s *session) pgFirstCursor(ctx context.Context, resource string) *pgCursor {
+// firstCursor asks a resource's first page with limit=1 and returns its
+// nextCursor, or nil when there is none; it asks once per resource.
+func (p *pagingChecks) firstCursor(ctx context.Context, resource string) *pageCursor {
+	if c, ok := p.cursors[resource]; ok {
+		return c
+	}
+	var c *pageCursor
 	q := url.Values{"limit": {"1"}}
-	ex := s.get(ctx, endpoint(resource), q)
-	if ex.Status != http.StatusOK {
-		return nil
+	ex := p.s.get(ctx, endpoint(resource), q)
+	if ex.Status == http.StatusOK {
+		env, err := ex.envelope()
+		if err == nil && env.HasMore && env.cursor() != "" {
+			c = &pageCursor{Value: env.cursor(), Query: q, Ex: ex}
+		}
 	}
-	env, err := ex.envelope()
-	if err != nil || !env.HasMore || env.cursor() == "" {
-		return nil
-	}
-	return &pgCursor{Value: env.cursor(), Query: q, Ex: ex}
+	p.cursors[resource] = c
+	return c
 }
 
 // --- PAGE-05
 
-// pgRetrySafe is PAGE-05; it reports whether it found cursors not
+// retrySafe is PAGE-05; it reports whether it found cursors not
 // retry-safe.
-func pgRetrySafe(ctx context.Context, s *session, r string, full *walk) (unsafe bool) {
+func (p *pagingChecks) retrySafe(ctx context.Context, r string, full *walk) (unsafe bool) {
+	s := p.s
 	const id = "PAGE-05"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -57,12 +62,12 @@ func pgRetrySafe(ctx context.Context, s *session, r string, full *walk) (unsafe 
 	limit := max(1, min(10, n/3))
 	base := url.Values{"limit": {strconv.Itoa(limit)}}
 	page := func(cursor string) (*exchange, []record, listPage, string) {
-		q := pgClone(base)
+		q := cloneQuery(base)
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
 		ex := s.get(ctx, ep, q)
-		recs, env, problem := pgDecodePage(r, ex)
+		recs, env, problem := decodeListPage(r, ex)
 		return ex, recs, env, problem
 	}
 	_, first, env, problem := page("")
@@ -82,7 +87,7 @@ func pgRetrySafe(ctx context.Context, s *session, r string, full *walk) (unsafe 
 	}
 	changed := func() bool {
 		_, again, _, problem := page("")
-		return problem != "" || !slices.Equal(pgIDs(again), pgIDs(first))
+		return problem != "" || !slices.Equal(recordIDs(again), recordIDs(first))
 	}
 	compare := func(when string, ex *exchange, b []record, problem string) bool {
 		if problem != "" {
@@ -94,12 +99,12 @@ func pgRetrySafe(ctx context.Context, s *session, r string, full *walk) (unsafe 
 			unsafe = true
 			return false
 		}
-		if !slices.Equal(pgIDs(a), pgIDs(b)) {
+		if !slices.Equal(recordIDs(a), recordIDs(b)) {
 			if changed() {
 				s.skip(id, ep, "the data changed during the check")
 				return false
 			}
-			s.fail(id, ep, fmt.Sprintf("the same cursor gave ids %v the first time and %v %s", pgShortIDs(a), pgShortIDs(b), when), ex.evidence("/data"))
+			s.fail(id, ep, fmt.Sprintf("the same cursor gave ids %v the first time and %v %s", shortIDs(a), shortIDs(b), when), ex.evidence("/data"))
 			unsafe = true
 			return false
 		}
@@ -125,8 +130,8 @@ func pgRetrySafe(ctx context.Context, s *session, r string, full *walk) (unsafe 
 	return false
 }
 
-func pgShortIDs(recs []record) []string {
-	ids := pgIDs(recs)
+func shortIDs(recs []record) []string {
+	ids := recordIDs(recs)
 	if len(ids) > 5 {
 		ids = append(ids[:5:5], "...")
 	}
@@ -138,9 +143,9 @@ func pgShortIDs(recs []record) []string {
 
 // --- PAGE-06
 
-// pgMalformed returns the malformed variants of a cursor (of any cursor
+// malformedVariants returns the malformed variants of a cursor (of any cursor
 // when c is empty), by name.
-func pgMalformed(c string) [][2]string {
+func malformedVariants(c string) [][2]string {
 	out := [][2]string{{"garbage", "this-is-not-a-cursor"}}
 	if len(c) >= 4 {
 		out = append(out, [2]string{"truncated", c[:len(c)/2]})
@@ -166,7 +171,8 @@ func pgMalformed(c string) [][2]string {
 	return out
 }
 
-func pgMalformedCursors(ctx context.Context, s *session, r string, firstCursor func(string) *pgCursor) {
+func (p *pagingChecks) malformedCursors(ctx context.Context, r string) {
+	s := p.s
 	const id = "PAGE-06"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -174,13 +180,13 @@ func pgMalformedCursors(ctx context.Context, s *session, r string, firstCursor f
 	}
 	base := url.Values{"limit": {"1"}}
 	c := ""
-	if fc := firstCursor(r); fc != nil {
+	if fc := p.firstCursor(ctx, r); fc != nil {
 		c, base = fc.Value, fc.Query
 	}
 	bad := 0
-	variants := pgMalformed(c)
+	variants := malformedVariants(c)
 	for _, v := range variants {
-		q := pgClone(base)
+		q := cloneQuery(base)
 		q.Set("cursor", v[1])
 		ex := s.get(ctx, ep, q)
 		switch {
@@ -208,7 +214,8 @@ func pgMalformedCursors(ctx context.Context, s *session, r string, firstCursor f
 
 // --- PAGE-07
 
-func pgForeignCursor(ctx context.Context, s *session, r string, firstCursor func(string) *pgCursor) {
+func (p *pagingChecks) foreignCursor(ctx context.Context, r string) {
+	s := p.s
 	const id = "PAGE-07"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -224,7 +231,7 @@ func pgForeignCursor(ctx context.Context, s *session, r string, firstCursor func
 		if !s.offered[other] || !slices.Contains(s.cfg.Resources, other) {
 			continue
 		}
-		fc := firstCursor(other)
+		fc := p.firstCursor(ctx, other)
 		if fc == nil {
 			continue
 		}
@@ -245,13 +252,14 @@ func pgForeignCursor(ctx context.Context, s *session, r string, firstCursor func
 
 // --- PAGE-08
 
-func pgCursorFilters(ctx context.Context, s *session, r string, firstCursor func(string) *pgCursor) {
+func (p *pagingChecks) cursorFilters(ctx context.Context, r string) {
+	s := p.s
 	const id = "PAGE-08"
 	ep := endpoint(r)
 	if !s.enabled(id) {
 		return
 	}
-	fc := firstCursor(r)
+	fc := p.firstCursor(ctx, r)
 	if fc == nil {
 		s.skip(id, ep, "the first page with limit=1 offered no nextCursor: no cursor to reuse")
 		return
@@ -260,7 +268,7 @@ func pgCursorFilters(ctx context.Context, s *session, r string, firstCursor func
 	if r == Events {
 		param = "occurredAfter"
 	}
-	q := pgClone(fc.Query)
+	q := cloneQuery(fc.Query)
 	q.Set("cursor", fc.Value)
 	q.Set(param, "1970-01-01T00:00:00Z")
 	ex := s.get(ctx, ep, q)
@@ -276,9 +284,9 @@ func pgCursorFilters(ctx context.Context, s *session, r string, firstCursor func
 
 // --- PAGE-10
 
-// pgReadableCursor reports what a cursor reveals when it is plain JSON or a
+// readableCursor reports what a cursor reveals when it is plain JSON or a
 // bare integer, as is or base64-decoded with either alphabet.
-func pgReadableCursor(c string) (string, bool) {
+func readableCursor(c string) (string, bool) {
 	candidates := []string{c}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(c); err == nil {
@@ -303,7 +311,8 @@ func pgReadableCursor(c string) (string, bool) {
 	return "", false
 }
 
-func pgOpaque(ctx context.Context, s *session, r string, full *walk, firstCursor func(string) *pgCursor) {
+func (p *pagingChecks) opaqueCursors(ctx context.Context, r string, full *walk) {
+	s := p.s
 	const id = "PAGE-10"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -320,7 +329,7 @@ func pgOpaque(ctx context.Context, s *session, r string, full *walk, firstCursor
 		}
 		cs = append(cs, seen{c, full.Pages[i]})
 	}
-	if fc := firstCursor(r); fc != nil {
+	if fc := p.firstCursor(ctx, r); fc != nil {
 		cs = append(cs, seen{fc.Value, fc.Ex})
 	}
 	if len(cs) == 0 {
@@ -328,7 +337,7 @@ func pgOpaque(ctx context.Context, s *session, r string, full *walk, firstCursor
 		return
 	}
 	for _, c := range cs {
-		if text, ok := pgReadableCursor(c.c); ok {
+		if text, ok := readableCursor(c.c); ok {
 			s.fail(id, ep, fmt.Sprintf("a cursor decodes to %q: clients will build or edit cursors; make them opaque", text), c.ex.evidence("/nextCursor"))
 			return
 		}

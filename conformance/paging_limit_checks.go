@@ -12,7 +12,8 @@ import (
 
 // --- PAGE-09
 
-func pgPageSize(ctx context.Context, s *session, r string, full *walk) {
+func (p *pagingChecks) pageSize(ctx context.Context, r string, full *walk) {
+	s := p.s
 	const id = "PAGE-09"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -20,7 +21,7 @@ func pgPageSize(ctx context.Context, s *session, r string, full *walk) {
 	}
 	bad := 0
 	for _, ex := range full.Pages {
-		recs, _, problem := pgDecodePage(r, ex)
+		recs, _, problem := decodeListPage(r, ex)
 		if problem == "" && len(recs) > 1000 {
 			s.fail(id, ep, fmt.Sprintf("limit=1000 answered %d records", len(recs)), ex.evidence("/data"))
 			bad++
@@ -35,7 +36,7 @@ func pgPageSize(ctx context.Context, s *session, r string, full *walk) {
 			want = l
 		}
 		ex := s.get(ctx, ep, q)
-		recs, _, problem := pgDecodePage(r, ex)
+		recs, _, problem := decodeListPage(r, ex)
 		if problem != "" {
 			if ex.Status == 0 || ex.Status >= 500 || ex.Status == http.StatusOK {
 				continue // HTTP-01's, or a page that is not an envelope: ENV-01's
@@ -61,7 +62,7 @@ func pgPageSize(ctx context.Context, s *session, r string, full *walk) {
 			s.errored(id, ep, ex, fmt.Sprintf("no answer to limit=%s: %v", v, ex.Err))
 			bad++
 		case ex.Status == http.StatusOK:
-			recs, _, problem := pgDecodePage(r, ex)
+			recs, _, problem := decodeListPage(r, ex)
 			if problem == "" && len(recs) > 1000 {
 				s.fail(id, ep, fmt.Sprintf("limit=%s answered 200 with %d records; want 400 or a page of at most 1000", v, len(recs)), ex.evidence("/data"))
 				bad++

@@ -12,11 +12,11 @@ import (
 // PAGE-02, none skipped or doubled; PAGE-03, not at ties of the sort
 // timestamp either; PAGE-12, keyset order.
 
-// pgOrderViolation returns the index of the first record that does not sort
+// keysetViolation returns the index of the first record that does not sort
 // after the record before it, leaving out records without an id or a
 // parseable sort timestamp and repeats of the same record; -1 when the
 // records are in keyset order.
-func pgOrderViolation(resource string, recs []record) (int, int) {
+func keysetViolation(resource string, recs []record) (int, int) {
 	prev := -1
 	for i, r := range recs {
 		if r.ID == "" || r.At.IsZero() {
@@ -38,9 +38,10 @@ func pgOrderViolation(resource string, recs []record) (int, int) {
 
 // --- PAGE-02
 
-// pgNoGaps is PAGE-02. It reports whether paging lost or repeated records
+// noGaps is PAGE-02. It reports whether paging lost or repeated records
 // other than at ties of the sort timestamp (a defect PAGE-03 leaves to it).
-func pgNoGaps(ctx context.Context, s *session, r string, full *walk, unsafe bool) bool {
+func (p *pagingChecks) noGaps(ctx context.Context, r string, full *walk, unsafe bool) bool {
+	s := p.s
 	const id = "PAGE-02"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -50,8 +51,8 @@ func pgNoGaps(ctx context.Context, s *session, r string, full *walk, unsafe bool
 		s.skip(id, ep, "the full walk did not complete: "+full.Problem)
 		return false
 	}
-	if i := pgFirstDup(full.Records); i >= 0 {
-		s.fail(id, ep, fmt.Sprintf("id %q appears more than once in the walk (record %d of %d)", truncateID(full.Records[i].ID), i, len(full.Records)), pgEvidence(r, full.Pages, i, "id"))
+	if i := firstDuplicate(full.Records); i >= 0 {
+		s.fail(id, ep, fmt.Sprintf("id %q appears more than once in the walk (record %d of %d)", truncateID(full.Records[i].ID), i, len(full.Records)), recordEvidence(r, full.Pages, i, "id"))
 		return true
 	}
 	if unsafe {
@@ -70,22 +71,22 @@ func pgNoGaps(ctx context.Context, s *session, r string, full *walk, unsafe bool
 			return false
 		}
 	}
-	if i, _ := pgOrderViolation(r, full.Records[:min(len(full.Records), 2*n)]); i >= 0 {
+	if i, _ := keysetViolation(r, full.Records[:min(len(full.Records), 2*n)]); i >= 0 {
 		s.pass(id, ep, fmt.Sprintf("ids unique in %d records; the limit=1 comparison is left out: the walk is not in keyset order (PAGE-12)", len(full.Records)))
 		return false
 	}
 	ref := full.Records
 	for attempt := 0; ; attempt++ {
-		pw := s.pgWalkPages(ctx, r, nil, 1, n, nil)
-		if i := pgFirstDup(pw.Records); i >= 0 {
-			s.fail(id, ep, fmt.Sprintf("the walk with limit=1 returned id %q twice (record %d)", truncateID(pw.Records[i].ID), i), pgEvidence(r, pw.Pages, i, "id"))
+		pw := s.walkPages(ctx, r, nil, 1, n, nil)
+		if i := firstDuplicate(pw.Records); i >= 0 {
+			s.fail(id, ep, fmt.Sprintf("the walk with limit=1 returned id %q twice (record %d)", truncateID(pw.Records[i].ID), i), recordEvidence(r, pw.Pages, i, "id"))
 			return true
 		}
 		if pw.Problem != "" {
 			s.skip(id, ep, "the walk with limit=1 stopped early: "+pw.Problem)
 			return false
 		}
-		d := pgPrefixDefect(r, ref, pw)
+		d := comparePrefix(r, ref, pw)
 		switch {
 		case d.msg == "":
 			s.pass(id, ep, fmt.Sprintf("ids unique in %d records; a walk with limit=1 over the first %d records skipped and repeated none", len(full.Records), len(pw.Records)))
@@ -104,13 +105,13 @@ func pgNoGaps(ctx context.Context, s *session, r string, full *walk, unsafe bool
 		// The data may have changed since the full walk: compare with a
 		// fresh first page before blaming the provider.
 		ex := s.get(ctx, endpoint(r), url.Values{"limit": {strconv.Itoa(min(1000, 2*n))}})
-		recs, _, problem := pgDecodePage(r, ex)
+		recs, _, problem := decodeListPage(r, ex)
 		if problem != "" {
 			s.skip(id, ep, "the fresh first page for a second attempt failed: "+problem)
 			return false
 		}
 		ref = recs
-		if !slices.Equal(pgIDs(recs), pgIDs(full.Records[:min(len(full.Records), len(recs))])) {
+		if !slices.Equal(recordIDs(recs), recordIDs(full.Records[:min(len(full.Records), len(recs))])) {
 			continue // live writes: try again against the fresh page
 		}
 		s.fail(id, ep, d.msg, d.ev)
@@ -118,27 +119,27 @@ func pgNoGaps(ctx context.Context, s *session, r string, full *walk, unsafe bool
 	}
 }
 
-type pgDefect struct {
+type prefixDefect struct {
 	msg string
 	ev  *Evidence
 	// tiesOnly: every record skipped shares its sort timestamp with another.
 	tiesOnly bool
 }
 
-// pgPrefixDefect compares a walk with limit=1 over a prefix, without
+// comparePrefix compares a walk with limit=1 over a prefix, without
 // repeated ids, with the records ref of a walk with a large page (in keyset
 // order): its msg is "" when they agree, "order" when the limit=1 walk is
 // out of order (not judged here), or else the records skipped.
-func pgPrefixDefect(r string, ref []record, pw *pgWalk) pgDefect {
+func comparePrefix(r string, ref []record, pw *boundedWalk) prefixDefect {
 	if len(pw.Records) == 0 {
-		return pgDefect{}
+		return prefixDefect{}
 	}
-	if i, _ := pgOrderViolation(r, pw.Records); i >= 0 {
-		return pgDefect{msg: "order"}
+	if i, _ := keysetViolation(r, pw.Records); i >= 0 {
+		return prefixDefect{msg: "order"}
 	}
 	last := pw.Records[len(pw.Records)-1]
 	if last.At.IsZero() {
-		return pgDefect{}
+		return prefixDefect{}
 	}
 	got := map[string]bool{}
 	for _, rec := range pw.Records {
@@ -154,7 +155,7 @@ func pgPrefixDefect(r string, ref []record, pw *pgWalk) pgDefect {
 		}
 	}
 	if len(missing) == 0 {
-		return pgDefect{}
+		return prefixDefect{}
 	}
 	times := map[int64]int{}
 	for _, rec := range ref {
@@ -182,13 +183,14 @@ func pgPrefixDefect(r string, ref []record, pw *pgWalk) pgDefect {
 			break
 		}
 	}
-	return pgDefect{msg: fmt.Sprintf("the walk with limit=1 skipped %d of the first records of the walk with limit=1000, first %q (%s %s)",
-		len(missing), truncateID(miss.ID), sortField(r), miss.Time), ev: pgEvidence(r, pw.Pages, at, ""), tiesOnly: tiesOnly}
+	return prefixDefect{msg: fmt.Sprintf("the walk with limit=1 skipped %d of the first records of the walk with limit=1000, first %q (%s %s)",
+		len(missing), truncateID(miss.ID), sortField(r), miss.Time), ev: recordEvidence(r, pw.Pages, at, ""), tiesOnly: tiesOnly}
 }
 
 // --- PAGE-03
 
-func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsafe bool) {
+func (p *pagingChecks) ties(ctx context.Context, r string, full *walk, generic, unsafe bool) {
+	s := p.s
 	const id = "PAGE-03"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -206,7 +208,7 @@ func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsa
 		s.skip(id, ep, "the full walk did not complete: "+full.Problem)
 		return
 	}
-	if i, _ := pgOrderViolation(r, full.Records); i >= 0 {
+	if i, _ := keysetViolation(r, full.Records); i >= 0 {
 		s.skip(id, ep, "the walk is not in keyset order (PAGE-12)")
 		return
 	}
@@ -268,15 +270,15 @@ func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsa
 	checked := 0
 	for _, l := range limits {
 		maxPages := (g.size+l-1)/l + 2
-		pw := s.pgWalkPages(ctx, r, q, l, maxPages, func(recs []record) bool {
+		pw := s.walkPages(ctx, r, q, l, maxPages, func(recs []record) bool {
 			return len(recs) > 0 && recs[len(recs)-1].At.After(T.At)
 		})
 		if pw.Problem != "" {
 			s.skip(id, ep, "a walk over the tie group stopped early: "+pw.Problem)
 			continue
 		}
-		if i := pgFirstDup(pw.Records); i >= 0 {
-			s.fail(id, ep, fmt.Sprintf("with limit=%d, id %q came back twice in a group of %d records sharing %s %s", l, truncateID(pw.Records[i].ID), g.size, sortField(r), T.Time), pgEvidence(r, pw.Pages, i, "id"))
+		if i := firstDuplicate(pw.Records); i >= 0 {
+			s.fail(id, ep, fmt.Sprintf("with limit=%d, id %q came back twice in a group of %d records sharing %s %s", l, truncateID(pw.Records[i].ID), g.size, sortField(r), T.Time), recordEvidence(r, pw.Pages, i, "id"))
 			continue
 		}
 		got := map[string]bool{}
@@ -319,7 +321,7 @@ func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsa
 				}
 			}
 			s.fail(id, ep, fmt.Sprintf("with limit=%d, %d of %d records sharing %s %s were skipped, first %q",
-				l, g.size-found, g.size, sortField(r), T.Time, truncateID(miss)), pgEvidence(r, pw.Pages, at, ""))
+				l, g.size-found, g.size, sortField(r), T.Time, truncateID(miss)), recordEvidence(r, pw.Pages, at, ""))
 			continue
 		}
 		checked++
@@ -331,19 +333,20 @@ func pgTies(ctx context.Context, s *session, r string, full *walk, generic, unsa
 
 // --- PAGE-12
 
-func pgKeysetOrder(s *session, r string, full *walk) {
+func (p *pagingChecks) keysetOrder(r string, full *walk) {
+	s := p.s
 	const id = "PAGE-12"
 	ep := endpoint(r)
 	if !full.Complete() {
 		s.skip(id, ep, "the full walk did not complete: "+full.Problem)
 		return
 	}
-	i, p := pgOrderViolation(r, full.Records)
+	i, prev := keysetViolation(r, full.Records)
 	if i < 0 {
 		s.pass(id, ep, fmt.Sprintf("%d records in (%s, id) order", len(full.Records), sortField(r)))
 		return
 	}
-	a, b := full.Records[p], full.Records[i]
+	a, b := full.Records[prev], full.Records[i]
 	s.fail(id, ep, fmt.Sprintf("record %d (%s %s, id %q) comes after (%s %s, id %q): want (%s, id) ascending, ids byte by byte",
-		i, sortField(r), b.Time, truncateID(b.ID), sortField(r), a.Time, truncateID(a.ID), sortField(r)), pgEvidence(r, full.Pages, i, sortField(r)))
+		i, sortField(r), b.Time, truncateID(b.ID), sortField(r), a.Time, truncateID(a.ID), sortField(r)), recordEvidence(r, full.Pages, i, sortField(r)))
 }

@@ -11,10 +11,10 @@ import (
 // Paging checks about whole walks (checkPaging runs them): PAGE-01, a walk
 // ends; PAGE-04, two walks agree; PAGE-11, empty pages with hasMore true.
 
-// pgPageLoop reports whether a walk stopped at the page cap made no
+// lastPagesStalled reports whether a walk stopped at the page cap made no
 // progress in its last pages: they were empty or repeated records already
 // seen.
-func pgPageLoop(resource string, w *walk) bool {
+func lastPagesStalled(resource string, w *walk) bool {
 	if len(w.Pages) < 3 {
 		return false
 	}
@@ -22,13 +22,13 @@ func pgPageLoop(resource string, w *walk) bool {
 	tail := w.Pages[len(w.Pages)-3:]
 	n := 0
 	for _, ex := range w.Pages[:len(w.Pages)-3] {
-		recs, _, _ := pgDecodePage(resource, ex)
+		recs, _, _ := decodeListPage(resource, ex)
 		for _, r := range recs {
 			seen[r.ID] = true
 		}
 	}
 	for _, ex := range tail {
-		recs, _, problem := pgDecodePage(resource, ex)
+		recs, _, problem := decodeListPage(resource, ex)
 		if problem != "" {
 			return false
 		}
@@ -44,7 +44,8 @@ func pgPageLoop(resource string, w *walk) bool {
 
 // --- PAGE-01
 
-func pgWalkEnds(ctx context.Context, s *session, r string, full *walk) {
+func (p *pagingChecks) walkEnds(ctx context.Context, r string, full *walk) {
+	s := p.s
 	const id = "PAGE-01"
 	ep := endpoint(r)
 	switch {
@@ -56,7 +57,7 @@ func pgWalkEnds(ctx context.Context, s *session, r string, full *walk) {
 		s.skip(id, ep, "the walk stopped at a page with hasMore true and no nextCursor (ENV-03)")
 		return
 	case strings.HasPrefix(full.Problem, "stopped after the page cap"):
-		if pgPageLoop(r, full) {
+		if lastPagesStalled(r, full) {
 			last := full.Pages[len(full.Pages)-1]
 			s.fail(id, ep, fmt.Sprintf("the walk did not end within %d pages and its last pages brought no new record: it would never end", len(full.Pages)), last.evidence(""))
 		} else {
@@ -72,7 +73,7 @@ func pgWalkEnds(ctx context.Context, s *session, r string, full *walk) {
 	// with a small page, for a bounded number of pages.
 	if len(full.Pages) < 3 && len(full.Records) > 7 && s.enabled(id) {
 		const limit, maxPages = 7, 20
-		pw := s.pgWalkPages(ctx, r, nil, limit, maxPages, nil)
+		pw := s.walkPages(ctx, r, nil, limit, maxPages, nil)
 		switch {
 		case strings.HasPrefix(pw.Problem, "a cursor came back"):
 			s.fail(id, ep, fmt.Sprintf("with limit=%d, page %d's nextCursor repeated a cursor already followed: the walk would never end", limit, len(pw.Pages)), pw.Ex.evidence("/nextCursor"))
@@ -87,7 +88,7 @@ func pgWalkEnds(ctx context.Context, s *session, r string, full *walk) {
 	// sets hasMore from "the page is full" goes wrong: walk with the number
 	// of records as the page size, for a few pages.
 	if n := len(full.Records); n > 0 && n <= 1000 && s.enabled(id) {
-		pw := s.pgWalkPages(ctx, r, nil, n, 4, nil)
+		pw := s.walkPages(ctx, r, nil, n, 4, nil)
 		if strings.HasPrefix(pw.Problem, "a cursor came back") {
 			s.fail(id, ep, fmt.Sprintf("with limit=%d (the number of records), page %d's nextCursor repeated a cursor already followed: the walk would never end", n, len(pw.Pages)), pw.Ex.evidence("/nextCursor"))
 			return
@@ -98,7 +99,8 @@ func pgWalkEnds(ctx context.Context, s *session, r string, full *walk) {
 
 // --- PAGE-04
 
-func pgDeterministic(ctx context.Context, s *session, r string, full *walk, unsafe bool) *walk {
+func (p *pagingChecks) deterministic(ctx context.Context, r string, full *walk, unsafe bool) *walk {
+	s := p.s
 	const id = "PAGE-04"
 	ep := endpoint(r)
 	if !s.enabled(id) {
@@ -120,7 +122,7 @@ func pgDeterministic(ctx context.Context, s *session, r string, full *walk, unsa
 			s.skip(id, ep, "the second walk did not complete: "+w.Problem)
 			return w
 		}
-		a, b := pgIDs(prev.Records), pgIDs(w.Records)
+		a, b := recordIDs(prev.Records), recordIDs(w.Records)
 		if slices.Equal(a, b) {
 			msg := fmt.Sprintf("two walks gave the same sequence of %d ids", len(b))
 			if attempt == 1 {
@@ -138,7 +140,7 @@ func pgDeterministic(ctx context.Context, s *session, r string, full *walk, unsa
 			if i < len(a) && i < len(b) {
 				detail = fmt.Sprintf("record %d is %q in one walk and %q in the other", i, truncateID(a[i]), truncateID(b[i]))
 			}
-			s.fail(id, ep, "three walks in a row gave different id sequences: "+detail, pgEvidence(r, w.Pages, min(i, max(len(b)-1, 0)), "id"))
+			s.fail(id, ep, "three walks in a row gave different id sequences: "+detail, recordEvidence(r, w.Pages, min(i, max(len(b)-1, 0)), "id"))
 			return w
 		}
 		prev = w
@@ -148,7 +150,8 @@ func pgDeterministic(ctx context.Context, s *session, r string, full *walk, unsa
 
 // --- PAGE-11
 
-func pgEmptyMore(s *session, r string, walks ...*walk) {
+func (p *pagingChecks) emptyMore(r string, walks ...*walk) {
+	s := p.s
 	const id = "PAGE-11"
 	ep := endpoint(r)
 	n, pages := 0, 0

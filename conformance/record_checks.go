@@ -15,17 +15,20 @@ import (
 	"time"
 )
 
-// recSampleSize is how many records of a walk the record checks fetch by id.
-const recSampleSize = 20
+// recordSampleSize is how many records of a walk the record checks fetch
+// by id.
+const recordSampleSize = 20
 
-// recResources are the resources with a single-record endpoint.
-var recResources = []string{Conversations, Assistants}
+// recordChecks is what the record checks of one run share: the session.
+type recordChecks struct {
+	s *session
+}
 
-// recOffered returns the offered resources with a single-record endpoint.
-func recOffered(s *session) []string {
+// offered returns the offered resources with a single-record endpoint.
+func (rc *recordChecks) offered() []string {
 	var out []string
-	for _, r := range s.listResources() {
-		if slices.Contains(recResources, r) {
+	for _, r := range rc.s.listResources() {
+		if slices.Contains(singleRecordResources, r) {
 			out = append(out, r)
 		}
 	}
@@ -74,14 +77,15 @@ func randomUUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// recFetch gets one record by id for check id and records what keeps it
+// fetch gets one record by id for check id and records what keeps it
 // from being compared: no answer (ERROR), a 5xx (SKIP: HTTP-01 reports it),
 // another status than 200 or a body that is not an object (FAIL). obj is
 // nil in those cases. what names the record in messages; want adds to
 // "want 200".
-func recFetch(ctx context.Context, s *session, id, resource, recID, what, want string) (*exchange, map[string]any) {
+func (rc *recordChecks) fetch(ctx context.Context, id, resource, recID, what, want string) (*exchange, map[string]any) {
+	s := rc.s
 	ep := endpoint(resource)
-	ex, obj := recGetObject(ctx, s, resource, recID)
+	ex, obj := rc.getObject(ctx, resource, recID)
 	switch {
 	case ex.Status == 0:
 		s.errored(id, ep, ex, fmt.Sprintf("GET %s: no answer (%v)", recordPath(resource, recID), ex.Err))
@@ -97,8 +101,9 @@ func recFetch(ctx context.Context, s *session, id, resource, recID, what, want s
 	return ex, nil
 }
 
-// recDiff names the first top-level member where a and b differ, or "".
-func recDiff(a, b map[string]any) string {
+// firstDifference names the first top-level member where a and b differ,
+// or "".
+func firstDifference(a, b map[string]any) string {
 	keys := map[string]bool{}
 	for k := range a {
 		keys[k] = true
@@ -121,15 +126,15 @@ func recDiff(a, b map[string]any) string {
 	return ""
 }
 
-// recPointerToken escapes a member name for a JSON pointer.
-func recPointerToken(k string) string {
+// pointerToken escapes a member name for a JSON pointer.
+func pointerToken(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
-// recGetObject fetches a single record and decodes it; obj is nil when the
+// getObject fetches a single record and decodes it; obj is nil when the
 // answer is not a 200 JSON object.
-func recGetObject(ctx context.Context, s *session, resource, id string, opts ...reqOpt) (*exchange, map[string]any) {
-	ex := s.do(ctx, recordPath(resource, id), "", opts...)
+func (rc *recordChecks) getObject(ctx context.Context, resource, id string, opts ...reqOpt) (*exchange, map[string]any) {
+	ex := rc.s.do(ctx, recordPath(resource, id), "", opts...)
 	if ex.Status != http.StatusOK {
 		return ex, nil
 	}
@@ -140,12 +145,12 @@ func recGetObject(ctx context.Context, s *session, resource, id string, opts ...
 	return ex, obj
 }
 
-// recFindListItem looks for id in the first few pages of the list filtered
+// findListItem looks for id in the first few pages of the list filtered
 // by updatedSince=since (the record as it is now).
-func recFindListItem(ctx context.Context, s *session, resource, id, since string) (map[string]any, bool) {
+func (rc *recordChecks) findListItem(ctx context.Context, resource, id, since string) (map[string]any, bool) {
 	q := url.Values{"updatedSince": {since}, "limit": {"1000"}}
 	for page := 0; page < 3; page++ {
-		ex := s.get(ctx, endpoint(resource), q)
+		ex := rc.s.get(ctx, endpoint(resource), q)
 		if ex.Status != http.StatusOK {
 			return nil, false
 		}
@@ -167,9 +172,9 @@ func recFindListItem(ctx context.Context, s *session, resource, id, since string
 	return nil, false
 }
 
-// recLocate finds the page of a walk and the index in it of the record id,
-// for evidence.
-func recLocate(w *walk, resource, id string) (*exchange, int) {
+// locateRecord finds the page of a walk and the index in it of the record
+// id, for evidence.
+func locateRecord(w *walk, resource, id string) (*exchange, int) {
 	for _, ex := range w.Pages {
 		env, err := ex.page()
 		if err != nil {
@@ -188,7 +193,8 @@ func recLocate(w *walk, resource, id string) (*exchange, int) {
 // equals its list item), REC-02 (unknown ids are 404), REC-03 (hostile ids
 // give 400 or 404) and REC-04 (deleted conversations are tombstones).
 func checkRecords(ctx context.Context, s *session) {
-	offered := recOffered(s)
+	rc := &recordChecks{s: s}
+	offered := rc.offered()
 	if len(offered) == 0 {
 		for _, id := range []string{"REC-01", "REC-02", "REC-03", "REC-04"} {
 			s.skip(id, "*", "the provider offers neither /conversations nor /assistants")
@@ -197,30 +203,31 @@ func checkRecords(ctx context.Context, s *session) {
 	}
 	for _, r := range offered {
 		if s.enabled("REC-01") {
-			recCheckEqual(ctx, s, r)
+			rc.sameAsListed(ctx, r)
 		}
 		if s.enabled("REC-02") {
-			recCheckUnknown(ctx, s, r)
+			rc.unknownIDs(ctx, r)
 		}
 		if s.enabled("REC-03") {
-			recCheckHostile(ctx, s, r)
+			rc.hostileIDs(ctx, r)
 		}
 	}
 	if s.enabled("REC-04") {
 		if s.offered[Conversations] && slices.Contains(s.listResources(), Conversations) {
-			recCheckTombstones(ctx, s)
+			rc.tombstones(ctx)
 		} else {
 			s.skip("REC-04", endpoint(Conversations), "the provider does not offer /conversations")
 		}
 	}
 }
 
-// recCheckEqual is REC-01 for one resource.
-func recCheckEqual(ctx context.Context, s *session, resource string) {
+// sameAsListed is REC-01 for one resource.
+func (rc *recordChecks) sameAsListed(ctx context.Context, resource string) {
+	s := rc.s
 	const id = "REC-01"
 	ep := endpoint(resource)
 	w := s.fullWalk(ctx, resource)
-	sample := sampleRecords(w.Records, recSampleSize)
+	sample := sampleRecords(w.Records, recordSampleSize)
 	if len(sample) == 0 {
 		if !w.Complete() {
 			s.skip(id, ep, "the list could not be walked: "+w.Problem)
@@ -231,7 +238,7 @@ func recCheckEqual(ctx context.Context, s *session, resource string) {
 	}
 	equal, changed := 0, 0
 	for _, rec := range sample {
-		ex, obj := recFetch(ctx, s, id, resource, rec.ID, "the listed record", "")
+		ex, obj := rc.fetch(ctx, id, resource, rec.ID, "the listed record", "")
 		if obj == nil {
 			continue
 		}
@@ -243,12 +250,12 @@ func recCheckEqual(ctx context.Context, s *session, resource string) {
 		// and compare it with its list item as the list shows it now.
 		updated, _ := obj["updatedAt"].(string)
 		if updated != rec.Time && updated != "" {
-			ex2, obj2 := recGetObject(ctx, s, resource, rec.ID)
+			ex2, obj2 := rc.getObject(ctx, resource, rec.ID)
 			if obj2 != nil {
 				ex, obj = ex2, obj2
 				updated, _ = obj["updatedAt"].(string)
 			}
-			item, found := recFindListItem(ctx, s, resource, rec.ID, updated)
+			item, found := rc.findListItem(ctx, resource, rec.ID, updated)
 			if !found {
 				changed++
 				continue
@@ -257,12 +264,12 @@ func recCheckEqual(ctx context.Context, s *session, resource string) {
 				equal++
 				continue
 			}
-			k := recDiff(obj, item)
-			s.fail(id, ep, fmt.Sprintf("the record %q by id differs from its list item in %q", truncateID(rec.ID), k), ex.evidence("/"+recPointerToken(k)))
+			k := firstDifference(obj, item)
+			s.fail(id, ep, fmt.Sprintf("the record %q by id differs from its list item in %q", truncateID(rec.ID), k), ex.evidence("/"+pointerToken(k)))
 			continue
 		}
-		k := recDiff(obj, rec.Obj)
-		s.fail(id, ep, fmt.Sprintf("the record %q by id differs from its list item in %q (same updatedAt %q)", truncateID(rec.ID), k, rec.Time), ex.evidence("/"+recPointerToken(k)))
+		k := firstDifference(obj, rec.Obj)
+		s.fail(id, ep, fmt.Sprintf("the record %q by id differs from its list item in %q (same updatedAt %q)", truncateID(rec.ID), k, rec.Time), ex.evidence("/"+pointerToken(k)))
 	}
 	if equal > 0 {
 		msg := fmt.Sprintf("%d sampled records equal their list items", equal)
@@ -275,8 +282,9 @@ func recCheckEqual(ctx context.Context, s *session, resource string) {
 	}
 }
 
-// recCheckUnknown is REC-02 for one resource.
-func recCheckUnknown(ctx context.Context, s *session, resource string) {
+// unknownIDs is REC-02 for one resource.
+func (rc *recordChecks) unknownIDs(ctx context.Context, resource string) {
+	s := rc.s
 	const id = "REC-02"
 	ep := endpoint(resource)
 	ok := 0
@@ -296,7 +304,7 @@ func recCheckUnknown(ctx context.Context, s *session, resource string) {
 	}
 }
 
-// recHostileIDs are ids no provider should crash on; each is sent path
+// hostileIDCases are ids no provider should crash on; each is sent path
 // escaped, so every URL is well formed.
 //
 // Ids that are dot segments ("." and "..") are not among them: URL path
@@ -304,7 +312,7 @@ func recCheckUnknown(ctx context.Context, s *session, resource string) {
 // record can be addressed by them, and most HTTP servers (Go's ServeMux
 // among them) answer them with a redirect to the cleaned path before the
 // provider sees the request. Dots inside an id are probed instead.
-var recHostileIDs = []struct{ what, id string }{
+var hostileIDCases = []struct{ what, id string }{
 	{"a slash (%2F)", "/"},
 	{"an embedded slash", "a/b"},
 	{"an escaped slash sent escaped again", "%2F"},
@@ -317,12 +325,13 @@ var recHostileIDs = []struct{ what, id string }{
 	{"a percent sign", "%"},
 }
 
-// recCheckHostile is REC-03 for one resource.
-func recCheckHostile(ctx context.Context, s *session, resource string) {
+// hostileIDs is REC-03 for one resource.
+func (rc *recordChecks) hostileIDs(ctx context.Context, resource string) {
+	s := rc.s
 	const id = "REC-03"
 	ep := endpoint(resource)
 	ok := 0
-	for _, h := range recHostileIDs {
+	for _, h := range hostileIDCases {
 		path := recordPath(resource, h.id)
 		ex := s.do(ctx, path, "")
 		switch {
@@ -349,13 +358,13 @@ func recCheckHostile(ctx context.Context, s *session, resource string) {
 	}
 }
 
-// recContentFields are the members a tombstone must not carry.
-var recContentFields = []string{"messages", "systemPrompt", "attachments"}
+// contentFields are the members a tombstone must not carry.
+var contentFields = []string{"messages", "systemPrompt", "attachments"}
 
-// recHasContent reports whether obj carries a non-empty content field, and
+// hasContent reports whether obj carries a non-empty content field, and
 // which.
-func recHasContent(obj map[string]any) (string, bool) {
-	for _, f := range recContentFields {
+func hasContent(obj map[string]any) (string, bool) {
+	for _, f := range contentFields {
 		v, ok := obj[f]
 		if !ok || v == nil {
 			continue
@@ -375,8 +384,9 @@ func recHasContent(obj map[string]any) (string, bool) {
 	return "", false
 }
 
-// recCheckTombstones is REC-04.
-func recCheckTombstones(ctx context.Context, s *session) {
+// tombstones is REC-04.
+func (rc *recordChecks) tombstones(ctx context.Context) {
+	s := rc.s
 	const id = "REC-04"
 	ep := endpoint(Conversations)
 	w := s.fullWalk(ctx, Conversations)
@@ -399,9 +409,9 @@ func recCheckTombstones(ctx context.Context, s *session) {
 	}
 	bad := 0
 	for _, t := range tombs {
-		if f, has := recHasContent(t.Obj); has {
+		if f, has := hasContent(t.Obj); has {
 			bad++
-			ex, i := recLocate(w, Conversations, t.ID)
+			ex, i := locateRecord(w, Conversations, t.ID)
 			var ev *Evidence
 			if ex != nil {
 				ev = ex.evidence(fmt.Sprintf("/data/%d/%s", i, f))
@@ -413,7 +423,7 @@ func recCheckTombstones(ctx context.Context, s *session) {
 		dt, err1 := time.Parse(time.RFC3339Nano, del)
 		if err1 == nil && !t.At.IsZero() && t.At.Before(dt) {
 			bad++
-			ex, i := recLocate(w, Conversations, t.ID)
+			ex, i := locateRecord(w, Conversations, t.ID)
 			var ev *Evidence
 			if ex != nil {
 				ev = ex.evidence(fmt.Sprintf("/data/%d/updatedAt", i))
@@ -422,8 +432,8 @@ func recCheckTombstones(ctx context.Context, s *session) {
 		}
 	}
 	fetched := 0
-	for _, t := range sampleRecords(tombs, recSampleSize) {
-		ex, obj := recFetch(ctx, s, id, Conversations, t.ID, "the deleted conversation", " with deletedAt")
+	for _, t := range sampleRecords(tombs, recordSampleSize) {
+		ex, obj := rc.fetch(ctx, id, Conversations, t.ID, "the deleted conversation", " with deletedAt")
 		if obj == nil {
 			continue
 		}
@@ -431,7 +441,7 @@ func recCheckTombstones(ctx context.Context, s *session) {
 			s.fail(id, ep, fmt.Sprintf("the deleted conversation %q by id has no deletedAt", truncateID(t.ID)), ex.evidence("/deletedAt"))
 			continue
 		}
-		if f, has := recHasContent(obj); has {
+		if f, has := hasContent(obj); has {
 			s.fail(id, ep, fmt.Sprintf("the deleted conversation %q by id still carries %s", truncateID(t.ID), f), ex.evidence("/"+f))
 			continue
 		}

@@ -15,7 +15,9 @@ import (
 
 // --- data
 
-func refID(prefix, tenant string, i int) string {
+// stableID is the id of the i-th record of a kind (prefix) of a tenant:
+// the same in every run.
+func stableID(prefix, tenant string, i int) string {
 	h := sha256.Sum256([]byte(tenant + prefix + strconv.Itoa(i)))
 	return prefix + "_" + hex.EncodeToString(h[:6])
 }
@@ -39,7 +41,7 @@ func genTenant(tenant string, nc, na, ne, nu int, now time.Time) *refTenant {
 	}
 	assistantIDs := make([]string, na)
 	for i := range na {
-		assistantIDs[i] = refID("asst", tenant, i)
+		assistantIDs[i] = stableID("asst", tenant, i)
 	}
 	tieAt := base.Add(200*time.Hour + 250*time.Millisecond)
 
@@ -51,7 +53,7 @@ func genTenant(tenant string, nc, na, ne, nu int, now time.Time) *refTenant {
 			updated = tieAt
 		}
 		c := spec.Conversation{
-			ID:             refID("conv", tenant, i),
+			ID:             stableID("conv", tenant, i),
 			ConversationID: fmt.Sprintf("thread-%d", i/2),
 			StartedAt:      spec.NewTime(started),
 			UpdatedAt:      spec.NewTime(updated),
@@ -131,7 +133,7 @@ func genTenant(tenant string, nc, na, ne, nu int, now time.Time) *refTenant {
 		}
 		cat := spec.EventCategories[i%len(spec.EventCategories)]
 		e := spec.Event{
-			ID: refID("evt", tenant, i), OccurredAt: spec.NewTime(at), Type: fmt.Sprintf("native.%s.%s", strings.ToLower(cat), strings.ToLower(actions[i%len(actions)])),
+			ID: stableID("evt", tenant, i), OccurredAt: spec.NewTime(at), Type: fmt.Sprintf("native.%s.%s", strings.ToLower(cat), strings.ToLower(actions[i%len(actions)])),
 			Actor:    &spec.Actor{Type: actors[i%4], ID: fmt.Sprintf("user-%d", i%6), Email: fmt.Sprintf("user%d@%s.example", i%6, tenant)},
 			Category: cat, Action: actions[i%len(actions)],
 			Target:  &spec.Target{Kind: "assistant", ID: assistantIDs[i%max(na, 1)], Name: "Assistant"},
@@ -155,12 +157,13 @@ func genTenant(tenant string, nc, na, ne, nu int, now time.Time) *refTenant {
 	}
 
 	for _, l := range [][]*refItem{t.conversations, t.assistants, t.events} {
-		sort.SliceStable(l, func(a, b int) bool { return refLess(l[a], l[b]) })
+		sort.SliceStable(l, func(a, b int) bool { return itemLess(l[a], l[b]) })
 	}
 	return t
 }
 
-func refLess(a, b *refItem) bool {
+// itemLess reports whether a sorts before b in keyset order.
+func itemLess(a, b *refItem) bool {
 	if !a.at.Equal(b.at) {
 		return a.at.Before(b.at)
 	}

@@ -79,7 +79,7 @@ func (p *refProvider) serveList(pr refPrincipal, resource string, v url.Values) 
 			return nil, err
 		}
 		if ok && !slices.Contains(spec.EventCategories, c) {
-			return nil, invalid("category", "must be one of %s, got %q", strings.Join(spec.EventCategories, ", "), refTrunc(c))
+			return nil, invalid("category", "must be one of %s, got %q", strings.Join(spec.EventCategories, ", "), truncate(c))
 		}
 		category = c
 		digest = filterDigest("occurredAfter", ms(occurredAfter), "category", category)
@@ -117,7 +117,7 @@ func (p *refProvider) serveList(pr refPrincipal, resource string, v url.Values) 
 			o := p.tenants[tn]
 			merged = append(merged, map[string][]*refItem{"conversations": o.conversations, "assistants": o.assistants, "events": o.events}[resource]...)
 		}
-		sort.SliceStable(merged, func(a, b int) bool { return refLess(merged[a], merged[b]) })
+		sort.SliceStable(merged, func(a, b int) bool { return itemLess(merged[a], merged[b]) })
 		all = merged
 	}
 
@@ -299,5 +299,5 @@ func (p *refProvider) serveSingle(pr refPrincipal, resource, id string) ([]byte,
 		}
 		return json.Marshal(spec.Conversation{ID: id, StartedAt: spec.NewTime(time.Unix(0, 0))})
 	}
-	return nil, &refError{status: http.StatusNotFound, detail: fmt.Sprintf("No %s with id %q.", strings.TrimSuffix(resource, "s"), refTrunc(id))}
+	return nil, &refError{status: http.StatusNotFound, detail: fmt.Sprintf("No %s with id %q.", strings.TrimSuffix(resource, "s"), truncate(id))}
 }

@@ -200,7 +200,7 @@ func (p *refProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.problem(w, r, &refError{status: http.StatusTooManyRequests, detail: "Slow down."})
 		return
 	}
-	resource, id, single, ok := refRoute(r.URL.EscapedPath())
+	resource, id, single, ok := splitPath(r.URL.EscapedPath())
 	if !ok {
 		p.problem(w, r, &refError{status: http.StatusNotFound, detail: "No such endpoint."})
 		return
@@ -236,9 +236,9 @@ func (p *refProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.send(w, r, http.StatusOK, "application/json", body)
 }
 
-// refRoute splits an escaped path into the resource and, for a single
+// splitPath splits an escaped path into the resource and, for a single
 // record, the unescaped id.
-func refRoute(path string) (resource, id string, single, ok bool) {
+func splitPath(path string) (resource, id string, single, ok bool) {
 	for _, res := range []string{"conversations", "assistants", "events", "usage"} {
 		if path == "/"+res {
 			return res, "", false, true
@@ -368,7 +368,7 @@ func (q refParams) limit() (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > 1000 {
-		return 0, invalid("limit", "must be an integer from 1 to 1000, got %q", refTrunc(s))
+		return 0, invalid("limit", "must be an integer from 1 to 1000, got %q", truncate(s))
 	}
 	if q.p.has(dLimitIgnored) {
 		return 100, nil
@@ -390,7 +390,7 @@ func (q refParams) time(name string) (time.Time, error) {
 		if q.p.has(dTimeFilterLenient) {
 			return time.Time{}, nil
 		}
-		return time.Time{}, invalid(name, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05Z, got %q", refTrunc(s))
+		return time.Time{}, invalid(name, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05Z, got %q", truncate(s))
 	}
 	if q.p.has(dFarFuture) && t.Unix() > math.MaxInt32 {
 		return time.Time{}, nil // does not fit the 32-bit column: the filter is dropped
@@ -398,7 +398,8 @@ func (q refParams) time(name string) (time.Time, error) {
 	return t, nil
 }
 
-func refTrunc(s string) string {
+// truncate shortens a value quoted in an error message.
+func truncate(s string) string {
 	if len(s) > 40 {
 		return strings.ToValidUTF8(s[:40], "") + "..."
 	}

@@ -25,7 +25,7 @@ func (p *refProvider) serveUsage(pr refPrincipal, v url.Values) ([]byte, error) 
 		case g == "hour" || g == "day":
 			gran = g
 		case !p.has(dBadGranularity200):
-			return nil, invalid("granularity", "must be hour or day, got %q", refTrunc(g))
+			return nil, invalid("granularity", "must be hour or day, got %q", truncate(g))
 		}
 	}
 	var groupBy []string
@@ -36,7 +36,7 @@ func (p *refProvider) serveUsage(pr refPrincipal, v url.Values) ([]byte, error) 
 		for _, d := range strings.Split(g, ",") {
 			d = strings.TrimSpace(d)
 			if !slices.Contains(refDims, d) {
-				return nil, invalid("groupBy", "must be a comma-separated subset of %s, got %q", strings.Join(refDims, ","), refTrunc(d))
+				return nil, invalid("groupBy", "must be a comma-separated subset of %s, got %q", strings.Join(refDims, ","), truncate(d))
 			}
 			if seen[d] {
 				return nil, invalid("groupBy", "names %s twice", d)

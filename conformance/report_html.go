@@ -82,7 +82,7 @@ func (r *Report) htmlView() htmlView {
 	for i, res := range r.Results {
 		hr := htmlResult{
 			Result: res,
-			Anchor: htmlAnchor(i, res.ID),
+			Anchor: resultAnchor(i, res.ID),
 			Class:  statusClass(res.Status),
 			Open:   !res.Baselined && res.Status != StatusPass && res.Status != StatusSkip,
 		}
@@ -94,10 +94,10 @@ func (r *Report) htmlView() htmlView {
 	return v
 }
 
-// htmlAnchor returns the element id of the i-th result: unique, and made of
-// letters, digits and dashes only so that it is the same in id="..." and in
-// href="#...".
-func htmlAnchor(i int, id string) string {
+// resultAnchor returns the element id of the i-th result: unique, and made
+// of letters, digits and dashes only so that it is the same in id="..." and
+// in href="#...".
+func resultAnchor(i int, id string) string {
 	clean := strings.Map(func(r rune) rune {
 		if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
 			return r

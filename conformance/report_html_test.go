@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// htmlOf renders r with WriteHTML.
-func htmlOf(t *testing.T, r *Report) string {
+// renderHTML renders r with WriteHTML.
+func renderHTML(t *testing.T, r *Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, r.WriteHTML(&b))
@@ -49,9 +49,9 @@ func sampleHTMLReport() *Report {
 	return r
 }
 
-// htmlGoldenReport is goldenReport with its rules pinned, so that the HTML
+// goldenHTMLReport is goldenReport with its rules pinned, so that the HTML
 // golden file tests the writer and not the wording of the catalogue.
-func htmlGoldenReport() *Report {
+func goldenHTMLReport() *Report {
 	r := goldenReport()
 	for i := range r.Results {
 		r.Results[i].Rule = "The rule of " + r.Results[i].ID + ` as "quoted" <text> & more.`
@@ -61,7 +61,7 @@ func htmlGoldenReport() *Report {
 
 func TestReportHTMLGolden(t *testing.T) {
 	t.Parallel()
-	got := htmlOf(t, htmlGoldenReport())
+	got := renderHTML(t, goldenHTMLReport())
 	path := filepath.Join("testdata", "report.html")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
@@ -76,7 +76,7 @@ func TestReportHTMLGolden(t *testing.T) {
 // named by CONFORMANCE_HTML_SAMPLE when set, to look at it in a browser.
 func TestReportHTMLSample(t *testing.T) {
 	t.Parallel()
-	got := htmlOf(t, sampleHTMLReport())
+	got := renderHTML(t, sampleHTMLReport())
 	requireWellFormedHTML(t, got)
 	requireSelfContainedHTML(t, got)
 	if p := os.Getenv("CONFORMANCE_HTML_SAMPLE"); p != "" {
@@ -96,7 +96,7 @@ func TestReportHTMLWellFormed(t *testing.T) {
 		{"empty", &Report{URL: "http://x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			requireWellFormedHTML(t, htmlOf(t, tc.r))
+			requireWellFormedHTML(t, renderHTML(t, tc.r))
 		})
 	}
 }
@@ -112,7 +112,7 @@ func TestReportHTMLSelfContained(t *testing.T) {
 		{"hostile", hostileReport()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			requireSelfContainedHTML(t, htmlOf(t, tc.r))
+			requireSelfContainedHTML(t, renderHTML(t, tc.r))
 		})
 	}
 }
@@ -142,7 +142,7 @@ func hostileReport() *Report {
 
 func TestReportHTMLEscapes(t *testing.T) {
 	t.Parallel()
-	got := htmlOf(t, hostileReport())
+	got := renderHTML(t, hostileReport())
 	for _, bad := range []string{"<script", "<img", "<iframe", "<link", "<b>", "<style>body", "</pre><"} {
 		require.NotContains(t, got, bad)
 	}
@@ -158,7 +158,7 @@ func TestReportHTMLContent(t *testing.T) {
 	t.Parallel()
 	r := sampleHTMLReport()
 	r.Started = time.Date(2026, 3, 1, 13, 0, 0, 0, time.FixedZone("CET", 3600))
-	got := htmlOf(t, r)
+	got := renderHTML(t, r)
 	require.Contains(t, got, "<code>https://api.provider.example.com/v1</code>")
 	require.Contains(t, got, `<time datetime="2026-03-01T12:00:00Z">2026-03-01T12:00:00Z</time>`, "started, in UTC")
 	require.Contains(t, got, "<dd>1.234s</dd>")
@@ -207,11 +207,11 @@ func TestReportHTMLPassed(t *testing.T) {
 	t.Parallel()
 	r := goldenReport()
 	r.Results[1].Baselined = true // the MUST FAIL
-	got := htmlOf(t, r)
+	got := renderHTML(t, r)
 	require.Contains(t, got, "Verdict: &#x2713; passed")
 	require.Contains(t, got, "fails the run too: failed", "the unbaselined SHOULD WARN fails a strict run")
 	r.Results = r.Results[:1]
-	got = htmlOf(t, r)
+	got = renderHTML(t, r)
 	require.Contains(t, got, "fails the run too: passed")
 	require.Contains(t, got, "Every check passed.")
 }

@@ -525,7 +525,7 @@ func (s *session) finish() {
 	s.checkContentTypes()
 	s.checkBodies()
 	if s.enabled("TIME-01") || s.enabled("TIME-02") {
-		s.timeCheckValues()
+		s.checkTimestampValues()
 	}
 	for _, r := range s.results {
 		if r.Status == "" {

@@ -16,9 +16,9 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// timeFreeForm are members whose content is preserved as received from the
+// freeFormMembers are members whose content is preserved as received from the
 // provider's own systems: their keys are not the interface's timestamps.
-var timeFreeForm = map[string]bool{"parameters": true, "metadata": true, "payload": true}
+var freeFormMembers = map[string]bool{"parameters": true, "metadata": true, "payload": true}
 
 // timeFilters is the timestamp filter TIME-03 and TIME-04 exercise at each
 // list resource.
@@ -28,11 +28,11 @@ var timeFilters = map[string]string{
 	Events:        "occurredAfter",
 }
 
-// timeBadFilterValues are filter values that are not RFC 3339 timestamps.
-var timeBadFilterValues = []string{"yesterday", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00"}
+// unparseableTimestamps are filter values that are not RFC 3339 timestamps.
+var unparseableTimestamps = []string{"yesterday", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00"}
 
-// timeValue is one timestamp string found in a record.
-type timeValue struct {
+// timestampValue is one timestamp string found in a record.
+type timestampValue struct {
 	ep      string
 	field   string // path from the record, array indices as [], e.g. messages[].createdAt
 	value   string
@@ -52,26 +52,27 @@ type timeValue struct {
 func checkTimestamps(ctx context.Context, s *session) {
 	if s.enabled("TIME-01") || s.enabled("TIME-02") {
 		// TIME-01 and TIME-02 are judged at the end of the run, over every
-		// record received (timeCheckValues); make sure every list was read.
+		// record received (checkTimestampValues); make sure every list was
+		// read.
 		for _, r := range s.resources() {
-			s.envWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
+			s.validatedWalk(ctx, r) // memoised: normally walked by checkEnvelopes already
 		}
 	}
 	if s.enabled("TIME-03") {
 		for _, r := range s.listResources() {
-			s.timeCheckBadFilters(ctx, r)
+			s.checkBadTimeFilters(ctx, r)
 		}
 	}
 	if s.enabled("TIME-04") {
 		for _, r := range s.listResources() {
-			s.timeCheckOffsetFilter(ctx, r)
+			s.checkOffsetTimeFilter(ctx, r)
 		}
 	}
 }
 
-// timeCollect returns every timestamp of the records of the 200 answers to
-// GET requests made so far, each (record, field) once.
-func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
+// collectTimestamps returns every timestamp of the records of the 200
+// answers to GET requests made so far, each (record, field) once.
+func (s *session) collectTimestamps() (vals []timestampValue, records map[string]int) {
 	s.mu.Lock()
 	exs := append([]*exchange(nil), s.exchanges...)
 	s.mu.Unlock()
@@ -109,8 +110,8 @@ func (s *session) timeCollect() (vals []timeValue, records map[string]int) {
 				continue
 			}
 			records[ep]++
-			timeFind(it, bases[i], "", func(field, ptr, v string) {
-				vals = append(vals, timeValue{ep: ep, field: field, value: v, pointer: ptr, ex: ex})
+			findTimestamps(it, bases[i], "", func(field, ptr, v string) {
+				vals = append(vals, timestampValue{ep: ep, field: field, value: v, pointer: ptr, ex: ex})
 			})
 		}
 	}
@@ -129,8 +130,9 @@ func recordKey(it any) string {
 	return "raw:" + string(b)
 }
 
-// timeFind calls fn for every string member whose name ends in "At" in v.
-func timeFind(v any, ptr, field string, fn func(field, ptr, value string)) {
+// findTimestamps calls fn for every string member whose name ends in
+// "At" in v.
+func findTimestamps(v any, ptr, field string, fn func(field, ptr, value string)) {
 	switch c := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(c))
@@ -139,7 +141,7 @@ func timeFind(v any, ptr, field string, fn func(field, ptr, value string)) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if timeFreeForm[k] {
+			if freeFormMembers[k] {
 				continue
 			}
 			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
@@ -151,22 +153,23 @@ func timeFind(v any, ptr, field string, fn func(field, ptr, value string)) {
 				fn(f, p, str)
 				continue
 			}
-			timeFind(c[k], p, f, fn)
+			findTimestamps(c[k], p, f, fn)
 		}
 	case []any:
 		for i, e := range c {
-			timeFind(e, ptr+"/"+strconv.Itoa(i), field+"[]", fn)
+			findTimestamps(e, ptr+"/"+strconv.Itoa(i), field+"[]", fn)
 		}
 	}
 }
 
-// timeCheckValues is TIME-01 and TIME-02 over every record served so far.
-func (s *session) timeCheckValues() {
-	vals, records := s.timeCollect()
-	t := envTallies{}
+// checkTimestampValues is TIME-01 and TIME-02 over every record served
+// so far.
+func (s *session) checkTimestampValues() {
+	vals, records := s.collectTimestamps()
+	t := tallies{}
 	counts := map[string]int{}
 	// TIME-02: endpoint -> field -> fractional digits -> values
-	digits := map[string]map[string]map[int][]timeValue{}
+	digits := map[string]map[string]map[int][]timestampValue{}
 	for _, v := range vals {
 		counts[v.ep]++
 		if err := spec.CheckTimestamp(v.value); err != nil {
@@ -181,10 +184,10 @@ func (s *session) timeCheckValues() {
 			}
 		}
 		if digits[v.ep] == nil {
-			digits[v.ep] = map[string]map[int][]timeValue{}
+			digits[v.ep] = map[string]map[int][]timestampValue{}
 		}
 		if digits[v.ep][v.field] == nil {
-			digits[v.ep][v.field] = map[int][]timeValue{}
+			digits[v.ep][v.field] = map[int][]timestampValue{}
 		}
 		digits[v.ep][v.field][n] = append(digits[v.ep][v.field][n], v)
 	}
@@ -228,15 +231,15 @@ func (s *session) timeCheckValues() {
 	}
 }
 
-// timeCheckBadFilters is TIME-03 at one list resource: each value that is
+// checkBadTimeFilters is TIME-03 at one list resource: each value that is
 // not an RFC 3339 timestamp gives 400.
-func (s *session) timeCheckBadFilters(ctx context.Context, r string) {
+func (s *session) checkBadTimeFilters(ctx context.Context, r string) {
 	ep := endpoint(r)
 	param := timeFilters[r]
 	if param == "" {
 		return
 	}
-	for _, bad := range timeBadFilterValues {
+	for _, bad := range unparseableTimestamps {
 		ex := s.get(ctx, ep, url.Values{param: {bad}, "limit": {"1"}})
 		switch {
 		case ex.Status == 0:
@@ -245,14 +248,14 @@ func (s *session) timeCheckBadFilters(ctx context.Context, r string) {
 			s.fail("TIME-03", ep, fmt.Sprintf("%s=%s answered %d; an unparseable timestamp filter must be 400", param, bad, ex.Status), ex.evidence(""))
 		}
 	}
-	s.pass("TIME-03", ep, fmt.Sprintf("%s=%s each answered 400", param, strings.Join(timeBadFilterValues, ", ")))
+	s.pass("TIME-03", ep, fmt.Sprintf("%s=%s each answered 400", param, strings.Join(unparseableTimestamps, ", ")))
 }
 
-// timeCheckOffsetFilter is TIME-04 at one list resource: the walk filtered
+// checkOffsetTimeFilter is TIME-04 at one list resource: the walk filtered
 // at an observed instant T written with Z, with a page size that makes it
 // cross several pages, holds the same ids in the same order as the walk
 // with T written as +02:00.
-func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
+func (s *session) checkOffsetTimeFilter(ctx context.Context, r string) {
 	ep := endpoint(r)
 	param := timeFilters[r]
 	if param == "" {
@@ -269,7 +272,7 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 		s.skip("TIME-04", ep, "no record with a timestamp to filter at")
 		return
 	}
-	at := timePickInstant(times)
+	at := pickInstant(times)
 	matching := 0
 	for _, t := range times {
 		if t.After(at) || t.Equal(at) && param == "updatedSince" {
@@ -334,11 +337,11 @@ func (s *session) timeCheckOffsetFilter(ctx context.Context, r string) {
 	}
 }
 
-// timePickInstant picks an observed instant near the middle that has
+// pickInstant picks an observed instant near the middle that has
 // another record within two hours after it (or before it), so that a
 // filter misreading +02:00 as Z, or with the sign reversed, selects other
 // records; the middle instant when there is none.
-func timePickInstant(times []time.Time) time.Time {
+func pickInstant(times []time.Time) time.Time {
 	sorted := slices.Clone(times)
 	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
 	mid := len(sorted) / 2

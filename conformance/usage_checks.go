@@ -17,14 +17,14 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// usePageCap bounds the pages of one /usage walk.
-const usePageCap = 100
+// usagePageCap bounds the pages of one /usage walk.
+const usagePageCap = 100
 
-// useDays is the length of the range the usage checks ask for.
-const useDays = 7
+// usageDays is the length of the range the usage checks ask for.
+const usageDays = 7
 
-// useBucket is one /usage bucket, decoded enough to check it.
-type useBucket struct {
+// usageBucket is one /usage bucket, decoded enough to check it.
+type usageBucket struct {
 	Obj map[string]any // decoded with json.Number
 	// Start and End are startAt and endAt parsed (zero when missing or
 	// unparseable: the TIME checks report those).
@@ -35,11 +35,11 @@ type useBucket struct {
 	Index      int       // its index in the page's data
 }
 
-// useWalkResult is the outcome of following the cursors of one /usage query.
-type useWalkResult struct {
+// usageWalk is the outcome of following the cursors of one /usage query.
+type usageWalk struct {
 	query   url.Values
 	limit   int // the page size asked for; 0: the provider's default
-	Buckets []useBucket
+	Buckets []usageBucket
 	Pages   []*exchange
 	// Problem, when not empty, says why the walk stopped early; Ex is the
 	// exchange to blame and First whether it was the first page.
@@ -48,27 +48,29 @@ type useWalkResult struct {
 	First   bool
 }
 
-func (w *useWalkResult) complete() bool { return w.Problem == "" }
+func (w *usageWalk) complete() bool { return w.Problem == "" }
 
-// useState is shared by the usage checks of one run.
-type useState struct {
+// usageChecks is what the usage checks of one run share: the session, the
+// range they ask for and their walks, memoised by query.
+type usageChecks struct {
+	s          *session
 	start, end time.Time // the range asked for, on day boundaries
-	walks      map[string]*useWalkResult
+	walks      map[string]*usageWalk
 }
 
-// useFormat writes t as the suite sends timestamps.
-func useFormat(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+// formatTimestamp writes t as the suite sends timestamps.
+func formatTimestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-// useUnit is the length of a bucket of granularity g.
-func useUnit(g string) time.Duration {
+// granularityUnit is the length of a bucket of granularity g.
+func granularityUnit(g string) time.Duration {
 	if g == spec.GranularityHour {
 		return time.Hour
 	}
 	return 24 * time.Hour
 }
 
-// useDecode decodes a JSON object keeping numbers exact.
-func useDecode(raw []byte) (map[string]any, error) {
+// decodeExact decodes a JSON object keeping numbers exact.
+func decodeExact(raw []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var m map[string]any
@@ -78,11 +80,11 @@ func useDecode(raw []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// useDataRange picks the range of the usage checks from the data: the
-// useDays days ending at the first day boundary after the latest
+// usageRange picks the range of the usage checks from the data: the
+// usageDays days ending at the first day boundary after the latest
 // conversation updatedAt, or, without conversations, the default range (the
 // days ending at the end of the current day).
-func useDataRange(ctx context.Context, s *session) (start, end time.Time, fromData bool) {
+func usageRange(ctx context.Context, s *session) (start, end time.Time, fromData bool) {
 	var latest time.Time
 	if s.offered[Conversations] && slices.Contains(s.cfg.Resources, Conversations) {
 		for _, r := range s.fullWalk(ctx, Conversations).Records {
@@ -96,12 +98,12 @@ func useDataRange(ctx context.Context, s *session) (start, end time.Time, fromDa
 		latest = time.Now()
 	}
 	end = latest.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return end.AddDate(0, 0, -useDays), end, fromData
+	return end.AddDate(0, 0, -usageDays), end, fromData
 }
 
-// useRangeQuery is a valid /usage query over [start, end).
-func useRangeQuery(start, end time.Time, gran string, groupBy []string) url.Values {
-	q := url.Values{"startAt": {useFormat(start)}, "endAt": {useFormat(end)}, "granularity": {gran}}
+// usageQuery is a valid /usage query over [start, end).
+func usageQuery(start, end time.Time, gran string, groupBy []string) url.Values {
+	q := url.Values{"startAt": {formatTimestamp(start)}, "endAt": {formatTimestamp(end)}, "granularity": {gran}}
 	if len(groupBy) > 0 {
 		q.Set("groupBy", strings.Join(groupBy, ","))
 	}
@@ -111,13 +113,13 @@ func useRangeQuery(start, end time.Time, gran string, groupBy []string) url.Valu
 // walk follows /usage from query q until hasMore is false, memoised per
 // query. It asks for pages of 1000 buckets, and without a limit when the
 // provider refuses that.
-func (st *useState) walk(ctx context.Context, s *session, q url.Values) *useWalkResult {
+func (u *usageChecks) walk(ctx context.Context, q url.Values) *usageWalk {
 	key := q.Encode()
-	if w, ok := st.walks[key]; ok {
+	if w, ok := u.walks[key]; ok {
 		return w
 	}
-	w := s.useWalkQuery(ctx, q, 1000)
-	st.walks[key] = w
+	w := u.s.walkUsage(ctx, q, 1000)
+	u.walks[key] = w
 	return w
 }
 
@@ -126,39 +128,39 @@ func (st *useState) walk(ctx context.Context, s *session, q url.Values) *useWalk
 // checked on later pages too (a cursor that forgot the query shows there).
 // It returns nil when w is too short to need it, or when the provider does
 // not take a limit on /usage.
-func (st *useState) smallWalk(ctx context.Context, s *session, w *useWalkResult) *useWalkResult {
+func (u *usageChecks) smallWalk(ctx context.Context, w *usageWalk) *usageWalk {
 	if w == nil || w.limit == 0 || !w.complete() || len(w.Buckets) < 2 {
 		return nil
 	}
 	limit := threePageLimit(len(w.Buckets))
 	key := w.query.Encode() + "#" + strconv.Itoa(limit)
-	if sw, ok := st.walks[key]; ok {
+	if sw, ok := u.walks[key]; ok {
 		return sw
 	}
-	sw := s.useWalkQuery(ctx, w.query, limit)
-	st.walks[key] = sw
+	sw := u.s.walkUsage(ctx, w.query, limit)
+	u.walks[key] = sw
 	return sw
 }
 
 // where names the page of b in a message about walk w.
-func (w *useWalkResult) where(b useBucket) string {
+func (w *usageWalk) where(b usageBucket) string {
 	if w.limit == 0 || w.limit == 1000 {
 		return ""
 	}
 	return fmt.Sprintf(" (page %d with limit=%d)", b.Page, w.limit)
 }
 
-// useWalkQuery follows /usage from query q with pages of limit buckets;
+// walkUsage follows /usage from query q with pages of limit buckets;
 // when the provider refuses a limit on /usage (400 to the first page), it
 // walks without one (limit 0).
-func (s *session) useWalkQuery(ctx context.Context, q url.Values, limit int) *useWalkResult {
-	w := &useWalkResult{query: q, limit: limit}
+func (s *session) walkUsage(ctx context.Context, q url.Values, limit int) *usageWalk {
+	w := &usageWalk{query: q, limit: limit}
 	withLimit := true
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; ; page++ {
-		if page == usePageCap {
-			w.Problem = fmt.Sprintf("stopped after the page cap of %d pages", usePageCap)
+		if page == usagePageCap {
+			w.Problem = fmt.Sprintf("stopped after the page cap of %d pages", usagePageCap)
 			break
 		}
 		build := func() url.Values {
@@ -190,8 +192,8 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values, limit int) *us
 			break
 		}
 		for i, raw := range env.Data {
-			b := useBucket{Ex: ex, Page: page + 1, Index: i}
-			b.Obj, _ = useDecode(raw)
+			b := usageBucket{Ex: ex, Page: page + 1, Index: i}
+			b.Obj, _ = decodeExact(raw)
 			if b.Obj != nil {
 				if v, ok := b.Obj["startAt"].(string); ok {
 					b.Start, _ = time.Parse(time.RFC3339Nano, v)
@@ -220,16 +222,16 @@ func (s *session) useWalkQuery(ctx context.Context, q url.Values, limit int) *us
 	return w
 }
 
-// useFirstPageProblem records the outcome of a walk that could not start:
+// firstPageProblem records the outcome of a walk that could not start:
 // a 400 to a valid request fails id, anything else could not be checked.
-func useFirstPageProblem(s *session, id string, w *useWalkResult, what string) {
+func (u *usageChecks) firstPageProblem(id string, w *usageWalk, what string) {
 	switch {
 	case w.Ex != nil && w.Ex.Status == http.StatusBadRequest:
-		s.fail(id, "/usage", fmt.Sprintf("a valid request (%s) answered 400", what), w.Ex.evidence(""))
+		u.s.fail(id, "/usage", fmt.Sprintf("a valid request (%s) answered 400", what), w.Ex.evidence(""))
 	case w.Ex != nil && (w.Ex.Status == http.StatusUnauthorized || w.Ex.Status == http.StatusForbidden):
-		s.skip(id, "/usage", fmt.Sprintf("the token may not read /usage (%s answered %d)", what, w.Ex.Status))
+		u.s.skip(id, "/usage", fmt.Sprintf("the token may not read /usage (%s answered %d)", what, w.Ex.Status))
 	default:
-		s.skip(id, "/usage", fmt.Sprintf("%s could not be walked: %s", what, w.Problem))
+		u.s.skip(id, "/usage", fmt.Sprintf("%s could not be walked: %s", what, w.Problem))
 	}
 }
 
@@ -248,44 +250,45 @@ func checkUsage(ctx context.Context, s *session) {
 		}
 		return
 	}
-	st := &useState{walks: map[string]*useWalkResult{}}
-	start, end, fromData := useDataRange(ctx, s)
+	u := &usageChecks{s: s, walks: map[string]*usageWalk{}}
+	start, end, fromData := usageRange(ctx, s)
 	if fromData {
 		// The data may be older than the usage the provider keeps: fall
 		// back to the current days when the range holds nothing.
-		w := st.walk(ctx, s, useRangeQuery(start, end, spec.GranularityDay, nil))
+		w := u.walk(ctx, usageQuery(start, end, spec.GranularityDay, nil))
 		if w.complete() && len(w.Buckets) == 0 {
 			end = time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-			start = end.AddDate(0, 0, -useDays)
+			start = end.AddDate(0, 0, -usageDays)
 		}
 	}
-	st.start, st.end = start, end
+	u.start, u.end = start, end
 	if s.enabled("USE-01") {
-		useCheckAligned(ctx, s, st)
+		u.aligned(ctx)
 	}
 	if s.enabled("USE-02") || s.enabled("USE-03") {
-		useCheckGroups(ctx, s, st)
+		u.groups(ctx)
 	}
 	if s.enabled("USE-04") {
-		useCheckBadParams(ctx, s, st)
+		u.badParams(ctx)
 	}
 }
 
-// useCheckAligned is USE-01.
-func useCheckAligned(ctx context.Context, s *session, st *useState) {
+// aligned is USE-01.
+func (u *usageChecks) aligned(ctx context.Context) {
+	s := u.s
 	const id = "USE-01"
 	checked, paged := 0, 0
 	for _, gran := range []string{spec.GranularityDay, spec.GranularityHour} {
-		what := fmt.Sprintf("granularity=%s from %s to %s", gran, useFormat(st.start), useFormat(st.end))
-		w := st.walk(ctx, s, useRangeQuery(st.start, st.end, gran, nil))
+		what := fmt.Sprintf("granularity=%s from %s to %s", gran, formatTimestamp(u.start), formatTimestamp(u.end))
+		w := u.walk(ctx, usageQuery(u.start, u.end, gran, nil))
 		if w.First {
-			useFirstPageProblem(s, id, w, what)
+			u.firstPageProblem(id, w, what)
 			continue
 		}
-		unit := useUnit(gran)
+		unit := granularityUnit(gran)
 		failed := false
-		walks := []*useWalkResult{w}
-		if sw := st.smallWalk(ctx, s, w); sw != nil && !sw.First {
+		walks := []*usageWalk{w}
+		if sw := u.smallWalk(ctx, w); sw != nil && !sw.First {
 			walks = append(walks, sw)
 			paged = max(paged, sw.limit)
 		}
@@ -304,7 +307,7 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 					failed = true
 					continue
 				case !b.End.IsZero() && b.End.Sub(b.Start) != unit:
-					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket from %s to %s is %v long, want one %s", what, useFormat(b.Start), b.End.UTC().Format(time.RFC3339Nano), b.End.Sub(b.Start), gran), b.Ex.evidence(ptr+"/endAt"))
+					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket from %s to %s is %v long, want one %s", what, formatTimestamp(b.Start), b.End.UTC().Format(time.RFC3339Nano), b.End.Sub(b.Start), gran), b.Ex.evidence(ptr+"/endAt"))
 					failed = true
 					continue
 				case b.Gran != "" && b.Gran != gran:
@@ -315,8 +318,8 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 				if !b.End.IsZero() {
 					bucketEnd = b.End
 				}
-				if b.Start.Before(st.start) || bucketEnd.After(st.end) {
-					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket [%s, %s) is outside the range asked", what, useFormat(b.Start), useFormat(bucketEnd)), b.Ex.evidence(ptr+"/startAt"))
+				if b.Start.Before(u.start) || bucketEnd.After(u.end) {
+					s.fail(id, "/usage", fmt.Sprintf("%s: the bucket [%s, %s) is outside the range asked", what, formatTimestamp(b.Start), formatTimestamp(bucketEnd)), b.Ex.evidence(ptr+"/startAt"))
 					failed = true
 					continue
 				}
@@ -328,19 +331,19 @@ func useCheckAligned(ctx context.Context, s *session, st *useState) {
 		}
 	}
 	if checked > 0 {
-		msg := fmt.Sprintf("%d buckets (day and hour) are aligned, one granularity long and inside [%s, %s)", checked, useFormat(st.start), useFormat(st.end))
+		msg := fmt.Sprintf("%d buckets (day and hour) are aligned, one granularity long and inside [%s, %s)", checked, formatTimestamp(u.start), formatTimestamp(u.end))
 		if paged > 0 {
 			msg += ", on every page of walks with small limits too"
 		}
 		s.pass(id, "/usage", msg)
 	} else {
-		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", formatTimestamp(u.start), formatTimestamp(u.end)))
 	}
 }
 
-// useGroupSets are the groupBy sets of USE-02 and USE-03; the first is the
+// groupBySets are the groupBy sets of USE-02 and USE-03; the first is the
 // ungrouped one.
-var useGroupSets = [][]string{
+var groupBySets = [][]string{
 	nil,
 	{spec.DimensionModel},
 	{spec.DimensionDepartment},
@@ -348,28 +351,29 @@ var useGroupSets = [][]string{
 	spec.Dimensions,
 }
 
-// useCheckGroups is USE-02 and USE-03, over daily buckets.
-func useCheckGroups(ctx context.Context, s *session, st *useState) {
-	walks := make([]*useWalkResult, len(useGroupSets))
+// groups is USE-02 and USE-03, over daily buckets.
+func (u *usageChecks) groups(ctx context.Context) {
+	s := u.s
+	walks := make([]*usageWalk, len(groupBySets))
 	checked, paged := 0, 0
-	for i, set := range useGroupSets {
+	for i, set := range groupBySets {
 		what := "groupBy=" + strings.Join(set, ",")
 		if len(set) == 0 {
 			what = "no groupBy"
 		}
-		w := st.walk(ctx, s, useRangeQuery(st.start, st.end, spec.GranularityDay, set))
+		w := u.walk(ctx, usageQuery(u.start, u.end, spec.GranularityDay, set))
 		walks[i] = w
 		if w.First {
 			if s.enabled("USE-02") {
-				useFirstPageProblem(s, "USE-02", w, what)
+				u.firstPageProblem("USE-02", w, what)
 			}
 			continue
 		}
 		if !s.enabled("USE-02") {
 			continue
 		}
-		ws := []*useWalkResult{w}
-		if sw := st.smallWalk(ctx, s, w); sw != nil && !sw.First {
+		ws := []*usageWalk{w}
+		if sw := u.smallWalk(ctx, w); sw != nil && !sw.First {
 			ws = append(ws, sw)
 			paged++
 		}
@@ -405,34 +409,35 @@ func useCheckGroups(ctx context.Context, s *session, st *useState) {
 	}
 	if s.enabled("USE-02") {
 		if checked > 0 {
-			msg := fmt.Sprintf("%d buckets over %d groupBy sets carry exactly the grouped dimensions", checked, len(useGroupSets))
+			msg := fmt.Sprintf("%d buckets over %d groupBy sets carry exactly the grouped dimensions", checked, len(groupBySets))
 			if paged > 0 {
 				msg += fmt.Sprintf(", on every page of %d walks with small limits too", paged)
 			}
 			s.pass("USE-02", "/usage", msg)
 		} else {
-			s.skip("USE-02", "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+			s.skip("USE-02", "/usage", fmt.Sprintf("no usage buckets from %s to %s", formatTimestamp(u.start), formatTimestamp(u.end)))
 		}
 	}
 	if s.enabled("USE-03") {
-		useCheckSums(s, st, walks)
+		u.sums(walks)
 	}
 }
 
-// useMetrics are the additive metrics USE-03 sums.
-var useMetrics = []string{"requests", "inputTokens", "outputTokens", "cost"}
+// additiveMetrics are the metrics USE-03 sums.
+var additiveMetrics = []string{"requests", "inputTokens", "outputTokens", "cost"}
 
-// useSums holds, per bucket start, the sum of each metric and where it came
-// from.
-type useSums struct {
+// bucketSums holds, per bucket start, the sum of each metric and where it
+// came from.
+type bucketSums struct {
 	sum     map[string]float64
 	present map[string]bool
 	ex      *exchange
 	index   int
 }
 
-func useSumBuckets(w *useWalkResult) map[int64]*useSums {
-	out := map[int64]*useSums{}
+// sumsByStart sums the metrics of the buckets of w by bucket start.
+func (w *usageWalk) sumsByStart() map[int64]*bucketSums {
+	out := map[int64]*bucketSums{}
 	for _, b := range w.Buckets {
 		if b.Start.IsZero() || b.Obj == nil {
 			continue
@@ -440,11 +445,11 @@ func useSumBuckets(w *useWalkResult) map[int64]*useSums {
 		k := b.Start.UnixMilli()
 		u := out[k]
 		if u == nil {
-			u = &useSums{sum: map[string]float64{}, present: map[string]bool{}, ex: b.Ex, index: b.Index}
+			u = &bucketSums{sum: map[string]float64{}, present: map[string]bool{}, ex: b.Ex, index: b.Index}
 			out[k] = u
 		}
 		m, _ := b.Obj["metrics"].(map[string]any)
-		for _, name := range useMetrics {
+		for _, name := range additiveMetrics {
 			n, ok := m[name].(json.Number)
 			if !ok {
 				continue
@@ -460,10 +465,10 @@ func useSumBuckets(w *useWalkResult) map[int64]*useSums {
 	return out
 }
 
-// useMisaligned reports whether a walk of daily buckets holds one whose
+// misaligned reports whether a walk of daily buckets holds one whose
 // startAt is not on a day boundary: USE-01 reports it, and USE-03 cannot
 // match such buckets.
-func useMisaligned(w *useWalkResult) bool {
+func (w *usageWalk) misaligned() bool {
 	for _, b := range w.Buckets {
 		if !b.Start.IsZero() && !b.Start.Equal(b.Start.Truncate(24*time.Hour)) {
 			return true
@@ -472,9 +477,10 @@ func useMisaligned(w *useWalkResult) bool {
 	return false
 }
 
-// useCheckSums is USE-03: per bucket start, the metrics summed over the
+// sums is USE-03: per bucket start, the metrics summed over the
 // groups of each grouped walk equal the ungrouped bucket.
-func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
+func (u *usageChecks) sums(walks []*usageWalk) {
+	s := u.s
 	const id = "USE-03"
 	base := walks[0]
 	if base == nil || !base.complete() {
@@ -482,21 +488,21 @@ func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
 		return
 	}
 	if len(base.Buckets) == 0 {
-		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", useFormat(st.start), useFormat(st.end)))
+		s.skip(id, "/usage", fmt.Sprintf("no usage buckets from %s to %s", formatTimestamp(u.start), formatTimestamp(u.end)))
 		return
 	}
-	if useMisaligned(base) {
+	if base.misaligned() {
 		s.skip(id, "/usage", "the ungrouped buckets are not on day boundaries (USE-01): their sums cannot be matched")
 		return
 	}
-	totals := useSumBuckets(base)
+	totals := base.sumsByStart()
 	compared := 0
 	for i, w := range walks[1:] {
-		set := useGroupSets[i+1]
-		if w == nil || !w.complete() || useMisaligned(w) {
+		set := groupBySets[i+1]
+		if w == nil || !w.complete() || w.misaligned() {
 			continue
 		}
-		groups := useSumBuckets(w)
+		groups := w.sumsByStart()
 		starts := map[int64]bool{}
 		for k := range totals {
 			starts[k] = true
@@ -511,7 +517,7 @@ func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
 		slices.Sort(keys)
 		for _, k := range keys {
 			t, g := totals[k], groups[k]
-			for _, name := range useMetrics {
+			for _, name := range additiveMetrics {
 				var tv, gv float64
 				var tp, gp bool
 				if t != nil {
@@ -529,7 +535,7 @@ func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
 					continue
 				}
 				compared++
-				if useClose(name, tv, gv) {
+				if closeEnough(name, tv, gv) {
 					continue
 				}
 				ex, ptr := base.Ex, ""
@@ -542,7 +548,7 @@ func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
 					ex = base.Pages[0]
 				}
 				s.fail(id, "/usage", fmt.Sprintf("bucket %s: %s is %v ungrouped but sums to %v over groupBy=%s",
-					useFormat(time.UnixMilli(k)), name, tv, gv, strings.Join(set, ",")), ex.evidence(ptr))
+					formatTimestamp(time.UnixMilli(k)), name, tv, gv, strings.Join(set, ",")), ex.evidence(ptr))
 			}
 		}
 	}
@@ -553,27 +559,29 @@ func useCheckSums(s *session, st *useState, walks []*useWalkResult) {
 	}
 }
 
-// useClose compares a metric: integers exactly, cost within 1e-6 relative.
-func useClose(name string, a, b float64) bool {
+// closeEnough compares a metric: integers exactly, cost within 1e-6
+// relative.
+func closeEnough(name string, a, b float64) bool {
 	if name != "cost" {
 		return a == b
 	}
 	return math.Abs(a-b) <= math.Max(1e-6*math.Max(math.Abs(a), math.Abs(b)), 1e-9)
 }
 
-// useCheckBadParams is USE-04.
-func useCheckBadParams(ctx context.Context, s *session, st *useState) {
+// badParams is USE-04.
+func (u *usageChecks) badParams(ctx context.Context) {
+	s := u.s
 	const id = "USE-04"
-	end := st.end
+	end := u.end
 	cases := []struct {
 		what string
 		q    url.Values
 	}{
-		{"granularity=week", useRangeQuery(st.start, end, "week", nil)},
-		{"groupBy=team", useRangeQuery(st.start, end, spec.GranularityDay, []string{"team"})},
-		{"endAt a day before startAt", useRangeQuery(end, end.AddDate(0, 0, -1), spec.GranularityDay, nil)},
-		{"granularity=hour over 40 days", useRangeQuery(end.AddDate(0, 0, -40), end, spec.GranularityHour, nil)},
-		{"granularity=day over 400 days", useRangeQuery(end.AddDate(0, 0, -400), end, spec.GranularityDay, nil)},
+		{"granularity=week", usageQuery(u.start, end, "week", nil)},
+		{"groupBy=team", usageQuery(u.start, end, spec.GranularityDay, []string{"team"})},
+		{"endAt a day before startAt", usageQuery(end, end.AddDate(0, 0, -1), spec.GranularityDay, nil)},
+		{"granularity=hour over 40 days", usageQuery(end.AddDate(0, 0, -40), end, spec.GranularityHour, nil)},
+		{"granularity=day over 400 days", usageQuery(end.AddDate(0, 0, -400), end, spec.GranularityDay, nil)},
 	}
 	ok := 0
 	for _, c := range cases {

@@ -56,6 +56,15 @@ func (w *walk) pageOf(i int) (page, index int) {
 	return len(w.Sizes), -1
 }
 
+// pageStart is the index in the walk of the first record of page (from 1).
+func (w *walk) pageStart(page int) int {
+	n := 0
+	for _, size := range w.Sizes[:page-1] {
+		n += size
+	}
+	return n
+}
+
 // evidence is the evidence of record i of the walk, with a pointer to its
 // field (field may be empty).
 func (w *walk) evidence(i int, field string) *Evidence {
