@@ -11,7 +11,7 @@ BENCHTIME   ?= 1s
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-race bench lint tidy
+.PHONY: help build run test test-race bench lint tidy screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,6 +30,9 @@ test-race: ## run every test with the race detector
 
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+screenshots: ## save a PNG of each main dashboard page into docs/screenshots (needs chromium)
+	AIUSAGE_REQUIRE_CHROMIUM=1 AIUSAGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestBrowser' ./internal/app/dashboard/
 
 lint: ## gofmt, go vet, staticcheck and the OpenAPI lint (Redocly CLI, needs npm)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

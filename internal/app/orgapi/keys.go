@@ -218,3 +218,23 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 	}
 	return p, nil
 }
+
+// KeyCreators returns, for each key of the organisation, the name of who
+// created it, as the audit trail records it.
+func (s *Store) KeyCreators(ctx context.Context, orgID string) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT resource_id, actor_name FROM orgapi_audit
+		WHERE org_id = $1 AND action = $2`, strings.ToLower(orgID), AuditKeyCreated)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		out[id] = name
+	}
+	return out, rows.Err()
+}

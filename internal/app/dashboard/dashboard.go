@@ -1,0 +1,221 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/httpx"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// SessionCookie is the name of the cookie that carries the session token.
+const SessionCookie = "aiusage_session"
+
+// Config is what the dashboard is built from.
+type Config struct {
+	People  *people.Store
+	Orgs    *orgapi.Store
+	Review  *reviewapi.Service
+	Sources *sources.Service // optional: without it the overview shows no sources
+	Logger  *slog.Logger     // 5xx causes; default: discarded
+	Now     func() time.Time // default time.Now
+}
+
+// Dashboard serves the pages.
+type Dashboard struct {
+	cfg    Config
+	pages  map[string]*template.Template
+	static http.Handler
+	cop    *http.CrossOriginProtection
+}
+
+// New returns the dashboard over c.
+func New(c Config) (*Dashboard, error) {
+	if c.People == nil || c.Orgs == nil || c.Review == nil {
+		return nil, errors.New("dashboard: People, Orgs and Review are required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	d := &Dashboard{cfg: c, pages: pages, cop: http.NewCrossOriginProtection()}
+	d.cop.SetDenyHandler(http.HandlerFunc(d.crossOrigin))
+	d.static = http.StripPrefix("/static/", http.FileServerFS(sub))
+	return d, nil
+}
+
+// Routes registers the pages on r, at the root of the address. The JSON
+// APIs keep their own paths.
+func (d *Dashboard) Routes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(securityHeaders, d.cop.Handler)
+		r.Get("/static/*", d.static.ServeHTTP)
+		r.Get("/signin", d.signinPage)
+		r.Post("/signin", d.signin)
+		r.Post("/signout", d.signout)
+		r.Group(func(r chi.Router) {
+			r.Use(d.requireSession)
+			r.Get("/", d.page(d.overview))
+			r.Get("/review", d.page(d.reviewQueue))
+			r.Post("/review/{taskId}/decision", d.action(d.decide))
+			r.Group(func(r chi.Router) {
+				r.Use(d.requireRole(people.RoleAdministrator))
+				r.Get("/settings/api-keys", d.page(d.apiKeys))
+				r.Post("/settings/api-keys", d.action(d.createKey))
+				r.Post("/settings/api-keys/{keyId}/revoke", d.action(d.revokeKey))
+				r.Get("/settings/users", d.page(d.users))
+				r.Post("/settings/users", d.action(d.createUser))
+				r.Post("/settings/users/{userId}/role", d.action(d.setRole))
+				r.Post("/settings/users/{userId}/disable", d.action(d.disableUser))
+			})
+		})
+	})
+}
+
+// securityHeaders sets the headers every page carries.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// --- sessions
+
+type viewerKey struct{}
+
+// viewer is the signed-in user of a request.
+type viewer struct {
+	User         people.User
+	Organisation orgapi.Organisation
+}
+
+func viewerOf(r *http.Request) *viewer {
+	v, _ := r.Context().Value(viewerKey{}).(*viewer)
+	return v
+}
+
+// requireSession loads the session of the cookie; without one it answers
+// 303 to the sign-in page, which comes back here after.
+func (d *Dashboard) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(SessionCookie)
+		if err != nil || c.Value == "" {
+			d.toSignin(w, r)
+			return
+		}
+		_, u, err := d.cfg.People.Authenticate(r.Context(), c.Value)
+		if errors.Is(err, people.ErrBadCredentials) {
+			clearCookie(w, r)
+			d.toSignin(w, r)
+			return
+		}
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		org, err := d.cfg.Orgs.Organisation(r.Context(), u.OrganisationID)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		httpx.Annotate(r.Context(), slog.String("user", u.ID))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, &viewer{User: u, Organisation: org})))
+	})
+}
+
+func (d *Dashboard) toSignin(w http.ResponseWriter, r *http.Request) {
+	next := r.URL.Path
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		next = "/" // a form sent after the session ended: start over
+	}
+	http.Redirect(w, r, "/signin?next="+url.QueryEscape(next), http.StatusSeeOther)
+}
+
+// requireRole answers 403 to a user without role.
+func (d *Dashboard) requireRole(role people.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if v := viewerOf(r); v == nil || v.User.Role != role {
+				d.errorPage(w, r, http.StatusForbidden, "Only an "+string(role)+" may open this page. Ask one of your organisation's Administrators.")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func setSessionCookie(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", Expires: expires,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+}
+
+// safeNext returns next when it is a path of this site ("/review"), else "/":
+// the sign-in page never sends anyone elsewhere.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Host != "" || u.Scheme != "" {
+		return "/"
+	}
+	return next
+}
+
+// --- errors
+
+func (d *Dashboard) crossOrigin(w http.ResponseWriter, r *http.Request) {
+	d.errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed.")
+}
+
+// fail answers an unexpected error with a 500 page, logged with the request id.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.ClientGone(r, err) {
+		return
+	}
+	id := httpx.RequestIDFrom(r.Context())
+	d.cfg.Logger.ErrorContext(r.Context(), "dashboard: internal error", "request_id", id, "path", r.URL.Path, "error", err)
+	d.errorPage(w, r, http.StatusInternalServerError, fmt.Sprintf("Something went wrong on our side. Quote the request id %s to the service's operators.", id))
+}

@@ -1,0 +1,170 @@
+package dashboard_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/spec"
+)
+
+var admin = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
+
+const password = "correct horse battery"
+
+// env is a running service with the dashboard, as `aiusage service serve`
+// composes it: the JSON APIs and the pages on one router.
+type env struct {
+	t      *testing.T
+	url    string
+	orgs   *orgapi.Store
+	people *people.Store
+	review *reviewapi.Service
+	org    orgapi.Organisation
+	agent  spec.Agent
+	admin  people.User // Ada, Administrator
+	rev    people.User // Rex, Reviewer
+}
+
+func newEnv(t *testing.T, db *sqldb.DB) *env {
+	t.Helper()
+	ctx := t.Context()
+	orgs, err := orgapi.NewStore(ctx, db)
+	require.NoError(t, err)
+	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
+	require.NoError(t, err)
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, AllowPrivateWebhooks: true,
+		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour,
+		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(context.WithoutCancel(ctx)))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Stop(sctx)
+		svc.Close()
+	})
+	d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc})
+	require.NoError(t, err)
+	oh, err := orgapi.NewHandler(orgs)
+	require.NoError(t, err)
+	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) }))
+	t.Cleanup(srv.Close)
+
+	e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
+	e.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
+	require.NoError(t, err)
+	e.agent, err = orgs.CreateAgent(ctx, e.org.ID, "Support", admin)
+	require.NoError(t, err)
+	_, err = orgs.CreateInstruction(ctx, e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		Title: "Mergers", Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false),
+		Action: spec.ActionBlock, Criticality: spec.CriticalityHigh, UsedBy: []string{e.agent.ID}}, admin)
+	require.NoError(t, err)
+	e.admin = e.user("ada@acme.test", "Ada", people.RoleAdministrator)
+	e.rev = e.user("rex@acme.test", "Rex", people.RoleReviewer)
+	return e
+}
+
+func (e *env) user(email, name string, role people.Role) people.User {
+	e.t.Helper()
+	u, err := e.people.CreateUser(e.t.Context(), people.UserCreate{OrganisationID: e.org.ID, Email: email, Name: name,
+		Role: role, Password: password}, admin)
+	require.NoError(e.t, err)
+	return u
+}
+
+// browser is a client with a cookie jar that does not follow redirects,
+// sending the Origin a browser sends for a same-origin form.
+type browser struct {
+	e      *env
+	client *http.Client
+}
+
+func (e *env) browser() *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(e.t, err)
+	return &browser{e: e, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (p page) location() string { return p.Header.Get("Location") }
+
+func (b *browser) do(t *testing.T, method, path string, form url.Values, headers ...string) page {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, b.e.url+path, body)
+	require.NoError(t, err)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", b.e.url)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := b.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Less(t, resp.StatusCode, 500, "%s %s: %s", method, path, raw)
+	return page{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+}
+
+func (b *browser) get(t *testing.T, path string) page { return b.do(t, http.MethodGet, path, nil) }
+
+func (b *browser) post(t *testing.T, path string, form url.Values) page {
+	return b.do(t, http.MethodPost, path, form)
+}
+
+// signIn signs in and requires the redirect to next.
+func (b *browser) signIn(t *testing.T, email, next string) {
+	t.Helper()
+	p := b.post(t, "/signin", url.Values{"email": {email}, "password": {password}, "next": {next}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, next, p.location())
+}
+
+// api calls the JSON API with key.
+func (e *env) api(t *testing.T, method, path, key, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(raw)
+}

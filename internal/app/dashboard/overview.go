@@ -1,0 +1,57 @@
+package dashboard
+
+import (
+	"net/http"
+
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/spec"
+)
+
+type overviewData struct {
+	Open          []spec.ReviewTask // oldest first, at most 5
+	OpenCount     int
+	Sources       int
+	FailedSources []sources.Listed
+	ActiveKeys    int
+}
+
+// overview is the organisation's home page: open review tasks and sources
+// whose last sync failed.
+func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	ctx := r.Context()
+	var data overviewData
+	queue, err := d.cfg.Review.Queue(ctx, v.Organisation.ID)
+	if err != nil {
+		return err
+	}
+	data.OpenCount = len(queue)
+	data.Open = queue[:min(5, len(queue))]
+	if d.cfg.Sources != nil {
+		listed, err := d.cfg.Sources.Statuses(ctx, v.Organisation.ID)
+		if err != nil {
+			return err
+		}
+		data.Sources = len(listed)
+		for _, l := range listed {
+			for _, rs := range l.Resources {
+				if rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess)) {
+					data.FailedSources = append(data.FailedSources, l)
+					break
+				}
+			}
+		}
+	}
+	keys, err := d.cfg.Orgs.Keys(ctx, v.Organisation.ID)
+	if err != nil {
+		return err
+	}
+	now := d.cfg.Now()
+	for _, k := range keys {
+		if k.Status(now) == "active" {
+			data.ActiveKeys++
+		}
+	}
+	d.render(w, r, http.StatusOK, "overview", &pageData{Title: "Overview", Nav: "overview", Data: data})
+	return nil
+}

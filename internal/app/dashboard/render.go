@@ -1,0 +1,160 @@
+package dashboard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/spec"
+)
+
+// pageNames are the templates/NAME.html files, each defining "content" for
+// the layout.
+var pageNames = []string{"signin", "error", "overview", "apikeys", "review", "users"}
+
+var funcs = template.FuncMap{
+	"date": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			if v.IsZero() {
+				return ""
+			}
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		case *time.Time:
+			if v == nil {
+				return ""
+			}
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		case spec.Time:
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		case *spec.Time:
+			if v == nil {
+				return ""
+			}
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return fmt.Sprint(t)
+	},
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + many
+	},
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	out := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// pageData is what every page gets.
+type pageData struct {
+	Title  string
+	Nav    string  // the navigation entry to mark as current
+	Viewer *viewer // nil on the sign-in and error pages without a session
+	Notice string  // a message of success
+	Error  string  // a message of failure, shown above the form
+	Fields map[string]string
+	Data   any
+}
+
+// IsAdmin reports whether the viewer is an Administrator.
+func (p *pageData) IsAdmin() bool {
+	return p.Viewer != nil && p.Viewer.User.Role == "Administrator"
+}
+
+// render writes page with status. It renders into a buffer first, so a
+// template error is still a clean 500.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, p *pageData) {
+	if p.Viewer == nil {
+		p.Viewer = viewerOf(r)
+	}
+	var buf bytes.Buffer
+	if err := d.pages[page].ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: render", "page", page, "error", err)
+		http.Error(w, "The page could not be drawn. Quote the request id "+httpx.RequestIDFrom(r.Context())+".", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorPage writes a page that says what went wrong.
+func (d *Dashboard) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d.render(w, r, status, "error", &pageData{Title: http.StatusText(status), Error: msg, Data: status})
+}
+
+// page adapts a GET handler that returns its error.
+func (d *Dashboard) page(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			d.fail(w, r, err)
+		}
+	}
+}
+
+// action adapts a form handler. A client error (an *httpx.Error of a kind
+// other than unavailable) re-renders through onError when the handler gave
+// one; anything else is a 500 page.
+func (d *Dashboard) action(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			d.errorPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			return
+		}
+		if err := fn(w, r); err != nil {
+			d.fail(w, r, err)
+		}
+	}
+}
+
+// clientMessage returns the message and status of a client error (one of
+// the spec error kinds a person can act on), and false for any other error.
+func clientMessage(err error) (string, int, bool) {
+	status := 0
+	switch {
+	case err == nil:
+		return "", 0, false
+	case errors.Is(err, spec.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, spec.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, spec.ErrConflict):
+		status = http.StatusConflict
+	case errors.Is(err, spec.ErrForbidden):
+		status = http.StatusForbidden
+	default:
+		return "", 0, false
+	}
+	var e *httpx.Error
+	if !errors.As(err, &e) {
+		return err.Error(), status, true
+	}
+	msg := e.Detail
+	var parts []string
+	for _, f := range e.Fields {
+		parts = append(parts, f.Field+" "+f.Message)
+	}
+	if len(parts) > 0 {
+		msg = strings.Join(parts, "; ")
+	}
+	return msg, status, true
+}

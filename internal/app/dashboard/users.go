@@ -1,0 +1,133 @@
+package dashboard
+
+import (
+	"crypto/rand"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/internal/app/people"
+)
+
+type usersData struct {
+	Users []people.User
+	// Invited is the user just created, with its one-time password.
+	Invited  *people.User
+	Password string
+}
+
+func (d *Dashboard) renderUsers(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
+	users, err := d.cfg.People.Users(r.Context(), viewerOf(r).Organisation.ID)
+	if err != nil {
+		return err
+	}
+	data, _ := p.Data.(usersData)
+	data.Users = users
+	p.Title, p.Nav, p.Data = "Users", "users", data
+	d.render(w, r, status, "users", p)
+	return nil
+}
+
+func (d *Dashboard) users(w http.ResponseWriter, r *http.Request) error {
+	p := &pageData{}
+	switch r.URL.Query().Get("done") {
+	case "role":
+		p.Notice = "The role is changed."
+	case "disabled":
+		p.Notice = "The user is disabled and signed out everywhere."
+	}
+	return d.renderUsers(w, r, http.StatusOK, p)
+}
+
+// createUser invites a user: it creates them with a one-time password,
+// shown once, for the Administrator to hand over.
+func (d *Dashboard) createUser(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	f := r.PostForm
+	p := &pageData{Fields: map[string]string{"email": f.Get("email"), "name": f.Get("name"), "role": f.Get("role")}}
+	role, err := people.ParseRole(f.Get("role"))
+	if err != nil {
+		p.Error = "Role must be Administrator or Reviewer."
+		return d.renderUsers(w, r, http.StatusBadRequest, p)
+	}
+	password := oneTimePassword()
+	u, err := d.cfg.People.CreateUser(r.Context(), people.UserCreate{OrganisationID: v.Organisation.ID,
+		Email: f.Get("email"), Name: strings.TrimSpace(f.Get("name")), Role: role, Password: password}, v.User.Actor())
+	if msg, status, ok := clientMessage(err); ok {
+		p.Error = msg
+		return d.renderUsers(w, r, status, p)
+	}
+	if err != nil {
+		return err
+	}
+	p.Fields = nil
+	p.Data = usersData{Invited: &u, Password: password}
+	p.Notice = u.Email + " can now sign in with the password below. Hand it over safely: it is shown only this once."
+	return d.renderUsers(w, r, http.StatusCreated, p)
+}
+
+func (d *Dashboard) setRole(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	id := chi.URLParam(r, "userId")
+	role, err := people.ParseRole(r.PostForm.Get("role"))
+	if err != nil {
+		return d.renderUsers(w, r, http.StatusBadRequest, &pageData{Error: "Role must be Administrator or Reviewer."})
+	}
+	if id == v.User.ID && role != people.RoleAdministrator {
+		return d.renderUsers(w, r, http.StatusConflict, &pageData{Error: "You cannot take the Administrator role from yourself; ask another Administrator."})
+	}
+	_, err = d.cfg.People.SetRole(r.Context(), v.Organisation.ID, id, role, v.User.Actor())
+	if msg, status, ok := clientMessage(err); ok {
+		return d.renderUsers(w, r, status, &pageData{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/settings/users?done=role", http.StatusSeeOther)
+	return nil
+}
+
+func (d *Dashboard) disableUser(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	u, err := d.cfg.People.User(r.Context(), v.Organisation.ID, chi.URLParam(r, "userId"))
+	if msg, status, ok := clientMessage(err); ok {
+		return d.renderUsers(w, r, status, &pageData{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	if u.ID == v.User.ID {
+		return d.renderUsers(w, r, http.StatusConflict, &pageData{Error: "You cannot disable yourself; ask another Administrator."})
+	}
+	if _, err := d.cfg.People.DisableUser(r.Context(), v.Organisation.ID, u.Email, v.User.Actor()); err != nil {
+		if msg, status, ok := clientMessage(err); ok {
+			return d.renderUsers(w, r, status, &pageData{Error: msg})
+		}
+		return err
+	}
+	http.Redirect(w, r, "/settings/users?done=disabled", http.StatusSeeOther)
+	return nil
+}
+
+// oneTimePassword returns 20 random characters from an alphabet without
+// look-alikes: about 110 bits.
+func oneTimePassword() string {
+	const alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	return randomFrom(alphabet, 20)
+}
+
+func randomFrom(alphabet string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		var x [1]byte
+		for {
+			_, _ = rand.Read(x[:])
+			if int(x[0]) < 256-256%len(alphabet) {
+				break
+			}
+		}
+		b[i] = alphabet[int(x[0])%len(alphabet)]
+	}
+	return string(b)
+}
