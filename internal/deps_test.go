@@ -46,6 +46,7 @@ var rules = map[string][]string{
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},
+	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
 	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/infra/"},
 	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
 		"internal/app/orgapi", "internal/infra/"},

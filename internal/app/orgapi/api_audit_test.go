@@ -1,6 +1,9 @@
 package orgapi_test
 
 import (
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -210,5 +213,47 @@ func TestAuditTrailIsPerOrganisation(t *testing.T) {
 		recs, err := e.store.Audit(t.Context(), uuid.NewString(), 0, 100)
 		require.NoError(t, err)
 		require.Empty(t, recs)
+	})
+}
+
+func TestRecordAuditAppendsToTheTrail(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		base := lastSeq(e.audit(e.Org.ID))
+		user := orgapi.Actor{Type: orgapi.ActorUser, ID: uuid.NewString(), Name: "Alice"}
+		resID := uuid.NewString()
+
+		// In a transaction of its own, at the store's clock, with the
+		// organisation's id in any case.
+		require.NoError(t, e.store.RecordAudit(t.Context(), strings.ToUpper(e.Org.ID), user, "user.created", "user", resID,
+			nil, map[string]string{"name": "Bob"}))
+		// Within the caller's transaction, at the time given: rolled back
+		// with it, or committed with it.
+		at := e.clock.Now().Add(time.Minute)
+		rollback := errors.New("rolled back")
+		err := db.InTx(t.Context(), func(tx *sql.Tx) error {
+			require.NoError(t, e.store.RecordAuditTx(t.Context(), tx, e.Org.ID, at, user, "user.disabled", "user", resID, nil, nil))
+			return rollback
+		})
+		require.ErrorIs(t, err, rollback)
+		require.NoError(t, db.InTx(t.Context(), func(tx *sql.Tx) error {
+			return e.store.RecordAuditTx(t.Context(), tx, e.Org.ID, at, user, "user.role_changed", "user", resID,
+				map[string]string{"role": "Reviewer"}, map[string]string{"role": "Administrator"})
+		}))
+
+		recs, err := e.store.Audit(t.Context(), e.Org.ID, base, 100)
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		require.Equal(t, orgapi.AuditRecord{Seq: base + 1, OrganisationID: e.Org.ID, At: spec.NewTime(e.clock.Now()), Actor: user,
+			Action: "user.created", ResourceType: "user", ResourceID: resID,
+			Before: json.RawMessage("null"), After: json.RawMessage(`{"name":"Bob"}`)}, recs[0])
+		require.Equal(t, base+2, recs[1].Seq, "the rolled-back record took no number")
+		require.Equal(t, "user.role_changed", recs[1].Action)
+		require.True(t, at.Equal(recs[1].At.Time))
+		require.JSONEq(t, `{"role":"Reviewer"}`, string(recs[1].Before))
+
+		// An organisation that does not exist has no trail to append to.
+		require.Error(t, e.store.RecordAudit(t.Context(), uuid.NewString(), user, "user.created", "user", resID, nil, nil))
 	})
 }

@@ -48,6 +48,28 @@ func (s *Store) audit(ctx context.Context, tx *sql.Tx, org string, at time.Time,
 	return err
 }
 
+// RecordAudit appends one record to the organisation's audit trail, in a
+// transaction of its own, at the store's clock reading: the hook by which
+// other components of the service record their changes to an organisation
+// (package people: its users). before and after are encoded as JSON (nil:
+// null); they must hold nothing secret, since the trail is shown to
+// administrators. A change made in a transaction records itself with
+// [Store.RecordAuditTx] instead, so that the change and its record commit
+// together.
+func (s *Store) RecordAudit(ctx context.Context, orgID string, actor Actor, action, resourceType, resourceID string, before, after any) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		return s.RecordAuditTx(ctx, tx, orgID, s.Now(), actor, action, resourceType, resourceID, before, after)
+	})
+}
+
+// RecordAuditTx is [Store.RecordAudit] within tx, a transaction on the
+// store's database, stamped at. Call it last in the transaction: it locks
+// the organisation's row until the commit, which numbers the records in
+// commit order. An organisation that does not exist is an error.
+func (s *Store) RecordAuditTx(ctx context.Context, tx *sql.Tx, orgID string, at time.Time, actor Actor, action, resourceType, resourceID string, before, after any) error {
+	return s.audit(ctx, tx, strings.ToLower(orgID), at.UTC().Truncate(time.Millisecond), actor, action, resourceType, resourceID, before, after)
+}
+
 // Audit returns up to limit records of the organisation's audit trail with a
 // Seq above after, oldest first.
 func (s *Store) Audit(ctx context.Context, orgID string, after int64, limit int) ([]AuditRecord, error) {

@@ -140,10 +140,10 @@ type Principal struct {
 	Type           KeyType
 }
 
-// Actor is who made a change: an API key, or an administrator working with
-// the aiusage admin commands.
+// Actor is who made a change: an API key, an administrator working with the
+// aiusage admin commands, or a person signed in to the dashboard.
 type Actor struct {
-	Type string `json:"type"` // ActorAPIKey or ActorAdmin
+	Type string `json:"type"` // ActorAPIKey, ActorAdmin or ActorUser
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name"`
 }
@@ -152,6 +152,9 @@ type Actor struct {
 const (
 	ActorAPIKey = "apiKey"
 	ActorAdmin  = "admin"
+	// ActorUser is a person of the organisation signed in to the dashboard
+	// (package people), by user id and name.
+	ActorUser = "user"
 )
 
 // Actor returns the actor of changes made with the key.

@@ -1,0 +1,40 @@
+// Package people keeps the people of an organisation who sign in to the
+// dashboard: their accounts, roles and passwords, their sessions, and the
+// throttle of failed sign-ins, in the service's SQLite or PostgreSQL
+// database.
+//
+//	store, err := people.New(ctx, people.Config{DB: db, Orgs: orgStore}) // applies the migrations
+//	if err != nil {
+//		return err
+//	}
+//	sess, user, err := store.SignIn(ctx, email, password, clientIP)
+//	// ... later, on every request, with the token the client holds:
+//	sess, user, err = store.Authenticate(ctx, token)
+//
+// A user belongs to one organisation and holds one [Role]; an email address
+// names one user in the whole service. Users are created, given a role and
+// disabled by an Administrator (in the dashboard, or with aiusage admin user);
+// each change is recorded in the organisation's audit trail (orgapi), never
+// with a password or its hash.
+//
+// Passwords are hashed with argon2id (64 MiB, 3 passes, 2 lanes) and stored
+// in the PHC string format; the parameters are read back from each hash, so
+// that stronger ones can be adopted later without invalidating the old hashes.
+// A sign-in with an unknown email, a wrong password or a disabled user's
+// password fails with the same [ErrBadCredentials] after the same work: an
+// unknown email is checked against a dummy hash.
+//
+// A session is a random 32-byte token, given to the client once (base64url)
+// and stored only as its SHA-256 digest. It ends when unused for
+// Config.IdleTimeout, Config.AbsoluteTimeout after the sign-in, at sign-out,
+// or when its user is disabled. Sessions, like the throttle's counts, are rows
+// of the database, so every process on one database honours them and they
+// survive restarts.
+//
+// Failed sign-ins are counted per account (email) and per client address in
+// fixed windows of Config.FailureWindow. Once either count reaches
+// Config.MaxFailures, sign-ins for it are refused with a [*ThrottledError]
+// until the window ends, without the password being checked, so that guessing
+// gains nothing. A sign-in counts while its password is checked, so that
+// concurrent attempts (in any process) cannot overrun the limit.
+package people

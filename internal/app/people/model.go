@@ -1,0 +1,139 @@
+package people
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/spec"
+)
+
+// Role is what a user may do in the dashboard.
+type Role string
+
+// Roles.
+const (
+	// RoleAdministrator manages the organisation: its people, keys, agents
+	// and instructions.
+	RoleAdministrator Role = "Administrator"
+	// RoleReviewer decides the review tasks waiting for a person.
+	RoleReviewer Role = "Reviewer"
+)
+
+// ParseRole checks a role name, which must be spelt exactly as a [Role].
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAdministrator, RoleReviewer:
+		return r, nil
+	}
+	return "", fmt.Errorf("role must be Administrator or Reviewer, got %q", s)
+}
+
+// Limits of the fields of a user.
+const (
+	// MinPasswordLength is the least number of characters of a password.
+	MinPasswordLength = 12
+	// MaxPasswordBytes bounds a password, in bytes of UTF-8.
+	MaxPasswordBytes = 1024
+	// MaxEmailLength bounds an email address, in bytes.
+	MaxEmailLength = 254
+	// MaxNameLength bounds a user's name, in characters.
+	MaxNameLength = orgapi.MaxNameLength
+)
+
+// User is a person of an organisation who signs in to the dashboard. It
+// never holds the password or its hash.
+type User struct {
+	ID             string `json:"id"`
+	OrganisationID string `json:"organisationId"`
+	// Email is trimmed and lowercased; it names one user in the whole
+	// service.
+	Email      string     `json:"email"`
+	Name       string     `json:"name"`
+	Role       Role       `json:"role"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	DisabledAt *time.Time `json:"disabledAt"` // nil: active
+}
+
+// MarshalJSON writes the times as the service does everywhere: UTC with
+// milliseconds ([spec.Time]).
+func (u User) MarshalJSON() ([]byte, error) {
+	type plain User
+	var disabled *spec.Time
+	if u.DisabledAt != nil {
+		disabled = spec.TimePtr(*u.DisabledAt)
+	}
+	return json.Marshal(struct {
+		plain
+		CreatedAt  spec.Time  `json:"createdAt"`
+		DisabledAt *spec.Time `json:"disabledAt"`
+	}{plain(u), spec.NewTime(u.CreatedAt), disabled})
+}
+
+// Actor returns the actor of the changes the user makes, for the audit
+// trail.
+func (u User) Actor() orgapi.Actor {
+	return orgapi.Actor{Type: orgapi.ActorUser, ID: u.ID, Name: u.Name}
+}
+
+// UserCreate is what an Administrator gives to create a user.
+type UserCreate struct {
+	OrganisationID string
+	// Email is trimmed and lowercased; it must look like an address (one
+	// @, something on each side, no spaces) of at most MaxEmailLength bytes.
+	Email string
+	// Name is 1 to MaxNameLength characters; empty, it is the part of the
+	// email before the @.
+	Name string
+	Role Role
+	// Password is at least MinPasswordLength characters and at most
+	// MaxPasswordBytes bytes. Only its argon2id hash is kept.
+	Password string
+}
+
+// Session is a signed-in user's session.
+type Session struct {
+	// Token is what the client presents to [Store.Authenticate]: 32 random
+	// bytes, base64url without padding. Only [Store.SignIn] returns it; the
+	// store keeps its SHA-256 digest.
+	Token      string
+	UserID     string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	// ExpiresAt is the absolute end of the session, CreatedAt plus the
+	// absolute timeout; it ends earlier when unused for the idle timeout.
+	ExpiresAt time.Time
+}
+
+// Audit actions of the people of an organisation.
+const (
+	AuditUserCreated     = "user.created"
+	AuditUserRoleChanged = "user.role_changed"
+	AuditUserDisabled    = "user.disabled"
+)
+
+// auditResource is the resource type of users in the audit trail.
+const auditResource = "user"
+
+// ErrBadCredentials is the one error of a sign-in with an unknown email, a
+// wrong password, or the password of a disabled user: a caller cannot tell
+// them apart. It is of kind spec.ErrUnauthorized.
+var ErrBadCredentials = fmt.Errorf("people: the email or the password is wrong: %w", spec.ErrUnauthorized)
+
+// ErrNoSession is the error of [Store.Authenticate] with a token that is
+// unknown, signed out, or whose session ended (idle, absolute timeout, user
+// disabled). It is of kind spec.ErrUnauthorized.
+var ErrNoSession = fmt.Errorf("people: no such session, or it has ended; sign in again: %w", spec.ErrUnauthorized)
+
+// ThrottledError is the error of [Store.SignIn] when the account or the
+// client address has failed MaxFailures times in the current window: the
+// password was not checked.
+type ThrottledError struct {
+	// RetryAfter is how long until the window ends.
+	RetryAfter time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("people: too many failed sign-ins; retry in %d seconds", int64((e.RetryAfter+time.Second-1)/time.Second))
+}
