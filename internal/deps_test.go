@@ -48,6 +48,8 @@ var rules = map[string][]string{
 	"internal/app/orgapi":    {"spec", "internal/infra/"},
 	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
 	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/infra/"},
+	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
+		"internal/app/sources", "internal/infra/"},
 	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 

@@ -140,7 +140,7 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 			return
 		}
 		_, u, err := d.cfg.People.Authenticate(r.Context(), c.Value)
-		if errors.Is(err, people.ErrBadCredentials) {
+		if errors.Is(err, people.ErrNoSession) {
 			clearCookie(w, r)
 			d.toSignin(w, r)
 			return

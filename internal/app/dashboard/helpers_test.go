@@ -3,10 +3,12 @@ package dashboard_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 		_ = svc.Stop(sctx)
 		svc.Close()
 	})
-	d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc})
+	d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
 	oh, err := orgapi.NewHandler(orgs)
 	require.NoError(t, err)
