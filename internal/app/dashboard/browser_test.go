@@ -55,8 +55,10 @@ func newBrowser(t *testing.T, width, height int) context.Context {
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
-	// The first action starts the browser; it lives as long as ctx.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	// The first action starts the browser; it lives as long as ctx. Headless
+	// windows are at least 500 pixels wide, so a phone's width is emulated.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank"),
+		chromedp.EmulateViewport(int64(width), int64(height))))
 	return ctx
 }
 
@@ -68,7 +70,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
@@ -145,11 +147,11 @@ func TestBrowserAdministrator(t *testing.T) {
 	signInBrowser(t, phone, e.url, "ada@acme.test")
 	for _, path := range []string{"/", "/settings/api-keys", "/settings/users", "/review"} {
 		do(t, phone, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+		shot(t, phone, "phone"+strings.ReplaceAll(path, "/", "-"))
 		overflow, err := chromedp.Run(phone, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
 		require.NoError(t, err)
 		require.False(t, overflow, "%s scrolls sideways at a phone's width", path)
 	}
-	shot(t, phone, "users-phone")
 }
 
 // TestBrowserReviewer signs in as a Reviewer, decides a task and sees the
