@@ -20,8 +20,9 @@ import (
 )
 
 // The admin commands are what a person holding the Administrator role does
-// outside the organisation API: create organisations, agents and API keys,
-// revoke keys, read the audit trail. They work on the service's database
+// outside the organisation API: create organisations, agents, API keys and
+// the people who sign in to the dashboard, revoke keys, disable people, read
+// the audit trail. They work on the service's database
 // directly (opening and migrating it like "service serve"), print one JSON
 // object on standard output (audit: one per line) and errors on standard
 // error.
@@ -37,8 +38,9 @@ flag, including --database-url).`
 func adminCommand() *command {
 	return &command{
 		name:    "admin",
-		summary: "administer the service's database: organisations, agents, API keys, audit trail",
-		subs:    []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand(), adminSourceCommand()},
+		summary: "administer the service's database: organisations, agents, API keys, people, audit trail",
+		subs: []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand(),
+			adminSourceCommand(), adminUserCommand()},
 	}
 }
 
@@ -573,12 +575,13 @@ func adminAuditCommand() *command {
 		long: `Prints the audit trail of the organisation --org as NDJSON: one JSON object
 per line and per change, oldest first, with seq, organisationId, at, actor
 ({"type": "apiKey", "id", "name"} for a change made with an API key,
-{"type": "admin", "name"} for an admin command), action (organisation.created,
+{"type": "admin", "name"} for an admin command, {"type": "user", "id", "name"}
+for a person signed in to the dashboard), action (organisation.created,
 agent.created, key.created, key.revoked, instruction.created,
-instruction.updated, instruction.deleted), resourceType, resourceId, and the
-resource before and after the change (null before a creation and after a
-deletion). --after SEQ prints only the records after that one, to follow the
-trail.
+instruction.updated, instruction.deleted, user.created, user.role_changed,
+user.disabled), resourceType, resourceId, and the resource before and after
+the change (null before a creation and after a deletion). --after SEQ prints
+only the records after that one, to follow the trail.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) {

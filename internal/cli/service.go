@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -135,11 +136,13 @@ type serviceOptions struct {
 }
 
 // fullService is the whole oversight service over one database: the
-// organisation API, the review-task API, the sources and their collected
-// data, health and metrics, and the job queue that works for them.
+// organisation API, the people who sign in to the dashboard, the review-task
+// API, the sources and their collected data, health and metrics, and the job
+// queue that works for them.
 type fullService struct {
 	db      *sqldb.DB
 	orgs    *orgapi.Store
+	people  *people.Store
 	sources *sources.Service
 	review  *reviewapi.Service
 	handler http.Handler
@@ -148,6 +151,12 @@ type fullService struct {
 func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
 	metrics := ops.NewMetrics()
 	ops.SetGlobal(metrics) // webhook deliveries and syncs count here
+	// The people who sign in to the dashboard, their sessions and the
+	// throttle of their sign-ins.
+	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: store})
+	if err != nil {
+		return nil, err
+	}
 	// The sources: their syncs run on the review-task API's job queue.
 	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Logger: log})
 	if err != nil {
@@ -169,7 +178,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return queueDepth(ctx, db) })
 	components := map[string]fs.FS{
-		orgapi.Component: orgapi.Migrations(), reviewapi.Component: reviewapi.Migrations(),
+		orgapi.Component: orgapi.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
 		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(),
 	}
 	for k, v := range o.readiness {
@@ -180,7 +189,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	r.Group(ops.Health(ops.DBCheck(db, components)))
 	r.Method(http.MethodGet, "/metrics", metrics.Handler())
 	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes}, o.mounts...)...))
-	return &fullService{db: db, orgs: store, sources: src, review: svc, handler: r}, nil
+	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r}, nil
 }
 
 // queueDepth counts River's jobs by state.

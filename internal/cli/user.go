@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/spec"
+)
+
+// --- admin user
+
+const hintUsers = "'aiusage admin user list --org ID' lists an organisation's users"
+
+// userExit is the part of the admin user commands' help about exit codes.
+const userExit = `Exit status: 0 on success; 1 when the organisation or user is unknown, the
+email is taken, or the database cannot be reached; 2 for a bad command line (a
+missing or malformed flag, including --database-url, or a password too short
+or too long).`
+
+func adminUserCommand() *command {
+	return &command{
+		name:    "user",
+		summary: "create, list and disable the people who sign in to the dashboard",
+		subs:    []*command{adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand()},
+	}
+}
+
+// withPeople runs fn with the organisation store and the people store on
+// the command's database, their clock standing still at now.
+func (a *adminFlags) withPeople(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store, *people.Store) error) error {
+	return a.withStore(ctx, cmd, now, func(s *orgapi.Store) error {
+		p, err := people.New(ctx, people.Config{DB: s.DB(), Orgs: s, Now: func() time.Time { return now }})
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		return fn(s, p)
+	})
+}
+
+// userFieldFlags are the flags that give the fields of a user.
+var userFieldFlags = map[string]string{
+	"organisationId": "org",
+	"email":          "email",
+	"name":           "name",
+	"role":           "role",
+	"password":       "password-stdin",
+}
+
+// peopleError turns an error of the people store into the command's error:
+// an invalid field is a usage error naming its flag; an unknown
+// organisation or user is a failure with hint; anything else (an email
+// taken, an unreachable database) is a failure.
+func peopleError(cmd, hint string, err error) error {
+	var he *httpx.Error
+	if errors.As(err, &he) && len(he.Fields) == 1 {
+		f := he.Fields[0]
+		flagName, ok := userFieldFlags[f.Field]
+		switch {
+		case errors.Is(err, spec.ErrInvalid) && ok:
+			return usagef("%s: --%s: the %s %s", cmd, flagName, f.Field, f.Message)
+		case errors.Is(err, spec.ErrNotFound) && hint != "":
+			return fmt.Errorf("%s: %s; %s", cmd, he.Detail, hint)
+		default:
+			return fmt.Errorf("%s: %s", cmd, he.Detail)
+		}
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
+
+// readPassword reads the password from r: its first line, without the line
+// break. It reads at most what a password may hold, so that a stream
+// without a line break is refused rather than read to its end.
+func readPassword(cmd string, r io.Reader) (string, error) {
+	br := bufio.NewReader(io.LimitReader(r, people.MaxPasswordBytes+2)) // and "\r\n"
+	line, err := br.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("%s: --password-stdin: read standard input: %w", cmd, err)
+	}
+	if errors.Is(err, io.EOF) && len(line) == people.MaxPasswordBytes+2 {
+		return "", usagef("%s: --password-stdin: the password is more than %d bytes", cmd, people.MaxPasswordBytes)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	switch n := utf8.RuneCountInString(line); {
+	case line == "":
+		return "", usagef("%s: --password-stdin: standard input holds no password (its first line is the password)", cmd)
+	case n < people.MinPasswordLength:
+		return "", usagef("%s: --password-stdin: the password is %d characters, at least %d", cmd, n, people.MinPasswordLength)
+	case len(line) > people.MaxPasswordBytes:
+		return "", usagef("%s: --password-stdin: the password is %d bytes, at most %d", cmd, len(line), people.MaxPasswordBytes)
+	}
+	return line, nil
+}
+
+func adminUserCreateCommand() *command {
+	f := &struct {
+		orgFlags
+		email, name, role string
+		passwordStdin     bool
+	}{}
+	return &command{
+		name:    "create",
+		summary: "create a person who signs in to the dashboard and print it as JSON",
+		long: `Creates a user of the organisation --org, who signs in to the dashboard with
+the email and the password, and prints it as one JSON object: id,
+organisationId, email, name, role, createdAt and disabledAt (null). This is how
+the first Administrator of an organisation is made; Administrators then manage
+the organisation's people in the dashboard.
+
+The password is read from standard input, never from the command line (where
+other users of the machine could see it): its first line, without the line
+break. It must be at least 12 characters and at most 1,024 bytes. The service
+keeps only its argon2id hash, which is never printed.
+
+The email is trimmed and lowercased, and names one user in the whole service.
+The role is Administrator (manages the organisation's people, keys, agents and
+instructions) or Reviewer (decides the review tasks waiting for a person). The
+name defaults to the part of the email before the @. The creation is recorded
+in the organisation's audit trail.
+
+` + userExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.email, "email", "", "`EMAIL` the user signs in with, such as alice@example.com (required)")
+			fs.StringVar(&f.role, "role", "", "`ROLE` of the user: Administrator or Reviewer (required)")
+			fs.StringVar(&f.name, "name", "", "`NAME` of the user, 1 to 200 characters (default: the part of the email before the @)")
+			fs.BoolVar(&f.passwordStdin, "password-stdin", false, "read the password from the first line of standard input (required)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			if err := required(cmd, "email", f.email); err != nil {
+				return err
+			}
+			if err := required(cmd, "role", f.role); err != nil {
+				return err
+			}
+			role, err := people.ParseRole(f.role)
+			if err != nil {
+				return usagef("%s: --role: %v", cmd, err)
+			}
+			if !f.passwordStdin {
+				return usagef("%s: --password-stdin is required: the password is read from standard input, as in: printf '%%s\\n' \"$PASSWORD\" | aiusage %s ... --password-stdin", cmd, cmd)
+			}
+			actor, err := f.actorOf(cmd, e)
+			if err != nil {
+				return err
+			}
+			password, err := readPassword(cmd, e.stdin)
+			if err != nil {
+				return err
+			}
+			return f.withPeople(ctx, cmd, time.Now(), func(_ *orgapi.Store, s *people.Store) error {
+				u, err := s.CreateUser(ctx, people.UserCreate{OrganisationID: org, Email: f.email, Name: f.name, Role: role, Password: password}, actor)
+				if err != nil {
+					return peopleError(cmd, hintOrgs, err)
+				}
+				return writeJSONLine(e.stdout, u)
+			})
+		},
+	}
+}
+
+func adminUserListCommand() *command {
+	f := &orgFlags{}
+	return &command{
+		name:    "list",
+		summary: `list an organisation's users as JSON: {"organisationId", "users": [...]}`,
+		long: `Prints the users of the organisation --org, oldest first, disabled ones
+included, as one JSON object: {"organisationId": ID, "users": [...]}, each
+user with id, organisationId, email, name, role, createdAt and disabledAt
+(null while active).
+
+` + userExit,
+		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			return f.withPeople(ctx, cmd, time.Now(), func(_ *orgapi.Store, s *people.Store) error {
+				users, err := s.Users(ctx, org)
+				if err != nil {
+					return peopleError(cmd, hintOrgs, err)
+				}
+				return writeJSONLine(e.stdout, struct {
+					OrganisationID string        `json:"organisationId"`
+					Users          []people.User `json:"users"`
+				}{org, users})
+			})
+		},
+	}
+}
+
+func adminUserDisableCommand() *command {
+	f := &struct {
+		orgFlags
+		email string
+	}{}
+	return &command{
+		name:    "disable",
+		summary: "disable a user at once, ending its sessions, and print it as JSON",
+		long: `Disables the user with the email --email of the organisation --org and prints
+it as one JSON object, as 'admin user list' shows it (disabledAt set). Its
+sessions end at once: its next request in the dashboard is refused, and it can
+no longer sign in. The user stays listed, and its changes stay in the audit
+trail under its name. Disabling a disabled user changes nothing.
+
+` + userExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.email, "email", "", "`EMAIL` of the user, in any case (required)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			if err := required(cmd, "email", f.email); err != nil {
+				return err
+			}
+			actor, err := f.actorOf(cmd, e)
+			if err != nil {
+				return err
+			}
+			return f.withPeople(ctx, cmd, time.Now(), func(o *orgapi.Store, s *people.Store) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				u, err := s.DisableUser(ctx, org, f.email, actor)
+				if err != nil {
+					return peopleError(cmd, hintUsers, err)
+				}
+				return writeJSONLine(e.stdout, u)
+			})
+		},
+	}
+}
