@@ -20,6 +20,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -80,7 +82,15 @@ Stops on SIGINT or SIGTERM.`,
 type demoState struct {
 	orgID, agentID, apiKey, providerToken string
 	sourceID                              string // empty until the provider is connected
+	// The people who sign in to the dashboard, with their passwords.
+	adminEmail, adminPassword, reviewerEmail, reviewerPassword string
 }
+
+// The demo's people.
+const (
+	demoAdminEmail    = "admin@demo.example"
+	demoReviewerEmail = "reviewer@demo.example"
+)
 
 func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	log, err := f.logger(e.cmd, e.stderr)
@@ -137,6 +147,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
+	if err := demoPeople(ctx, db, full.people, &st); err != nil {
+		return fmt.Errorf("%s: %w", e.cmd, err)
+	}
 	ready := func(base string) {
 		// The provider is the organisation's source: connect it once (its
 		// URL is this process's), and sync it before printing, so the
@@ -157,6 +170,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		}
 		if _, err := full.sources.SyncNow(ctx, st.sourceID); err != nil {
 			log.Error(e.cmd+": first sync", "error", err)
+		}
+		if err := demoReviewTask(ctx, db, orgs, full.review, st); err != nil {
+			log.Error(e.cmd+": a first review task", "error", err)
 		}
 		printDemo(e.stdout, base, st, accessLog)
 	}
@@ -309,6 +325,58 @@ func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 	return demoState{orgID: org.ID, agentID: agent.ID, apiKey: key.Secret, providerToken: "demo-" + hex.EncodeToString(b[:])}, nil
 }
 
+// demoPeople creates, the first time, an Administrator and a Reviewer of
+// the demo organisation with random passwords, and reads them back after.
+func demoPeople(ctx context.Context, db *sqldb.DB, ppl *people.Store, st *demoState) error {
+	st.adminEmail, st.reviewerEmail = demoAdminEmail, demoReviewerEmail
+	for _, u := range []struct {
+		state, email, name string
+		role               people.Role
+		password           *string
+	}{
+		{"admin_password", demoAdminEmail, "Demo administrator", people.RoleAdministrator, &st.adminPassword},
+		{"reviewer_password", demoReviewerEmail, "Demo reviewer", people.RoleReviewer, &st.reviewerPassword},
+	} {
+		err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, u.state).Scan(u.password)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		*u.password = rand.Text()
+		if _, err := ppl.CreateUser(ctx, people.UserCreate{OrganisationID: st.orgID, Email: u.email, Name: u.name,
+			Role: u.role, Password: *u.password}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}); err != nil {
+			return fmt.Errorf("create the demo's %s: %w", u.role, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ($1, $2)`, u.state, *u.password); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demoReviewTask submits, the first time, a request that waits for a
+// person, so that the dashboard's review queue has a task to decide.
+func demoReviewTask(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, svc *reviewapi.Service, st demoState) error {
+	var done string
+	err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = 'review_task'`).Scan(&done)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	p, err := orgs.Authenticate(ctx, st.apiKey)
+	if err != nil {
+		return err
+	}
+	t, err := svc.CreateTask(ctx, p, spec.ReviewTaskCreate{AgentID: st.agentID, Request: spec.ReviewRequest{
+		Messages: []spec.ReviewMessage{{Role: "user", Content: "Draft the press release announcing Project Falcon for Monday."}}}})
+	if err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('review_task', $1)`, t.ID)
+	return err
+}
+
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
 func printDemo(w io.Writer, base string, st demoState, accessLog string) {
 	bin := "aiusage"
@@ -325,6 +393,7 @@ aiusage demo is ready at %[1]s/
   provider       %[1]s/provider  (token %[5]s; MCP at %[1]s/provider/mcp)
   source         %[7]s  (the provider, synced every minute; its collected data at
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
+  dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
   operations     %[1]s/healthz, %[1]s/readyz, %[1]s/metrics
   access log     %[8]s  (one line per request and per sync)
 
@@ -346,5 +415,6 @@ Try:
   # 5. MCP client configuration (Claude Desktop: claude_desktop_config.json)
   {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
 
-`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog)
+`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
+		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword)
 }

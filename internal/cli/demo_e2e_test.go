@@ -190,6 +190,23 @@ func TestDemoEndToEnd(t *testing.T) {
 			require.NotContains(t, demo.stderr.String(), "source synced")
 			require.Contains(t, demo.stderr.String(), `msg="demo serving"`)
 
+			// The dashboard: exactly one line says where and as whom to sign
+			// in; both people can, and the review queue holds a task.
+			dash := regexp.MustCompile(`(?m)^  dashboard      (http://127\.0\.0\.1:[0-9]+/)  \(sign in as (\S+) with password (\S+); reviewer: (\S+) / (\S+)\)$`).
+				FindAllStringSubmatch(demo.block, -1)
+			require.Len(t, dash, 1, demo.block)
+			for _, who := range [][2]string{{dash[0][2], dash[0][3]}, {dash[0][4], dash[0][5]}} {
+				jar := filepath.Join(t.TempDir(), "cookies")
+				out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-c", jar,
+					"-H", "Origin: "+strings.TrimSuffix(dash[0][1], "/"), "--data-urlencode", "email="+who[0],
+					"--data-urlencode", "password="+who[1], dash[0][1]+"signin").CombinedOutput()
+				require.NoError(t, err, "%s", out)
+				require.Equal(t, "303 "+dash[0][1], string(out), "sign in as %s", who[0])
+				out, err = exec.Command("curl", "-s", "-f", "-b", jar, dash[0][1]+"review").CombinedOutput()
+				require.NoError(t, err, "%s", out)
+				require.Contains(t, string(out), "<mark>Project Falcon</mark>", "the demo's task waits in the queue")
+			}
+
 			demo.stop(t)
 			require.Contains(t, demo.stderr.String(), "msg=stopped")
 			again := startDemo(t, bin, dbURL)
@@ -200,6 +217,9 @@ func TestDemoEndToEnd(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(again.sh(t, "1")), &list))
 			require.Equal(t, 5, list.TotalCount, "nothing duplicated")
+			require.Equal(t, port.ReplaceAllString(dash[0][0], "ADDR"),
+				port.ReplaceAllString(regexp.MustCompile(`(?m)^  dashboard  .*$`).FindString(again.block), "ADDR"),
+				"a second start keeps the people and their passwords")
 			again.stop(t)
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -176,6 +177,12 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		src.Close()
 		return nil, err
 	}
+	dash, err := dashboard.New(dashboard.Config{People: ppl, Orgs: store, Review: svc, Sources: src, Logger: log})
+	if err != nil {
+		svc.Close()
+		src.Close()
+		return nil, err
+	}
 	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return queueDepth(ctx, db) })
 	components := map[string]fs.FS{
 		orgapi.Component: orgapi.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
@@ -188,7 +195,9 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	r.Use(metrics.Middleware) // first, so that every answer is measured
 	r.Group(ops.Health(ops.DBCheck(db, components)))
 	r.Method(http.MethodGet, "/metrics", metrics.Handler())
-	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes}, o.mounts...)...))
+	// The dashboard's pages sit at the root of the address, beside the JSON
+	// APIs' paths.
+	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes, dash.Routes}, o.mounts...)...))
 	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r}, nil
 }
 
