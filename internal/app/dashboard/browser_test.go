@@ -109,7 +109,6 @@ func TestBrowserAdministrator(t *testing.T) {
 	e := newEnv(t, db)
 	ctx := newBrowser(t, 1280, 900)
 	signInBrowser(t, ctx, e.url, "ada@acme.test")
-	shot(t, ctx, "overview")
 
 	do(t, ctx,
 		chromedp.Click(chromedp.CSS(`a[href="/settings/api-keys"]`)),
@@ -147,7 +146,7 @@ func TestBrowserAdministrator(t *testing.T) {
 	signInBrowser(t, phone, e.url, "ada@acme.test")
 	for _, path := range []string{"/", "/settings/api-keys", "/settings/users", "/review"} {
 		do(t, phone, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS(`h1`)))
-		shot(t, phone, "phone"+strings.ReplaceAll(path, "/", "-"))
+		shot(t, phone, "phone-"+strings.Trim(strings.ReplaceAll(path, "/", "-"), "-")+map[bool]string{true: "overview"}[path == "/"])
 		overflow, err := chromedp.Run(phone, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
 		require.NoError(t, err)
 		require.False(t, overflow, "%s scrolls sideways at a phone's width", path)
@@ -178,6 +177,8 @@ func TestBrowserReviewer(t *testing.T) {
 
 	b := newBrowser(t, 1280, 900)
 	signInBrowser(t, b, e.url, "rex@acme.test")
+	require.Contains(t, text(t, b, ".tiles"), "1\nreview task waits for a person")
+	shot(t, b, "overview")
 	keysLinks, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll('a[href="/settings/api-keys"]').length`))
 	require.NoError(t, err)
 	require.Zero(t, keysLinks, "a Reviewer is offered no key settings")
