@@ -63,7 +63,7 @@ func (s *Service) Routes(r chi.Router) {
 		r.Get("/review-tasks", s.adapt(s.listTasks))
 		r.Get("/review-tasks/{taskId}", s.adapt(s.getTask))
 		r.HandleFunc("/review-tasks/{taskId}/decision", s.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &Error{Code: spec.CodeForbidden, Message: "Decisions are made by a person (aiusage admin review decide), never with an API key."}
+			return &Error{Code: spec.CodeForbidden, Message: "Decisions are made by a person, in the dashboard's review queue (/review) or with aiusage admin review decide, never with an API key."}
 		}))
 		r.Post("/webhooks", s.adapt(s.createWebhook))
 		r.Get("/webhooks", s.adapt(s.listWebhooks))
