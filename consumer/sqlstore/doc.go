@@ -39,6 +39,12 @@
 // record's Time except for conversations marked Missing, or that came back
 // since (below); usage buckets have a partial index in [provider.UsageKey]
 // order. The sweep of a usage window reads one range of either index.
+// Conversations keep their user.id and assistant.id in the columns of
+// those dimensions (up to 256 bytes), and live conversations (neither
+// tombstones nor Missing) have three small partial indexes by (source,
+// started_ms, id), with user_id or assistant_id after the source, for
+// [Store.SearchConversations]; usage buckets record whether they carried a
+// cost (has_cost), for [Store.UsageSeries].
 // consumer_checkpoints, consumer_leases and consumer_quarantine hold the
 // rest, one row per (source, resource) or per quarantined record.
 // [Store.Status] counts with index ranges (the Missing records have a small
@@ -94,4 +100,20 @@
 //
 // The store assumes one grouping per granularity and source; buckets of
 // two groupings covering the same hour would both be counted.
+//
+// # Several sources as one
+//
+// [Store.Merged] serves several sources as one tenant (the oversight
+// service's view of an organisation): the union of their lists, each record
+// with a "sourceId" member, in (time, id, source) order, so that records of
+// different sources sharing an id and a time keep one order across pages; a
+// page merges one keyset range per source. Its usage sums the sources'
+// buckets. It has no single records, ids being unique only within a
+// source.
+//
+// For dashboards, [Store.UsageSeries] sums the usage of several sources by
+// hour or day, grouped by source and any of the four dimensions, with the
+// cost where the buckets reported one; [Store.SearchConversations] finds
+// the live conversations of several sources by user, assistant and
+// startedAt range, newest first, in keyset pages.
 package sqlstore

@@ -313,8 +313,14 @@ func TestOpenExisting(t *testing.T) {
 		require.NoError(t, err)
 		_, err = sqlstore.OpenExisting(ctx, url)
 		require.ErrorIs(t, err, sqlstore.ErrNoStore)
-		_, err = other.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name) VALUES ($1, 1, '0001_init.sql')`, sqlstore.Component)
-		require.NoError(t, err)
+		for v, name := range []string{"0001_init.sql", "0002_merged_view.sql"} {
+			_, err = other.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name) VALUES ($1, $2, $3)`, sqlstore.Component, v+1, name)
+			require.NoError(t, err)
+			if v == 0 {
+				_, err = sqlstore.OpenExisting(ctx, url)
+				require.ErrorIs(t, err, sqlstore.ErrNoStore, "one migration missing")
+			}
+		}
 
 		s, err = sqlstore.OpenExisting(ctx, url)
 		require.NoError(t, err)

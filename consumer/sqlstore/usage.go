@@ -30,13 +30,19 @@ type usagePlan struct {
 	lo, hi      int64   // bucket range [lo, hi), ms, on bucket boundaries
 	grouped     [4]bool // by index of spec.Dimensions
 	after       *provider.UsageKey
-	source      string
-	limit       int
-	postgres    bool
+	// sources are the sources whose buckets add up: one for the collected
+	// view of a source, those of a [Merged] tenant otherwise.
+	sources  []string
+	limit    int
+	postgres bool
+	// series asks for what [Store.UsageSeries] reads: the groups also by
+	// source when bySource, and after the metrics the number of stored
+	// buckets summed and of those that carried a cost. Usage reads neither.
+	series, bySource bool
 }
 
 func planUsage(q *provider.UsageQuery) (*usagePlan, error) {
-	p := &usagePlan{granularity: q.Granularity, source: q.Tenant, after: q.After, limit: q.Limit}
+	p := &usagePlan{granularity: q.Granularity, sources: []string{q.Tenant}, after: q.After, limit: q.Limit}
 	width, grouped, err := q.Check()
 	if err != nil {
 		return nil, err
@@ -68,12 +74,29 @@ func floorSQL(col string, w int64) string {
 // non-empty userId values of the buckets grouped by userId that have
 // requests, plus the activeUsers of the buckets not grouped by userId.
 func (p *usagePlan) sql() (string, []any) {
-	args := []any{p.source, p.lo, p.hi}
+	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// One source: r.source = $1, the query the collected view of a source
+	// has always run; several: an IN list, each source one range of the
+	// index of usage buckets.
+	inSources := arg(p.sources[0])
+	if len(p.sources) > 1 {
+		ph := []string{inSources}
+		for _, src := range p.sources[1:] {
+			ph = append(ph, arg(src))
+		}
+		inSources = "IN (" + strings.Join(ph, ", ") + ")"
+	} else {
+		inSources = "= " + inSources
+	}
+	lo, hi := arg(p.lo), arg(p.hi)
 	key := []string{"b"}
+	if p.bySource {
+		key = append(key, "source")
+	}
 	for i, c := range usageColumns {
 		if p.grouped[i] {
 			key = append(key, c)
@@ -100,11 +123,18 @@ func (p *usagePlan) sql() (string, []any) {
 		" count(DISTINCT CASE WHEN by_user = 1 AND requests > 0 AND user_id <> '' THEN user_id END)" +
 		" + " + sum("CASE WHEN by_user = 1 THEN 0 ELSE active_users END") + ", " +
 		sum("input_tokens") + ", " + sum("output_tokens") + ", " + sum("cost"))
-	b.WriteString("\nFROM (SELECT " + floorSQL("r.time_ms", p.width) + ` AS b, r.model, r.assistant_id, r.user_id, r.department,
+	if p.series {
+		b.WriteString(", count(*), sum(has_cost)")
+	}
+	b.WriteString("\nFROM (SELECT " + floorSQL("r.time_ms", p.width) + ` AS b, r.source, r.model, r.assistant_id, r.user_id, r.department,
 	r.requests, r.conversations, r.active_users, r.input_tokens, r.output_tokens, r.cost,
-	CASE WHEN (',' || r.grouped || ',') LIKE '%,userId,%' THEN 1 ELSE 0 END AS by_user
+	CASE WHEN (',' || r.grouped || ',') LIKE '%,userId,%' THEN 1 ELSE 0 END AS by_user`)
+	if p.series {
+		b.WriteString(", CASE WHEN r.has_cost THEN 1 ELSE 0 END AS has_cost")
+	}
+	b.WriteString(`
 	FROM consumer_records r
-	WHERE r.source = $1 AND r.resource = 'usage' AND r.missing_at IS NULL AND r.time_ms >= $2 AND r.time_ms < $3`)
+	WHERE r.source ` + inSources + ` AND r.resource = 'usage' AND r.missing_at IS NULL AND r.time_ms >= ` + lo + ` AND r.time_ms < ` + hi)
 	if p.width == hourMS {
 		b.WriteString(` AND r.granularity = 'hour'`)
 	} else {
@@ -114,6 +144,7 @@ func (p *usagePlan) sql() (string, []any) {
 	}
 	b.WriteString(") t")
 	if p.after != nil && p.lo <= ms(p.after.Start) {
+		// Only Usage pages, never by source.
 		a := []string{arg(ms(p.after.Start))}
 		vals := [4]string{p.after.Model, p.after.AssistantID, p.after.UserID, p.after.Department}
 		for i := range vals {
@@ -147,6 +178,11 @@ func (s *Store) Usage(ctx context.Context, q provider.UsageQuery) (provider.Page
 	if err != nil {
 		return provider.Page[spec.UsageBucket]{}, err
 	}
+	return s.usage(ctx, p)
+}
+
+// usage runs the page p plans.
+func (s *Store) usage(ctx context.Context, p *usagePlan) (provider.Page[spec.UsageBucket], error) {
 	p.postgres = s.db.Dialect == sqldb.Postgres
 	if p.lo >= p.hi {
 		return provider.Page[spec.UsageBucket]{Items: []spec.UsageBucket{}}, nil

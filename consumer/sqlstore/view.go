@@ -37,6 +37,10 @@ type keyset struct {
 	resource string // conversations, assistants, events
 	source   string
 	after    *provider.Key
+	// atOrAfter starts the page at the position rather than strictly after
+	// it: the merged view's page of a source that sorts after the source of
+	// the position (see [Merged]).
+	atOrAfter bool
 	// since bounds pos_ms from below: inclusive (updatedSince) or exclusive
 	// (occurredAfter). Zero: no bound.
 	since     time.Time
@@ -47,6 +51,10 @@ type keyset struct {
 	limit        int
 }
 
+// viewColumns are the columns a page of the collected view reads, in the
+// order storedRow scans them.
+const viewColumns = "pos_ms, time_ms, id, body, missing_at, deleted, started_ms"
+
 // sql returns the query and its arguments. It reads one range of the index
 // (source, resource, pos_ms, id): the lower bound is whichever of the
 // keyset position and the time filter is the tighter. Conversations marked
@@ -54,25 +62,50 @@ type keyset struct {
 // left out.
 func (k *keyset) sql() (string, []any) {
 	var b strings.Builder
-	args := []any{k.source}
+	var args []any
+	k.write(&b, &args, viewColumns)
+	return b.String(), args
+}
+
+// write writes the query of k selecting columns to b, its arguments
+// appended to args.
+func (k *keyset) write(b *strings.Builder, args *[]any, columns string) {
 	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+		*args = append(*args, v)
+		return "$" + strconv.Itoa(len(*args))
 	}
 	// The resource is a literal: one of three constants.
-	fmt.Fprintf(&b, "SELECT pos_ms, time_ms, id, body, missing_at, deleted, started_ms FROM consumer_records WHERE source = $1 AND resource = '%s'", k.resource)
+	fmt.Fprintf(b, "SELECT %s FROM consumer_records WHERE source = %s AND resource = '%s'", columns, arg(k.source), k.resource)
 	if k.resource != "conversations" {
 		b.WriteString(" AND missing_at IS NULL")
 	}
 	if k.category != "" {
-		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
+		fmt.Fprintf(b, " AND category = %s", arg(k.category))
 	}
-	b.WriteString(sqldb.KeysetBound("pos_ms", position(k.after), k.since, k.inclusive, arg))
+	b.WriteString(keysetBound(position(k.after), k.atOrAfter, k.since, k.inclusive, arg))
 	if !k.startedAfter.IsZero() {
-		fmt.Fprintf(&b, " AND started_ms > %s", arg(ms(k.startedAfter)))
+		fmt.Fprintf(b, " AND started_ms > %s", arg(ms(k.startedAfter)))
 	}
-	fmt.Fprintf(&b, " ORDER BY pos_ms, id LIMIT %s", arg(k.limit+1))
-	return b.String(), args
+	fmt.Fprintf(b, " ORDER BY pos_ms, id LIMIT %s", arg(k.limit+1))
+}
+
+// keysetBound is [sqldb.KeysetBound] on pos_ms, except that with atOrAfter
+// a page starts at the position itself: (pos_ms, id) >= (...).
+func keysetBound(after *sqldb.Position, atOrAfter bool, since time.Time, inclusive bool, arg func(any) string) string {
+	if !atOrAfter || after == nil {
+		return sqldb.KeysetBound("pos_ms", after, since, inclusive, arg)
+	}
+	if !since.IsZero() {
+		lo := sqldb.Millis(since) + 1
+		if inclusive {
+			lo = sqldb.MillisCeil(since)
+		}
+		if after.Millis < lo {
+			// Every row with pos_ms >= lo follows the position.
+			return fmt.Sprintf(" AND pos_ms >= %s", arg(lo))
+		}
+	}
+	return fmt.Sprintf(" AND (pos_ms, id) >= (%s, %s)", arg(after.Millis), arg(after.ID))
 }
 
 // listRaw runs a keyset query. The records' bytes share one buffer per
@@ -91,21 +124,33 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
 	defer rows.Close()
+	return readPage(ctx, op, rows, k.limit, false)
+}
 
-	n := min(k.limit, 128)
+// readPage reads a page of at most limit records, and whether more follow,
+// from rows of viewColumns; with merged, rows have the source as one more
+// column, each record is served with its sourceId and its key names its
+// source (see [mergedKeyID]).
+func readPage(ctx context.Context, op string, rows *sql.Rows, limit int, merged bool) (provider.Page[provider.RawRecord], error) {
+	n := min(limit, 128)
 	keys := make([]provider.Key, 0, n)
 	ends := make([]int, 0, n)
 	var (
 		buf     []byte
 		hasMore bool
+		source  string
 	)
 	for rows.Next() {
-		if len(keys) == k.limit {
+		if len(keys) == limit {
 			hasMore = true
 			break
 		}
 		var r storedRow
-		if err := rows.Scan(&r.pos, &r.time, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started); err != nil {
+		dest := []any{&r.pos, &r.time, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started}
+		if merged {
+			dest = append(dest, &source)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
 		body, err := r.served()
@@ -115,8 +160,16 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 		if buf == nil {
 			buf = make([]byte, 0, len(body)*n+len(body)*n/4)
 		}
-		buf = append(buf, body...)
-		keys = append(keys, provider.Key{Time: fromMS(r.pos), ID: r.id})
+		key := provider.Key{Time: fromMS(r.pos), ID: r.id}
+		if merged {
+			if buf, err = appendWithSourceID(buf, body, source); err != nil {
+				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: stored record %q: %v", op, r.id, err)
+			}
+			key.ID = mergedKeyID(source, r.id)
+		} else {
+			buf = append(buf, body...)
+		}
+		keys = append(keys, key)
 		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {

@@ -442,6 +442,7 @@ type recordRow struct {
 	model, assistantID, userID, dept string
 	requests, convs, active, in, out int64
 	cost                             float64
+	hasCost                          bool
 }
 
 // The columns of an upsert of consumer_records: three shared by every
@@ -450,8 +451,8 @@ type recordRow struct {
 const (
 	sharedColumns = "source, resource, run"
 	rowColumns    = "id, time_ms, pos_ms, started_ms, deleted, category, body, granularity, end_ms, grouped, model, " +
-		"assistant_id, user_id, department, requests, conversations, active_users, input_tokens, output_tokens, cost"
-	perRow = 19
+		"assistant_id, user_id, department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost"
+	perRow = 20
 )
 
 // onConflictSQL ends an upsert of consumer_records: it always sets the run
@@ -465,7 +466,7 @@ var onConflictSQL = func() string {
 	b.WriteString("\nON CONFLICT (source, resource, id) DO UPDATE SET run = excluded.run, missing_at = NULL")
 	for _, c := range []string{"time_ms", "pos_ms", "started_ms", "deleted", "category", "body", "granularity",
 		"end_ms", "grouped", "model", "assistant_id", "user_id", "department", "requests", "conversations",
-		"active_users", "input_tokens", "output_tokens", "cost"} {
+		"active_users", "input_tokens", "output_tokens", "cost", "has_cost"} {
 		if c == "pos_ms" {
 			// A conversation never moves back in the view: it keeps a later
 			// position, such as the Missing time of its tombstone.
@@ -585,7 +586,7 @@ func (s *Store) upsertRecords(ctx context.Context, w *writeTx, op, source string
 			row := &rows[from+i]
 			args = append(args, row.id, row.time, row.started, row.deleted, row.category, row.body, row.granularity,
 				row.end, row.grouped, row.model, row.assistantID, row.userID, row.dept, row.requests, row.convs,
-				row.active, row.in, row.out, row.cost)
+				row.active, row.in, row.out, row.cost, row.hasCost)
 		}
 		if _, err := w.exec(ctx, upsertRecordsSQL(n), args...); err != nil {
 			return dbError(ctx, op, err)
@@ -650,6 +651,10 @@ func rowOf(op string, r consumer.Resource, rec *consumer.Record) (recordRow, err
 	if !rec.StartedAt.IsZero() {
 		row.started = ms(rec.StartedAt)
 	}
+	if r == consumer.Conversations {
+		row.userID, row.assistantID = conversationRefs(rec.JSON)
+		return row, nil
+	}
 	if r != consumer.Usage {
 		return row, nil
 	}
@@ -679,8 +684,36 @@ func rowOf(op string, r consumer.Resource, rec *consumer.Record) (recordRow, err
 	mm := &m.Metrics
 	row.requests, row.convs, row.active = metricInt(mm.Requests), metricInt(mm.Conversations), metricInt(mm.ActiveUsers)
 	row.in, row.out, row.cost = metricInt(mm.InputTokens), metricInt(mm.OutputTokens), metricFloat(mm.Cost)
+	row.hasCost = mm.Cost != ""
 	return row, nil
 }
+
+// conversationRefs returns the user.id and assistant.id of a conversation's
+// JSON, kept in the columns user_id and assistant_id for
+// [Store.SearchConversations]; "" for one that is absent, not a string,
+// longer than maxRefLength bytes or holding a NUL (which no index
+// could hold on every database).
+func conversationRefs(body []byte) (userID, assistantID string) {
+	var c struct {
+		User      struct{ ID any } `json:"user"`
+		Assistant struct{ ID any } `json:"assistant"`
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return "", ""
+	}
+	ref := func(v any) string {
+		s, _ := v.(string)
+		if len(s) > maxRefLength || strings.ContainsRune(s, 0) {
+			return ""
+		}
+		return s
+	}
+	return ref(c.User.ID), ref(c.Assistant.ID)
+}
+
+// maxRefLength is the longest user or assistant id of a conversation that
+// is searchable: the longest usage dimension the consumer keeps.
+const maxRefLength = 256
 
 // maxMetric bounds every stored metric and every sum the collected view
 // serves: 2^53, the largest integer a float64 (and so a JSON number read by
@@ -718,11 +751,11 @@ var upsertArraysSQL = func() string {
 	b.WriteString("INSERT INTO consumer_records (" + sharedColumns + ", " + rowColumns + ")\nSELECT $1, $2, $3, " +
 		"u.id, u.t, u.t, u.started_ms, u.deleted, u.category, u.body, u.granularity, u.end_ms, u.grouped, u.model, " +
 		"u.assistant_id, u.user_id, u.department, u.requests, u.conversations, u.active_users, u.input_tokens, " +
-		"u.output_tokens, u.cost\nFROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::text[], " +
+		"u.output_tokens, u.cost, u.has_cost\nFROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::text[], " +
 		"$9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], " +
-		"$17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[]) " +
+		"$17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::boolean[]) " +
 		"AS u(id, t, started_ms, deleted, category, body, granularity, end_ms, grouped, model, assistant_id, user_id, " +
-		"department, requests, conversations, active_users, input_tokens, output_tokens, cost)")
+		"department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost)")
 	b.WriteString(onConflictSQL)
 	return b.String()
 }()
@@ -735,7 +768,7 @@ func upsertRecordsArrays(ctx context.Context, w *writeTx, op, source string, r c
 		models, assistants, users, depts   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		times, starteds, ends              = make([]int64, n), make([]int64, n), make([]int64, n)
 		reqs, convs, actives, ins, outs    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		deleted                            = make([]bool, n)
+		deleted, hasCosts                  = make([]bool, n), make([]bool, n)
 		costs                              = make([]float64, n)
 	)
 	for i := range rows {
@@ -744,9 +777,10 @@ func upsertRecordsArrays(ctx context.Context, w *writeTx, op, source string, r c
 		grans[i], ends[i], groupeds[i] = row.granularity, row.end, row.grouped
 		models[i], assistants[i], users[i], depts[i] = row.model, row.assistantID, row.userID, row.dept
 		reqs[i], convs[i], actives[i], ins[i], outs[i], costs[i] = row.requests, row.convs, row.active, row.in, row.out, row.cost
+		hasCosts[i] = row.hasCost
 	}
 	_, err := w.exec(ctx, upsertArraysSQL, source, string(r), run, ids, times, starteds, deleted, cats, bodies, grans, ends,
-		groupeds, models, assistants, users, depts, reqs, convs, actives, ins, outs, costs)
+		groupeds, models, assistants, users, depts, reqs, convs, actives, ins, outs, costs, hasCosts)
 	if err != nil {
 		return dbError(ctx, op, err)
 	}

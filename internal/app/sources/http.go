@@ -19,9 +19,12 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// buildView builds the collected view: one provider.Handler over the consumer
-// store, whose tenant (the source id) comes from the request, with the MCP
-// binding at /mcp.
+// buildView builds the collected views: one provider.Handler over the
+// consumer store, whose tenant (the source id) comes from the request, with
+// the MCP binding at /mcp; and one over the store's merged view, whose
+// tenant is an organisation (orgTenant) and merges its sources. Both seal
+// cursors with one key; their tenants differ, so neither accepts the
+// other's cursors.
 func (s *Service) buildView(ctx context.Context) error {
 	key, err := s.cursorKey(ctx)
 	if err != nil {
@@ -37,20 +40,45 @@ func (s *Service) buildView(ctx context.Context) error {
 		return fmt.Errorf("sources: collected view: %w", err)
 	}
 	s.view = h
+	org, err := provider.NewHandler(s.store.Merged(s.orgSources), provider.WithAuthenticator(viewAuth{}),
+		provider.WithCursorKey(key), provider.WithLogger(s.log))
+	if err != nil {
+		return fmt.Errorf("sources: organisation view: %w", err)
+	}
+	s.orgView = org
 	return nil
+}
+
+// orgTenantPrefix starts the tenant of an organisation's view, which no
+// source id (a UUID) does.
+const orgTenantPrefix = "organisation:"
+
+// orgTenant is the tenant of the view of organisation orgID.
+func orgTenant(orgID string) string { return orgTenantPrefix + orgID }
+
+// orgSources returns the ids of the sources of the organisation tenant
+// names (see orgTenant).
+func (s *Service) orgSources(ctx context.Context, tenant string) ([]string, error) {
+	org, ok := strings.CutPrefix(tenant, orgTenantPrefix)
+	if !ok {
+		return nil, nil
+	}
+	return s.sourceIDs(ctx, org)
 }
 
 // verified is what the sources handler checked before the collected view
 // runs: the credential, of the organisation that owns the source.
 type verified struct {
-	credential, keyName, sourceID string
+	credential, keyName string
+	// tenant is the source id, or the organisation's tenant (orgTenant).
+	tenant string
 }
 
 type verifiedKey struct{}
 
-// viewAuth authenticates the collected view's requests: the credential must
+// viewAuth authenticates the collected views' requests: the credential must
 // be the one the sources handler verified for this request; the tenant is the
-// source id.
+// source id, or the organisation's for its view.
 type viewAuth struct{}
 
 func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.Principal, error) {
@@ -58,7 +86,7 @@ func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.
 	if !ok || subtle.ConstantTimeCompare([]byte(v.credential), []byte(credential)) != 1 {
 		return nil, fmt.Errorf("sources: credential not verified: %w", provider.ErrUnauthorized)
 	}
-	return &provider.Principal{Name: "api-key:" + v.keyName, Tenant: v.sourceID}, nil
+	return &provider.Principal{Name: "api-key:" + v.keyName, Tenant: v.tenant}, nil
 }
 
 // Routes adds the sources' routes to r (a mount of reviewapi.NewHandler).
@@ -66,7 +94,14 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/organisations/{organisationId}/sources", s.listHandler)
 	r.Handle("/organisations/{organisationId}/sources/{sourceId}", http.HandlerFunc(s.viewHandler))
 	r.Handle("/organisations/{organisationId}/sources/{sourceId}/*", http.HandlerFunc(s.viewHandler))
+	for _, res := range orgResources {
+		r.Handle("/organisations/{organisationId}/"+res, http.HandlerFunc(s.orgViewHandler))
+		r.Handle("/organisations/{organisationId}/"+res+"/*", http.HandlerFunc(s.orgViewHandler))
+	}
 }
+
+// orgResources are the lists of an organisation's view.
+var orgResources = []string{"conversations", "assistants", "events", "usage"}
 
 // authorize authenticates the request's API key and checks that it belongs
 // to organisation {organisationId}. It writes the problem and returns false
@@ -197,28 +232,52 @@ func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusInternalServerError, "The source cannot be read now.")
 		return
 	}
-	ctx := context.WithValue(r.Context(), verifiedKey{}, verified{credential: cred, keyName: p.KeyName, sourceID: src.ID})
+	serveBelow(s.view, w, r, verified{credential: cred, keyName: p.KeyName, tenant: src.ID}, 5)
+}
+
+// orgViewHandler serves the view of the organisation: the lists of the
+// provider interface (/conversations, /assistants, /events, /usage) over
+// the union of its sources' data. Single records (/conversations/{id},
+// /assistants/{id}) are 404: an id is unique only within its source.
+func (s *Service) orgViewHandler(w http.ResponseWriter, r *http.Request) {
+	p, cred, ok := s.authorize(w, r)
+	if !ok {
+		return
+	}
+	if strings.Count(below(r.URL.Path, 3), "/") > 1 { // /conversations/{id} and the like
+		writeProblem(w, http.StatusNotFound, "The organisation's view has no single records: an id is unique only within its source. "+
+			"Read one at /organisations/{organisationId}/sources/{sourceId}/conversations/{id} (or assistants), with the record's sourceId.")
+		return
+	}
+	serveBelow(s.orgView, w, r, verified{credential: cred, keyName: p.KeyName, tenant: orgTenant(p.OrganisationID)}, 3)
+}
+
+// serveBelow serves r with view, as v, at the part of its path from the
+// n-th slash.
+func serveBelow(view http.Handler, w http.ResponseWriter, r *http.Request, v verified, n int) {
+	ctx := context.WithValue(r.Context(), verifiedKey{}, v)
 	// The view routes on its own: it must not see this router's context.
 	ctx = context.WithValue(ctx, chi.RouteCtxKey, (*chi.Context)(nil))
 	r2 := r.WithContext(ctx)
 	u := *r.URL
-	u.Path = below(r.URL.Path)
+	u.Path = below(r.URL.Path, n)
 	if r.URL.RawPath != "" {
-		u.RawPath = below(r.URL.RawPath)
+		u.RawPath = below(r.URL.RawPath, n)
 	}
 	r2.URL = &u
 	r2.RequestURI = u.RequestURI()
-	s.view.ServeHTTP(w, r2)
+	view.ServeHTTP(w, r2)
 }
 
-// below returns the part of /organisations/O/sources/S/REST from its
-// fifth slash: "/REST", or "/" when there is none.
-func below(path string) string {
-	parts := strings.SplitN(path, "/", 6)
-	if len(parts) < 6 {
+// below returns the part of path from its n-th slash (counting the leading
+// one as the first): for /organisations/O/sources/S/REST and 5, "/REST";
+// "/" when there is none.
+func below(path string, n int) string {
+	parts := strings.SplitN(path, "/", n+1)
+	if len(parts) < n+1 {
 		return "/"
 	}
-	return "/" + parts[5]
+	return "/" + parts[n]
 }
 
 func writeProblem(w http.ResponseWriter, status int, detail string) {

@@ -9,6 +9,25 @@
 //	GET /organisations/{organisationId}/sources                 the sources with their sync status
 //	/organisations/{organisationId}/sources/{sourceId}/...      the provider interface over one source's data
 //	/organisations/{organisationId}/sources/{sourceId}/mcp      the same over MCP
+//	GET /organisations/{organisationId}/conversations           the lists of the provider interface over the
+//	GET /organisations/{organisationId}/assistants              union of the organisation's sources, each
+//	GET /organisations/{organisationId}/events                  record with the sourceId of its source
+//	GET /organisations/{organisationId}/usage                   (sqlstore.Merged); usage summed over them
+//
+// The organisation's view has the filters, limit, envelope and sealed
+// cursors of the provider interface (it is served by provider.NewHandler);
+// lists are ordered by (updatedAt, id, sourceId) (occurredAt for events),
+// so records of different sources that share an id and a time keep one
+// order across pages. It has no single records: an id is unique only
+// within its source, so /organisations/{id}/conversations/{conversationId}
+// and /assistants/{assistantId} answer 404, and a record is read from its
+// source's view. groupBy takes the interface's four dimensions only;
+// usage by source is [Service.OrgUsage] (or each source's /usage).
+//
+// For dashboards, [Service.OrgUsage] and [Service.UsageSeries] give usage
+// series by day or hour per source, model or user, and
+// [Service.SearchConversations] finds an organisation's conversations by
+// user, assistant and time range.
 package sources
 
 import (
@@ -137,7 +156,8 @@ type Service struct {
 	mu      sync.Mutex
 	enqueue func(context.Context, river.JobArgs, *river.InsertOpts) error
 
-	view http.Handler
+	view    http.Handler // the collected view of one source
+	orgView http.Handler // the view of an organisation: its sources merged
 }
 
 // New returns a Service over cfg.DB, applying its migrations and those of
@@ -282,6 +302,25 @@ func (s *Service) List(ctx context.Context, orgID string) ([]Source, error) {
 		out = append(out, src)
 	}
 	return out, rows.Err()
+}
+
+// sourceIDs returns the ids of the sources of organisation orgID (a
+// canonical UUID); an unknown organisation has none.
+func (s *Service) sourceIDs(ctx context.Context, orgID string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM sources WHERE org_id = $1`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("sources: list: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sources: list: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // Get returns source id of organisation orgID; a source of another

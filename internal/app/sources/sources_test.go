@@ -29,9 +29,16 @@ const providerToken = "provider-secret-token"
 // newProvider serves a demo dataset for tenant acme over REST and MCP.
 func newProvider(t *testing.T, conversations int) string {
 	t.Helper()
+	return newSeededProvider(t, conversations, 0)
+}
+
+// newSeededProvider serves the demo dataset of seed for tenant acme over
+// REST and MCP.
+func newSeededProvider(t *testing.T, conversations int, seed uint64) string {
+	t.Helper()
 	ctx := t.Context()
 	src := memsource.New()
-	require.NoError(t, demodata.Fill(ctx, demodata.Config{Conversations: conversations}, "acme", src))
+	require.NoError(t, demodata.Fill(ctx, demodata.Config{Conversations: conversations, Seed: seed}, "acme", src))
 	m, err := mcp.NewServer(src)
 	require.NoError(t, err)
 	h, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: providerToken, Tenant: "acme"}),
