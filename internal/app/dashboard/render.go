@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -13,10 +15,6 @@ import (
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
-
-// pageNames are the templates/NAME.html files, each defining "content" for
-// the layout.
-var pageNames = []string{"signin", "error", "overview", "apikeys", "review", "users"}
 
 var funcs = template.FuncMap{
 	"date": func(t any) string {
@@ -49,9 +47,19 @@ var funcs = template.FuncMap{
 	},
 }
 
+// parsePages parses every templates/NAME.html but the layout: each defines
+// "content" for the layout, and renders as page NAME.
 func parsePages() (map[string]*template.Template, error) {
-	out := make(map[string]*template.Template, len(pageNames))
-	for _, name := range pageNames {
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*template.Template, len(files))
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" {
+			continue
+		}
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
