@@ -193,8 +193,10 @@ func clearCookie(w http.ResponseWriter, r *http.Request) {
 // safeNext returns next when it is a path of this site ("/review"), else "/":
 // the sign-in page never sends anyone elsewhere.
 func safeNext(next string) string {
+	// Browsers drop tabs and line breaks from URLs ("/\t/x" is "//x"), so
+	// no control character is followed at all.
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+		strings.IndexFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
 		return "/"
 	}
 	u, err := url.Parse(next)
