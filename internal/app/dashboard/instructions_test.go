@@ -72,6 +72,14 @@ func regexForm(title, pattern string, agents ...string) url.Values {
 		"assessmentId": {""}, "usedBy": agents}
 }
 
+// with returns f with the pairs of kv set.
+func with(f url.Values, kv ...string) url.Values {
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.Set(kv[i], kv[i+1])
+	}
+	return f
+}
+
 func TestInstructionPagesRoles(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
@@ -223,10 +231,7 @@ func TestInstructionFormErrors(t *testing.T) {
 		adm.signIn(t, "ada@acme.test", "/instructions/new")
 		require.Contains(t, adm.get(t, "/instructions/new").Body, `<option value="Regex" selected>`)
 
-		semantic := regexForm("Vague", "")
-		semantic.Set("triggerType", "Semantic")
-		semantic.Set("text", "talk of mergers")
-		semantic.Set("allowRedaction", "true")
+		semantic := with(regexForm("Vague", ""), "triggerType", "Semantic", "text", "talk of mergers", "allowRedaction", "true")
 		for _, c := range []struct {
 			name  string
 			form  url.Values
@@ -238,8 +243,8 @@ func TestInstructionFormErrors(t *testing.T) {
 			{"empty title", regexForm("", "x"), "title", []string{"minLength"}},
 			{"no pattern", regexForm("Codes", ""), "trigger.pattern", []string{"required property"}},
 			{"redaction of a semantic trigger", semantic, "allowRedaction", []string{"talk of mergers"}},
-			{"bad category", func() url.Values { f := regexForm("Codes", "x"); f.Set("categoryId", "nope"); return f }(), "categoryId", []string{"must be a UUID or null"}},
-			{"no values", func() url.Values { f := regexForm("Codes", ""); f.Set("triggerType", "StringMatch"); f.Set("values", "\n \n"); return f }(), "trigger.values", nil},
+			{"bad category", with(regexForm("Codes", "x"), "categoryId", "nope"), "categoryId", []string{"must be a UUID or null"}},
+			{"no values", with(regexForm("Codes", ""), "triggerType", "StringMatch", "values", "\n \n"), "trigger.values", nil},
 			{"unknown agent", regexForm("Codes", "x", "00000000-0000-4000-8000-000000000000"), "usedBy", []string{"is not one of the organisation"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
