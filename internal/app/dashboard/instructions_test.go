@@ -150,7 +150,7 @@ func TestAgentsPage(t *testing.T) {
 		require.Equal(t, "/agents?done=created", p.location())
 		body := adm.get(t, "/agents?done=created").Body
 		require.Contains(t, body, "The agent is created.")
-		require.Contains(t, body, "<td>Billing</td>")
+		require.Contains(t, body, `<td data-label="Name">Billing</td>`)
 		require.Contains(t, body, "0 of 100")
 
 		p = adm.post(t, "/agents", url.Values{"name": {"   "}})
