@@ -60,8 +60,8 @@ func TestAuditPage(t *testing.T) {
 		require.Equal(t, []string{"6", "5", "4", "3", "2", "1"}, auditSeqs(p.Body))
 		// The key's creation, by the signed-in user, with what was created
 		// and never the secret.
-		require.Contains(t, p.Body, `<td data-label="Actor"><span class="actortype">user (dashboard)</span> Ada</td>`)
-		require.Contains(t, p.Body, `<td data-label="Actor"><span class="actortype">admin (command line)</span> test</td>`)
+		require.Contains(t, p.Body, `<td data-label="Actor">Ada <span class="actortype">user (dashboard)</span></td>`)
+		require.Contains(t, p.Body, `<td data-label="Actor">test <span class="actortype">admin (command line)</span></td>`)
 		require.Contains(t, p.Body, "<summary>Before and after</summary>")
 		require.Contains(t, p.Body, "nothing (created)")
 		require.Contains(t, html.UnescapeString(p.Body), `"name": "crm-sync"`)
