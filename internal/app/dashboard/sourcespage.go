@@ -4,13 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
@@ -29,7 +29,7 @@ type resourceRow struct {
 // sourceRow is one source on the sources page.
 type sourceRow struct {
 	sources.Listed
-	Resources []resourceRow // in the consumer's order
+	Resources []resourceRow // in the interface's order
 	Failed    bool          // a resource's last attempt failed
 	Synced    bool          // a resource synced at least once
 	EveryText string        // the interval between syncs, for people
@@ -60,12 +60,9 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 		}
 		for _, l := range listed {
 			row := sourceRow{Listed: l, EveryText: every(l.Source.Every)}
-			for _, name := range consumer.Resources {
-				rs := l.Resources[string(name)]
-				if rs == nil {
-					rs = &sources.ResourceStatus{}
-				}
-				rr := resourceRow{Name: string(name), ResourceStatus: rs, State: "ok"}
+			for _, name := range resourceOrder(l.Resources) {
+				rs := l.Resources[name]
+				rr := resourceRow{Name: name, ResourceStatus: rs, State: "ok"}
 				switch {
 				case rs.InProgress:
 					rr.State = "syncing"
@@ -138,6 +135,25 @@ func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, "/sources?done=synced&source="+url.QueryEscape(src.ID), http.StatusSeeOther)
 	return nil
+}
+
+// resourceOrder returns the resources of a source in the order of the
+// interface (conversations, assistants, events, usage), then any other.
+func resourceOrder(m map[string]*sources.ResourceStatus) []string {
+	known := []string{"conversations", "assistants", "events", "usage"}
+	var out, rest []string
+	for _, k := range known {
+		if m[k] != nil {
+			out = append(out, k)
+		}
+	}
+	for k, v := range m {
+		if v != nil && !slices.Contains(known, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }
 
 func splitLines(s string) []string {
