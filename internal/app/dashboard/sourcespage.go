@@ -1,0 +1,187 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/spec"
+)
+
+// AuditSourceSynced is the audit action of a sync started in the dashboard
+// ("Sync now"), recorded with the user as actor.
+const AuditSourceSynced = "source.synced"
+
+// resourceRow is the sync status of one resource of a source.
+type resourceRow struct {
+	Name string
+	*sources.ResourceStatus
+	State string // "ok", "failed", "syncing" or "never"
+}
+
+// sourceRow is one source on the sources page.
+type sourceRow struct {
+	sources.Listed
+	Resources []resourceRow // in the interface's order
+	Failed    bool          // a resource's last attempt failed
+	Synced    bool          // a resource synced at least once
+	EveryText string        // the interval between syncs, for people
+}
+
+type sourcesData struct {
+	Sources []sourceRow
+	// Configured is false when the dashboard runs without the sources
+	// service.
+	Configured bool
+	// SyncError is the detail of the failed "Sync now", one line a cause.
+	SyncError []string
+	SyncedID  string // the source of SyncError
+}
+
+// failedLast reports whether the last attempt to sync the resource failed.
+func failedLast(rs *sources.ResourceStatus) bool {
+	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
+}
+
+func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
+	data, _ := p.Data.(sourcesData)
+	if d.cfg.Sources != nil {
+		data.Configured = true
+		listed, err := d.cfg.Sources.Statuses(r.Context(), viewerOf(r).Organisation.ID)
+		if err != nil {
+			return err
+		}
+		for _, l := range listed {
+			row := sourceRow{Listed: l, EveryText: every(l.Source.Every)}
+			for _, name := range resourceOrder(l.Resources) {
+				rs := l.Resources[name]
+				rr := resourceRow{Name: name, ResourceStatus: rs, State: "ok"}
+				switch {
+				case rs.InProgress:
+					rr.State = "syncing"
+				case failedLast(rs):
+					rr.State, row.Failed = "failed", true
+				case rs.LastSuccess == nil:
+					rr.State = "never"
+				}
+				if rs.LastSuccess != nil {
+					row.Synced = true
+				}
+				row.Resources = append(row.Resources, rr)
+			}
+			if p.Notice != "" && l.ID == data.SyncedID {
+				p.Notice = "Source " + l.Name + " is synced; its counts below are up to date."
+			}
+			data.Sources = append(data.Sources, row)
+		}
+	}
+	p.Title, p.Nav, p.Data = "Sources", "sources", data
+	d.render(w, r, status, "sources", p)
+	return nil
+}
+
+func (d *Dashboard) sourcesPage(w http.ResponseWriter, r *http.Request) error {
+	p := &pageData{}
+	q := r.URL.Query()
+	if q.Get("done") == "synced" {
+		p.Notice = "The source is synced."
+		p.Data = sourcesData{SyncedID: q.Get("source")}
+	}
+	return d.renderSources(w, r, http.StatusOK, p)
+}
+
+// syncSource syncs a source of the viewer's organisation now, in this
+// request. A provider that fails (unreachable, refusing the token) is an
+// outcome to show, not an error of the dashboard: the page comes back with
+// the causes, and the source's status records the failure.
+func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
+	if d.cfg.Sources == nil {
+		d.errorPage(w, r, http.StatusNotFound, "This service keeps no sources.")
+		return nil
+	}
+	v := viewerOf(r)
+	src, err := d.cfg.Sources.Get(r.Context(), v.Organisation.ID, chi.URLParam(r, "sourceId"))
+	if errors.Is(err, spec.ErrNotFound) || errors.Is(err, spec.ErrInvalid) {
+		d.errorPage(w, r, http.StatusNotFound, "There is no such source in "+v.Organisation.Name+".")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	started := d.cfg.Now()
+	res, syncErr := d.cfg.Sources.SyncNow(r.Context(), src.ID)
+	if syncErr != nil && r.Context().Err() != nil {
+		return syncErr // the client went away
+	}
+	outcome := map[string]any{"records": res.Records(), "durationMs": d.cfg.Now().Sub(started).Milliseconds()}
+	if syncErr != nil {
+		outcome["error"] = syncErr.Error()
+	}
+	if err := d.cfg.Orgs.RecordAudit(r.Context(), v.Organisation.ID, v.User.Actor(), AuditSourceSynced, "source", src.ID,
+		nil, outcome); err != nil {
+		return err
+	}
+	if syncErr != nil {
+		p := &pageData{Error: "The sync of " + src.Name + " failed; its status below records the failure.",
+			Data: sourcesData{SyncError: splitLines(syncErr.Error()), SyncedID: src.ID}}
+		return d.renderSources(w, r, http.StatusOK, p)
+	}
+	http.Redirect(w, r, "/sources?done=synced&source="+url.QueryEscape(src.ID), http.StatusSeeOther)
+	return nil
+}
+
+// resourceOrder returns the resources of a source in the order of the
+// interface (conversations, assistants, events, usage), then any other.
+func resourceOrder(m map[string]*sources.ResourceStatus) []string {
+	known := []string{"conversations", "assistants", "events", "usage"}
+	var out, rest []string
+	for _, k := range known {
+		if m[k] != nil {
+			out = append(out, k)
+		}
+	}
+	for k, v := range m {
+		if v != nil && !slices.Contains(known, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// every writes a sync interval as people do: "5 min", "30 s", "1 h 30 min".
+func every(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	var parts []string
+	if h := d / time.Hour; h > 0 {
+		parts = append(parts, strconv.FormatInt(int64(h), 10)+" h")
+		d -= h * time.Hour
+	}
+	if m := d / time.Minute; m > 0 {
+		parts = append(parts, strconv.FormatInt(int64(m), 10)+" min")
+		d -= m * time.Minute
+	}
+	if s := d / time.Second; s > 0 || len(parts) == 0 {
+		parts = append(parts, strconv.FormatInt(int64(s), 10)+" s")
+	}
+	return strings.Join(parts, " ")
+}
