@@ -88,6 +88,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 			r.Get("/", d.page(d.overview))
 			r.Get("/review", d.page(d.reviewQueue))
 			r.Post("/review/{taskId}/decision", d.action(d.decide))
+			r.Get("/usage", d.page(d.usage))
+			r.Get("/conversations", d.page(d.conversations))
 			r.Group(func(r chi.Router) {
 				r.Use(d.requireRole(people.RoleAdministrator))
 				r.Get("/settings/api-keys", d.page(d.apiKeys))
