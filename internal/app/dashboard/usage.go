@@ -12,7 +12,6 @@ import (
 
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -31,6 +30,10 @@ const (
 	metricTokens     = "tokens"
 	metricCost       = "cost"
 	defaultUsageMetr = metricTokens
+	// The longest ranges a usage series covers (those of the provider
+	// interface, provider.MaxDailyRange and MaxHourlyRange).
+	maxDailyRange  = 366 * 24 * time.Hour
+	maxHourlyRange = 31 * 24 * time.Hour
 )
 
 var metricNames = map[string]string{metricRequests: "Requests", metricTokens: "Tokens (input + output)", metricCost: "Cost"}
@@ -59,7 +62,7 @@ func (c *cost) add(v *float64, complete bool) {
 	} else {
 		c.Complete = c.Complete && complete
 	}
-	*c.Sum = provider.RoundCost(*c.Sum + *v)
+	*c.Sum = roundCost(*c.Sum + *v)
 }
 
 // String is the cost as the tables show it: "—" when not reported, "≥ x"
@@ -72,6 +75,13 @@ func (c cost) String() string {
 		return "≥ " + money(*c.Sum)
 	}
 	return money(*c.Sum)
+}
+
+// roundCost rounds a summed cost to 12 significant digits, as the provider
+// interface does (provider.RoundCost): 0.1+0.2 is 0.3.
+func roundCost(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	return r
 }
 
 func money(v float64) string {
@@ -204,9 +214,9 @@ func (d *Dashboard) parseUsageQuery(r *http.Request) (usageQuery, time.Time, tim
 		return uq, time.Time{}, time.Time{}, err
 	}
 	end := to.Add(24 * time.Hour) // to is included
-	limit, unit := provider.MaxDailyRange, "366 days"
+	limit, unit := maxDailyRange, "366 days"
 	if uq.Granularity == spec.GranularityHour {
-		limit, unit = provider.MaxHourlyRange, "31 days by hour"
+		limit, unit = maxHourlyRange, "31 days by hour"
 	}
 	switch {
 	case from.After(to):
