@@ -49,7 +49,8 @@ var rules = map[string][]string{
 	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
 	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/infra/"},
 	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
-		"internal/app/sources", "internal/infra/"},
+		"internal/app/sources", "internal/infra/",
+		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
 	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 

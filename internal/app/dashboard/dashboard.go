@@ -88,6 +88,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 			r.Get("/", d.page(d.overview))
 			r.Get("/review", d.page(d.reviewQueue))
 			r.Post("/review/{taskId}/decision", d.action(d.decide))
+			r.Get("/usage", d.page(d.usage))
+			r.Get("/conversations", d.page(d.conversations))
 			r.Get("/agents", d.page(d.agents))
 			r.Get("/instructions", d.page(d.instructions))
 			r.Group(func(r chi.Router) {

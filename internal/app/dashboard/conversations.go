@@ -1,0 +1,234 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aiusage/kit/consumer/sqlstore"
+)
+
+// The conversations page: the organisation's conversations, of every
+// source, searchable by user, assistant and time range, newest first.
+
+// ConversationsPerPage is how many conversations a page of the search lists.
+const ConversationsPerPage = 25
+
+// maxFilterLength bounds the user and assistant fields, in bytes: the
+// search finds ids of at most 256 bytes.
+const maxFilterLength = 256
+
+// excerptLength bounds a conversation's excerpt, in characters.
+const excerptLength = 140
+
+type conversationQuery struct {
+	User, Assistant, From, To string
+}
+
+type conversationRow struct {
+	Source    string
+	ID        string
+	Title     string // the record's title, or its first message
+	Untitled  bool   // neither: Title is empty
+	User      string
+	UserID    string // shown too when User is an email
+	Assistant string
+	Started   string
+	Messages  int
+	Status    string
+}
+
+type conversationsData struct {
+	Query     conversationQuery
+	Filtered  bool
+	Invalid   bool
+	NoService bool
+	NoSources bool
+	Paged     bool   // a later page: offer the first
+	First     string // the first page's URL
+	Next      string // the next page's URL; "" on the last
+	Rows      []conversationRow
+}
+
+// position is the JSON of a search's position in the next link.
+type position struct {
+	StartedAt time.Time `json:"startedAt"`
+	ID        string    `json:"id"`
+	Source    string    `json:"source"`
+}
+
+func encodePosition(p sqlstore.ConversationPosition) string {
+	b, _ := json.Marshal(position{StartedAt: p.StartedAt.UTC(), ID: p.ID, Source: p.Source})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodePosition reads what encodePosition wrote; anything else (a link
+// edited by hand) is refused.
+func decodePosition(s string) (*sqlstore.ConversationPosition, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) > 2048 {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p position
+	if err := dec.Decode(&p); err != nil || dec.More() || p.ID == "" || p.Source == "" || p.StartedAt.IsZero() {
+		return nil, false
+	}
+	pos := sqlstore.ConversationPosition{StartedAt: p.StartedAt.UTC(), ID: p.ID, Source: p.Source}
+	if encodePosition(pos) != s { // only the canonical form
+		return nil, false
+	}
+	return &pos, true
+}
+
+// conversations lists the organisation's conversations that match the
+// search, newest first.
+func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error {
+	p := &pageData{Title: "Conversations", Nav: "conversations"}
+	q := r.URL.Query()
+	cq := conversationQuery{User: strings.TrimSpace(q.Get("user")), Assistant: strings.TrimSpace(q.Get("assistant")),
+		From: q.Get("from"), To: q.Get("to")}
+	data := conversationsData{Query: cq, Filtered: cq != conversationQuery{}}
+	p.Data = &data
+	refuse := func(msg string) error {
+		p.Error, data.Invalid = msg, true
+		d.render(w, r, http.StatusBadRequest, "conversations", p)
+		return nil
+	}
+	search := sqlstore.ConversationSearch{UserID: cq.User, AssistantID: cq.Assistant, Limit: ConversationsPerPage}
+	switch {
+	case len(cq.User) > maxFilterLength || !utf8.ValidString(cq.User):
+		return refuse("The parameter user must be an id of at most 256 bytes.")
+	case len(cq.Assistant) > maxFilterLength || !utf8.ValidString(cq.Assistant):
+		return refuse("The parameter assistant must be an id of at most 256 bytes.")
+	}
+	var err error
+	if cq.From != "" {
+		if search.From, err = parseDate("from", cq.From, time.Time{}); err != nil {
+			return refuse(err.Error())
+		}
+	}
+	if cq.To != "" {
+		if search.To, err = parseDate("to", cq.To, time.Time{}); err != nil {
+			return refuse(err.Error())
+		}
+		search.To = search.To.Add(24 * time.Hour) // to is included
+	}
+	if !search.From.IsZero() && !search.To.IsZero() && !search.To.After(search.From) {
+		return refuse("The parameter to (" + cq.To + ") is before from (" + cq.From + ").")
+	}
+	if next := q.Get("next"); next != "" {
+		pos, ok := decodePosition(next)
+		if !ok {
+			return refuse("The parameter next is not a position this page gave; start again from the first page.")
+		}
+		search.After, data.Paged = pos, true
+	}
+	filters := url.Values{}
+	for k, v := range map[string]string{"user": cq.User, "assistant": cq.Assistant, "from": cq.From, "to": cq.To} {
+		if v != "" {
+			filters.Set(k, v)
+		}
+	}
+	data.First = "/conversations"
+	if len(filters) > 0 {
+		data.First += "?" + filters.Encode()
+	}
+
+	if d.cfg.Sources == nil {
+		data.NoService = true
+		d.render(w, r, http.StatusOK, "conversations", p)
+		return nil
+	}
+	ctx := r.Context()
+	orgID := viewerOf(r).Organisation.ID
+	srcs, err := d.cfg.Sources.List(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	if len(srcs) == 0 {
+		data.NoSources = true
+		d.render(w, r, http.StatusOK, "conversations", p)
+		return nil
+	}
+	names := make(map[string]string, len(srcs))
+	for _, s := range srcs {
+		names[s.ID] = s.Name
+	}
+	page, err := d.cfg.Sources.SearchConversations(ctx, orgID, search)
+	if msg, status, ok := clientMessage(err); ok {
+		p.Error, data.Invalid = msg, true
+		d.render(w, r, status, "conversations", p)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, f := range page.Items {
+		data.Rows = append(data.Rows, rowOf(f, names))
+	}
+	if page.Next != nil {
+		filters.Set("next", encodePosition(*page.Next))
+		data.Next = "/conversations?" + filters.Encode()
+	}
+	d.render(w, r, http.StatusOK, "conversations", p)
+	return nil
+}
+
+// rowOf is how the list shows f.
+func rowOf(f sqlstore.FoundConversation, names map[string]string) conversationRow {
+	c := f.Conversation
+	row := conversationRow{Source: names[f.Source], ID: c.ID, Messages: len(c.Messages), Status: c.Status,
+		Started: c.StartedAt.UTC().Format("2006-01-02 15:04 UTC")}
+	if row.Source == "" {
+		row.Source = f.Source
+	}
+	// A title is no member of the specification; a record may carry one.
+	var extra struct {
+		Title string `json:"title"`
+	}
+	_ = json.Unmarshal(f.JSON, &extra)
+	row.Title = strings.TrimSpace(extra.Title)
+	if row.Title == "" {
+		for _, m := range c.Messages {
+			if t := strings.TrimSpace(m.Content); t != "" && (m.Role == "user" || m.Role == "") {
+				row.Title = t
+				break
+			}
+		}
+	}
+	row.Title = excerpt(row.Title, excerptLength)
+	row.Untitled = row.Title == ""
+	if u := c.User; u != nil {
+		row.User = u.Email
+		if row.User == "" {
+			row.User = u.ID
+		} else {
+			row.UserID = u.ID
+		}
+	}
+	if a := c.Assistant; a != nil {
+		row.Assistant = a.Name
+		if row.Assistant == "" {
+			row.Assistant = a.ID
+		} else if a.ID != "" {
+			row.Assistant += " (" + a.ID + ")"
+		}
+	}
+	return row
+}
+
+// excerpt shortens s to n characters at most, on one line.
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
