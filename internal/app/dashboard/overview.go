@@ -1,13 +1,25 @@
 package dashboard
 
 import (
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
 
+// usageSummary is the organisation's use over the overview's range.
+type usageSummary struct {
+	Days             int
+	Requests, Tokens int64
+	Cost             string // "" when no source reported one
+	CostIsLowerBound bool
+	Conversations    int64
+}
+
 type overviewData struct {
+	Usage         *usageSummary     // nil without the sources service
 	Open          []spec.ReviewTask // oldest first, at most 5
 	OpenCount     int
 	Sources       int
@@ -33,6 +45,28 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		data.Sources = len(listed)
+		u, err := d.cfg.Sources.OrgUsage(ctx, v.Organisation.ID, sources.OrgUsageQuery{})
+		if err != nil {
+			return err
+		}
+		sum := &usageSummary{Days: int(u.To.Sub(u.From).Hours()/24 + 0.5)}
+		var cost float64
+		var costKnown, costComplete = false, true
+		for _, p := range u.Total {
+			sum.Requests += p.Requests
+			sum.Tokens += p.InputTokens + p.OutputTokens
+			sum.Conversations += p.Conversations
+			if p.Cost != nil {
+				cost += *p.Cost
+				costKnown = true
+			}
+			costComplete = costComplete && p.CostComplete
+		}
+		if costKnown {
+			sum.Cost = strconv.FormatFloat(math.Round(cost*100)/100, 'f', 2, 64)
+			sum.CostIsLowerBound = !costComplete
+		}
+		data.Usage = sum
 		for _, l := range listed {
 			for _, rs := range l.Resources {
 				if rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess)) {

@@ -239,6 +239,10 @@ func TestUsagePage(t *testing.T) {
 			perDay[d].add(r)
 			total.add(r)
 		}
+		// The overview sums the last 30 days, which hold all of it.
+		ov := rev.get(t, "/")
+		require.Contains(t, ov.Body, fmt.Sprintf(`<span class="n">%d</span> AI requests in the last 30 days: %d tokens, cost %.2f`,
+			total.req, total.in+total.out, total.cost), ov.Body)
 		want := [][]string{{"Day", "Requests", "Input tokens", "Output tokens", "Tokens", "Cost"}}
 		for i := range 3 {
 			d := usageDay0.AddDate(0, 0, i).Format("2006-01-02")
