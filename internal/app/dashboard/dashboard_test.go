@@ -290,6 +290,20 @@ func TestReviewDecision(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, spec.StatusRejected, got.Status)
 
+		// The audit trail holds the decision once, by the winner, with the
+		// user's id and name.
+		audit, err := e.orgs.Audit(t.Context(), e.org.ID, 0, 100)
+		require.NoError(t, err)
+		var decided []orgapi.AuditRecord
+		for _, a := range audit {
+			if a.Action == "review_task.decided" {
+				decided = append(decided, a)
+			}
+		}
+		require.Len(t, decided, 1)
+		require.Equal(t, orgapi.Actor{Type: orgapi.ActorUser, ID: e.rev.ID, Name: "Rex"}, decided[0].Actor)
+		require.Equal(t, task.ID, decided[0].ResourceID)
+
 		require.Contains(t, rev.get(t, "/review").Body, "No task waits for a person.")
 		for _, c := range []struct {
 			name, path string

@@ -136,17 +136,13 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
-	_, err := d.cfg.Review.Decide(r.Context(), id, decision, v.User.Name, comment)
+	_, err := d.cfg.Review.DecideAs(r.Context(), id, decision, v.User.Actor(), comment)
 	if errors.Is(err, reviewapi.ErrFinal) {
 		p.Error = "This task is already decided (by another reviewer, or by its deadline); nothing was changed."
 		return d.renderQueue(w, r, http.StatusConflict, p)
 	}
 	if err != nil {
 		return err
-	}
-	if err := d.cfg.Orgs.RecordAudit(r.Context(), v.Organisation.ID, v.User.Actor(), "review_task.decided", "review_task", id,
-		nil, map[string]string{"decision": decision, "comment": comment}); err != nil {
-		d.cfg.Logger.ErrorContext(r.Context(), "dashboard: audit of a decision", "task", id, "error", err)
 	}
 	http.Redirect(w, r, "/review?done="+decision, http.StatusSeeOther)
 	return nil

@@ -309,8 +309,23 @@ func (s *Service) backToPending(ctx context.Context, t spec.ReviewTask, cause er
 }
 
 // Decide records a reviewer's decision on a task waiting for a person:
-// approve, reject or request-changes. Any other state is ErrFinal.
+// approve, reject or request-changes. Any other state is ErrFinal. The
+// audit trail records it as made by an administrator named reviewer (as
+// `aiusage admin review decide` does); [Service.DecideAs] names the actor.
 func (s *Service) Decide(ctx context.Context, id, decision, reviewer, comment string) (spec.ReviewTask, error) {
+	return s.DecideAs(ctx, id, decision, orgapi.Actor{Type: orgapi.ActorAdmin, Name: reviewer}, comment)
+}
+
+// AuditTaskDecided is the audit action of a decision.
+const AuditTaskDecided = "review_task.decided"
+
+// DecideAs is [Service.Decide] by actor (a signed-in user of the dashboard:
+// its id and name). The task's decision names actor.Name as the reviewer,
+// and the organisation's audit trail records the decision with the actor, in
+// the same transaction: of two reviewers deciding at once, one wins and the
+// other gets ErrFinal, and nothing is half written.
+func (s *Service) DecideAs(ctx context.Context, id, decision string, actor orgapi.Actor, comment string) (spec.ReviewTask, error) {
+	reviewer := actor.Name
 	status := map[string]string{DecisionApprove: spec.StatusApproved, DecisionReject: spec.StatusRejected,
 		DecisionRequestChanges: spec.StatusChangeRequested}[decision]
 	if status == "" {
@@ -344,6 +359,11 @@ func (s *Service) Decide(ctx context.Context, id, decision, reviewer, comment st
 		}
 		if !ok {
 			return fmt.Errorf("task %s changed meanwhile: %w", id, ErrFinal)
+		}
+		if err := s.orgs.RecordAuditTx(ctx, tx, orgID, now, actor, AuditTaskDecided, "review_task", t.ID,
+			map[string]string{"status": spec.StatusRequiresIntervention},
+			map[string]string{"status": t.Status, "decision": decision, "comment": comment}); err != nil {
+			return err
 		}
 		queued, err = s.recordEvents(ctx, tx, orgID, now, event{spec.EventTaskCompleted, t})
 		return err
