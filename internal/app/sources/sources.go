@@ -413,12 +413,23 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	if _, err := s.db.ExecContext(ctx, `UPDATE sources SET last_sync_started_ms = $2 WHERE id = $1`, src.ID, now.UnixMilli()); err != nil {
 		return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
 	}
+	// A transport that cannot even connect fails every resource: record it
+	// as each one's last error, as a failed walk would be, so the status
+	// shows it.
+	failAll := func(err error) error {
+		for _, r := range consumer.Resources {
+			if rerr := s.store.RecordFailure(ctx, src.ID, r, now, err.Error()); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		}
+		return err
+	}
 	var transport consumer.Source
 	switch src.Transport {
 	case TransportMCP:
 		ms, err := mcp.NewSource(ctx, src.URL, src.Token)
 		if err != nil {
-			return consumer.Result{}, fmt.Errorf("sources: sync %s: mcp: %w", src.ID, err)
+			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: mcp: %w", src.ID, err))
 		}
 		defer ms.Close()
 		transport = ms

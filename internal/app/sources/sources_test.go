@@ -3,6 +3,7 @@ package sources_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -270,5 +271,31 @@ func TestScheduledSync(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, got.LastSyncStartedAt)
 		require.True(t, got.NextSyncAt.After(got.CreatedAt))
+	})
+}
+
+// TestUnreachableMCPSourceFails: an MCP source whose endpoint cannot be
+// reached fails every resource, and the status says so.
+func TestUnreachableMCPSourceFails(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		ctx := t.Context()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		dead := "http://" + ln.Addr().String() + "/mcp"
+		require.NoError(t, ln.Close())
+		s, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "gone", URL: dead, Token: "t", Transport: sources.TransportMCP})
+		require.NoError(t, err)
+		_, err = e.src.SyncNow(ctx, s.ID)
+		require.Error(t, err)
+		listed, err := e.src.Statuses(ctx, e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, listed, 1)
+		require.Len(t, listed[0].Resources, 4)
+		for name, r := range listed[0].Resources {
+			require.Contains(t, r.LastError, "mcp", name)
+			require.NotNil(t, r.LastErrorAt, name)
+			require.Nil(t, r.LastSuccess, name)
+		}
 	})
 }
