@@ -64,8 +64,14 @@ func newBrowser(t *testing.T, width, height int) context.Context {
 
 // shot saves a full-page screenshot of the current page as NAME.png under
 // AIUSAGE_SCREENSHOTS, when set (make screenshots sets it).
+//
+// Every page it is called on must fit the window's width: it fails the test
+// when the page scrolls sideways.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+	require.NoError(t, err)
+	require.False(t, overflow, "the page of screenshot %s scrolls sideways", name)
 	dir := os.Getenv("AIUSAGE_SCREENSHOTS")
 	if dir == "" {
 		return

@@ -224,7 +224,7 @@ func TestSourcesPage(t *testing.T) {
 		require.Contains(t, p.Body, `<section class="card source failed" id="source-`+down.ID+`"`)
 		require.Contains(t, sec, `<span class="status failed">Last sync failed</span>`, "marked in words, not by colour alone")
 		require.Contains(t, sec, "<dd>every 1 h</dd>")
-		require.Contains(t, sec, `<span class="errtext">`)
+		require.Contains(t, sec, `<div class="errtext">`)
 		require.Contains(t, sec, "refused", "the cause of the failure is shown")
 		state, n = conversations(t, sec)
 		require.Equal(t, "failed", state)
