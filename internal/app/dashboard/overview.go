@@ -1,21 +1,17 @@
 package dashboard
 
 import (
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
 
-// usageSummary is the organisation's use over the overview's range.
+// usageSummary is the organisation's use over the overview's range, summed
+// as the usage page sums it.
 type usageSummary struct {
-	Days             int
-	Requests, Tokens int64
-	Cost             string // "" when no source reported one
-	CostIsLowerBound bool
-	Conversations    int64
+	Days int
+	sums
 }
 
 type overviewData struct {
@@ -49,27 +45,14 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		sum := &usageSummary{Days: int(u.To.Sub(u.From).Hours()/24 + 0.5)}
-		var cost float64
-		var costKnown, costComplete = false, true
+		sum := &usageSummary{Days: int(u.To.Sub(u.From).Hours()/24 + 0.5), sums: newSums()}
 		for _, p := range u.Total {
-			sum.Requests += p.Requests
-			sum.Tokens += p.InputTokens + p.OutputTokens
-			sum.Conversations += p.Conversations
-			if p.Cost != nil {
-				cost += *p.Cost
-				costKnown = true
-			}
-			costComplete = costComplete && p.CostComplete
-		}
-		if costKnown {
-			sum.Cost = strconv.FormatFloat(math.Round(cost*100)/100, 'f', 2, 64)
-			sum.CostIsLowerBound = !costComplete
+			sum.add(p)
 		}
 		data.Usage = sum
 		for _, l := range listed {
 			for _, rs := range l.Resources {
-				if rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess)) {
+				if failedLast(rs) {
 					data.FailedSources = append(data.FailedSources, l)
 					break
 				}

@@ -12,32 +12,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
 var funcs = template.FuncMap{
 	"date": func(t any) string {
-		switch v := t.(type) {
+		var v time.Time
+		switch x := t.(type) {
 		case time.Time:
-			if v.IsZero() {
-				return ""
-			}
-			return v.UTC().Format("2006-01-02 15:04 UTC")
+			v = x
 		case *time.Time:
-			if v == nil {
-				return ""
+			if x != nil {
+				v = *x
 			}
-			return v.UTC().Format("2006-01-02 15:04 UTC")
 		case spec.Time:
-			return v.UTC().Format("2006-01-02 15:04 UTC")
+			v = x.Time
 		case *spec.Time:
-			if v == nil {
-				return ""
+			if x != nil {
+				v = x.Time
 			}
-			return v.UTC().Format("2006-01-02 15:04 UTC")
+		default:
+			return fmt.Sprint(t)
 		}
-		return fmt.Sprint(t)
+		if v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04 UTC")
 	},
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
@@ -82,7 +84,7 @@ type pageData struct {
 
 // IsAdmin reports whether the viewer is an Administrator.
 func (p *pageData) IsAdmin() bool {
-	return p.Viewer != nil && p.Viewer.User.Role == "Administrator"
+	return p.Viewer != nil && p.Viewer.User.Role == people.RoleAdministrator
 }
 
 // render writes page with status. It renders into a buffer first, so a

@@ -110,24 +110,6 @@ func (d *Dashboard) disableUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// oneTimePassword returns 20 random characters from an alphabet without
-// look-alikes: about 110 bits.
-func oneTimePassword() string {
-	const alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	return randomFrom(alphabet, 20)
-}
-
-func randomFrom(alphabet string, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		var x [1]byte
-		for {
-			_, _ = rand.Read(x[:])
-			if int(x[0]) < 256-256%len(alphabet) {
-				break
-			}
-		}
-		b[i] = alphabet[int(x[0])%len(alphabet)]
-	}
-	return string(b)
-}
+// oneTimePassword returns a random password: crypto/rand.Text, 26
+// characters carrying 130 bits.
+func oneTimePassword() string { return rand.Text() }
