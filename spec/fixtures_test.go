@@ -143,6 +143,9 @@ const (
 	agentID      = "0b9e8d7c-6a5f-4e3d-8c2b-1a0f9e8d7c6b"
 	agentID2     = "5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"
 	instrID      = "c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e6f"
+	instrID2     = "d4e5f6a7-b8c9-4d0e-9f1a-2b3c4d5e6f70"
+	instrID3     = "e5f6a7b8-c9d0-4e1f-8a2b-3c4d5e6f7081"
+	userID       = "f6a7b8c9-d0e1-4f2a-9b3c-4d5e6f708192"
 	categoryID   = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
 	taskID       = "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918"
 	webhookID    = "2f3e4d5c-6b7a-4890-a1b2-c3d4e5f60718"
@@ -265,12 +268,22 @@ func fullReviewTask() spec.ReviewTask {
 			Action:        spec.ActionBlock,
 			Criticality:   spec.CriticalityLow,
 			Matches:       []spec.MatchSpan{{MessageIndex: 1, Start: 29, End: 56}},
+		}, {
+			InstructionID: instrID2,
+			Title:         "Refunds to customers are fine",
+			Action:        spec.ActionAllow,
+			Criticality:   spec.CriticalityHigh,
+			Matches: []spec.MatchSpan{{MessageIndex: 1, Start: 0, End: 78,
+				Text: "Refund the customer to IBAN DE89 3704 0044 0532 0130 00 and confirm by email.", Similarity: 0.83}},
+			Exempted: []string{instrID3},
 		}},
 		Decision: &spec.ReviewDecision{
-			By:        spec.DecidedByReviewer,
-			Reviewer:  "grace.hopper@example.com",
-			Reason:    "redacted",
-			Comment:   "Fine once the IBAN is masked.",
+			By:         spec.DecidedByReviewer,
+			Reviewer:   "grace.hopper@example.com",
+			ReviewerID: userID,
+			Choice:     spec.ChoiceApproveRedacted,
+			Reason:     "redacted",
+			Comment:    "Fine once the IBAN is masked.",
 			DecidedAt: ts("2026-03-09T10:02:13.771Z"),
 		},
 		User:           fullUser(),

@@ -125,6 +125,12 @@ type ReviewReason struct {
 	Action        string      `json:"action"`
 	Criticality   string      `json:"criticality"`
 	Matches       []MatchSpan `json:"matches,omitempty"`
+	// Exempted, on an Allow instruction, lists the Block instructions of
+	// which it exempted at least one match (their text lay within its own).
+	// An Allow instruction of High criticality that exempted anything is a
+	// person-level exemption: the task's decision then has reason
+	// "exemption".
+	Exempted []string `json:"exempted,omitempty"`
 }
 
 // MatchSpan is the half-open span [Start, End) of a match, in Unicode code
@@ -133,16 +139,51 @@ type MatchSpan struct {
 	MessageIndex int `json:"messageIndex"`
 	Start        int `json:"start"`
 	End          int `json:"end"`
+	// Text is the text of a Semantic match: the sentence (or window of a
+	// long sentence) the matcher found similar, so a reviewer sees why.
+	Text string `json:"text,omitempty"`
+	// Similarity is the matcher's score of a Semantic match, in (0, 1].
+	Similarity float64 `json:"similarity,omitempty"`
 }
 
 // ReviewDecision says how a task reached its current decision.
 type ReviewDecision struct {
-	By        string `json:"by"`
-	Reviewer  string `json:"reviewer,omitempty"`
+	By string `json:"by"`
+	// Reviewer names the person who decided (by reviewer): their email.
+	Reviewer string `json:"reviewer,omitempty"`
+	// ReviewerID is the user id of that person.
+	ReviewerID string `json:"reviewerId,omitempty"`
+	// Choice is what a person chose (by reviewer), or what the review
+	// timeout applied (by system): one of the Choice constants.
+	Choice    string `json:"choice,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Comment   string `json:"comment,omitempty"`
 	DecidedAt Time   `json:"decidedAt"`
 }
+
+// Choices of a decision on a task waiting for a person
+// ([ReviewDecision.Choice]).
+const (
+	// ChoiceApprove approves the request as it was sent.
+	ChoiceApprove = "approve"
+	// ChoiceApproveRedacted approves the redacted copy the policy proposed
+	// (the task's redactedRequest); only when there is one.
+	ChoiceApproveRedacted = "approve-redacted"
+	// ChoiceReject rejects the request.
+	ChoiceReject = "reject"
+	// ChoiceRequestChanges asks the requester to change the request.
+	ChoiceRequestChanges = "request-changes"
+)
+
+// Reasons of a decision ([ReviewDecision.Reason]).
+const (
+	// ReasonTimeout: the review timeout passed before a person decided;
+	// the organisation's timeout outcome was applied (by system).
+	ReasonTimeout = "timeout"
+	// ReasonExemption: approved by policy because an Allow instruction of
+	// High criticality exempted what a Block instruction matched.
+	ReasonExemption = "exemption"
+)
 
 // ReviewTaskList is the answer of GET /review-tasks.
 type ReviewTaskList struct {
