@@ -228,6 +228,9 @@ func fullInstructionPatches() []spec.InstructionPatch {
 		// Clearing both nullable fields and changing the trigger.
 		{Trigger: &tr[1], CategoryID: spec.Null[string](), AssessmentID: spec.Null[string]()},
 		{Trigger: &tr[2], AllowRedaction: ptr(false)},
+		// An edited copy of a fetched instruction: its read-only fields sent back.
+		{ID: ptr(instrID), Title: ptr("Renamed"), CreatedAt: ptr(ts("2026-03-02T09:14:05.120Z")),
+			UpdatedAt: ptr(ts("2026-03-09T10:02:13.771Z"))},
 	}
 }
 

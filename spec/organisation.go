@@ -116,6 +116,13 @@ type InstructionPatch struct {
 	UsedBy         *[]string        `json:"usedBy,omitempty"`
 	AllowRedaction *bool            `json:"allowRedaction,omitempty"`
 	AssessmentID   Nullable[string] `json:"assessmentId,omitzero"`
+	// ID, CreatedAt and UpdatedAt are read-only. A client that edits an
+	// instruction it fetched may send them back; they are accepted when they
+	// equal the instruction's current values, and a different value is an
+	// error naming the field.
+	ID        *string `json:"id,omitempty"`
+	CreatedAt *Time   `json:"createdAt,omitempty"`
+	UpdatedAt *Time   `json:"updatedAt,omitempty"`
 }
 
 // InstructionList is one page of GET /organisations/{id}/instructions.

@@ -109,6 +109,54 @@ func TestPatchRejectsReadOnlyAndUnknownFields(t *testing.T) {
 	})
 }
 
+// A client that edits an instruction it fetched sends the whole object back,
+// read-only fields included: unchanged, they are accepted.
+func TestPatchAcceptsUnchangedReadOnlyFields(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newTestEnv(t, db)
+		in := e.create(with(regexBody("fetched"), "usedBy", []string{e.Agents[0].ID}))
+		e.clock.Advance(time.Second)
+
+		// The fetched object, edited and sent back whole.
+		fetched := decodeJSON[map[string]any](t, e.do(http.MethodGet, e.itemPath(in.ID), nil, nil))
+		fetched["title"] = "edited"
+		r := e.do(patch, e.itemPath(in.ID), jsonObj(fetched), nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		got := decodeJSON[spec.Instruction](t, r)
+		require.Equal(t, "edited", got.Title)
+		require.Equal(t, in.ID, got.ID)
+		require.Equal(t, in.CreatedAt, got.CreatedAt)
+		require.Equal(t, spec.NewTime(e.clock.Now()), got.UpdatedAt)
+
+		// The id in upper case is the same id.
+		e.clock.Advance(time.Second)
+		r = e.do(patch, e.itemPath(in.ID), jsonObj{"id": strings.ToUpper(in.ID), "createdAt": in.CreatedAt.String(),
+			"updatedAt": got.UpdatedAt.String(), "criticality": "High"}, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		got = decodeJSON[spec.Instruction](t, r)
+		require.Equal(t, spec.CriticalityHigh, got.Criticality)
+
+		// Sent again with the updatedAt of the first fetch, which is no longer
+		// current: 400 naming updatedAt, and nothing changes.
+		other := e.create(regexBody("other"))
+		before := e.state()
+		fetched["title"] = "stale edit"
+		r = e.do(patch, e.itemPath(in.ID), jsonObj(fetched), nil)
+		requireProblem(t, r, http.StatusBadRequest, "updatedAt")
+		require.Contains(t, string(r.Body), got.UpdatedAt.String(), "the answer names the current value")
+		e.requireUnchanged(before)
+
+		// Another instruction's id: 400 naming id.
+		r = e.do(patch, e.itemPath(in.ID), jsonObj{"id": other.ID, "title": "x"}, nil)
+		requireProblem(t, r, http.StatusBadRequest, "id")
+		// A malformed timestamp: 400 naming it, as any schema violation.
+		r = e.do(patch, e.itemPath(in.ID), jsonObj{"createdAt": "2026-01-01T00:00:00+02:00"}, nil)
+		requireProblem(t, r, http.StatusBadRequest, "createdAt")
+		e.requireUnchanged(before)
+	})
+}
+
 func TestPatchAppliesTheCreateRules(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {

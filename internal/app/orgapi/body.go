@@ -70,8 +70,21 @@ func ParseInstructionPatch(body []byte) (spec.InstructionPatch, error) {
 }
 
 // ApplyPatch returns in with the fields of p applied, and checks the rules
-// that span fields of the result. It does not touch the timestamps.
+// that span fields of the result. The read-only fields of p (id, createdAt,
+// updatedAt), when sent, must equal in's: a client that edits an
+// instruction it fetched sends them back unchanged, and a different value
+// (another id, or the updatedAt of an older version) is an error naming the
+// field. It does not touch the timestamps.
 func ApplyPatch(in spec.Instruction, p spec.InstructionPatch) (spec.Instruction, error) {
+	if p.ID != nil && !strings.EqualFold(*p.ID, in.ID) {
+		return in, httpx.InvalidBody("id", "is read-only: this instruction's id is %s; leave it out or send it unchanged", in.ID)
+	}
+	if p.CreatedAt != nil && !p.CreatedAt.Equal(in.CreatedAt.Time) {
+		return in, httpx.InvalidBody("createdAt", "is read-only: this instruction's createdAt is %s; leave it out or send it unchanged", in.CreatedAt)
+	}
+	if p.UpdatedAt != nil && !p.UpdatedAt.Equal(in.UpdatedAt.Time) {
+		return in, httpx.InvalidBody("updatedAt", "is read-only: this instruction's updatedAt is %s (it changed since the value sent was read, or the value was edited); leave it out or send it unchanged", in.UpdatedAt)
+	}
 	out := in
 	out.UsedBy = slices.Clone(in.UsedBy)
 	if p.AgentType != nil {
