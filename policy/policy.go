@@ -21,14 +21,17 @@ type Outcome string
 const (
 	// OutcomeApproved: no Block instruction matched.
 	OutcomeApproved Outcome = "approved"
-	// OutcomeRedacted: only Block instructions with allowRedaction matched;
-	// the request is approved with a redacted copy ([Result.Redacted]).
+	// OutcomeRedacted: only Low Block instructions with allowRedaction
+	// matched; the request is approved with a redacted copy
+	// ([Result.Redacted]).
 	OutcomeRedacted Outcome = "redacted"
 	// OutcomeChangeRequested: a Low Block instruction without redaction
 	// matched, and no High one.
 	OutcomeChangeRequested Outcome = "change_requested"
-	// OutcomeRequiresIntervention: a High Block instruction without redaction
-	// matched.
+	// OutcomeRequiresIntervention: a High Block instruction matched, with
+	// or without allowRedaction: High escalates to a person. When a Block
+	// instruction that allows redaction matched too, [Result.Redacted] is
+	// the redacted copy to offer the person as a proposal.
 	OutcomeRequiresIntervention Outcome = "requires_intervention"
 )
 
@@ -129,12 +132,12 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 		fail := func(err error) (*Set, error) {
 			return nil, &CompileError{InstructionID: in.ID, Title: in.Title, Err: err}
 		}
-		c := instr{id: in.ID, title: in.Title, action: in.Action, criticality: in.Criticality}
+		c := instr{id: in.ID, title: in.Title, action: in.Action, criticality: in.Criticality,
+			high: in.Criticality == spec.CriticalityHigh}
 		switch in.Action {
 		case spec.ActionAllow:
 		case spec.ActionBlock:
 			c.block = true
-			c.high = in.Criticality == spec.CriticalityHigh
 			c.redact = in.AllowRedaction
 		default:
 			return fail(fmt.Errorf("unknown action %q", in.Action))
@@ -196,6 +199,10 @@ type Result struct {
 	// spans merged into one mark, and every other byte unchanged. Nil
 	// otherwise.
 	Redacted []string
+	// HighExemption is true when an Allow instruction of High criticality
+	// exempted at least one match of a Block instruction: a person-level
+	// exemption applied. Its reason's Exempted names what it exempted.
+	HighExemption bool
 }
 
 // span is a match in bytes of message msg.
@@ -261,11 +268,13 @@ var ErrMessageTooLong = errors.New("policy: message too long")
 //     or the messages hold no letter or digit.
 //
 // A match of a Block instruction that lies entirely within a match of an
-// Allow instruction in the same message is dropped; an instruction with no
+// Allow instruction in the same message is dropped (the Allow instruction's
+// reason lists the Block instruction in Exempted); an instruction with no
 // match left did not match. The outcome is then approved when no Block
-// instruction matched, redacted when all those that matched allow redaction,
-// requires_intervention when one that does not is High, and change_requested
-// otherwise.
+// instruction matched, requires_intervention when one that matched is High
+// (High escalates to a person, whether or not it allows redaction),
+// redacted when all those that matched allow redaction, and
+// change_requested otherwise.
 //
 // Spans are half-open, in Unicode code points of the message (an invalid
 // UTF-8 byte counts as one). Evaluate fails when ctx is done, when a message
@@ -359,21 +368,37 @@ func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []strin
 
 // result applies the Allow exemptions and builds the Result.
 func (s *Set) result(st *evalState, messages []string) Result {
-	var allow []span
+	var allowed []int // Allow instructions that matched
 	for i, in := range s.instrs {
 		h := st.hits[i]
 		slices.SortFunc(h, compareSpans)
 		st.hits[i] = slices.Compact(h)
-		if !in.block {
-			allow = append(allow, st.hits[i]...)
+		if !in.block && len(st.hits[i]) > 0 {
+			allowed = append(allowed, i)
 		}
 	}
-	if len(allow) > 0 {
-		ex := newExemptions(allow)
+	exempted := map[int][]string{} // by Allow instruction: the Block instructions it exempted
+	if len(allowed) > 0 {
+		ex := make([]*exemptions, len(allowed))
+		for k, a := range allowed {
+			ex[k] = newExemptions(slices.Clone(st.hits[a]))
+		}
 		for i, in := range s.instrs {
-			if in.block {
-				st.hits[i] = slices.DeleteFunc(st.hits[i], ex.covers)
+			if !in.block || len(st.hits[i]) == 0 {
+				continue
 			}
+			st.hits[i] = slices.DeleteFunc(st.hits[i], func(b span) bool {
+				covered := false
+				for k, a := range allowed {
+					if ex[k].covers(b) {
+						covered = true
+						if ids := exempted[a]; len(ids) == 0 || ids[len(ids)-1] != in.id {
+							exempted[a] = append(ids, in.id)
+						}
+					}
+				}
+				return covered
+			})
 		}
 	}
 	res := Result{Outcome: OutcomeApproved}
@@ -390,24 +415,27 @@ func (s *Set) result(st *evalState, messages []string) Result {
 		for k, sp := range h {
 			reason.Matches[k] = spec.MatchSpan{MessageIndex: sp.msg, Start: runes.at(sp.msg, sp.start), End: runes.at(sp.msg, sp.end)}
 		}
-		res.Reasons = append(res.Reasons, reason)
 		if !in.block {
+			reason.Exempted = exempted[i]
+			res.HighExemption = res.HighExemption || (in.high && len(reason.Exempted) > 0)
+			res.Reasons = append(res.Reasons, reason)
 			continue
 		}
+		res.Reasons = append(res.Reasons, reason)
 		blocked = true
+		high = high || in.high
 		if in.redact {
 			redact = true
 		} else {
 			allRedact = false
-			high = high || in.high
 		}
 	}
 	switch {
 	case !blocked:
-	case allRedact:
-		res.Outcome = OutcomeRedacted
 	case high:
 		res.Outcome = OutcomeRequiresIntervention
+	case allRedact:
+		res.Outcome = OutcomeRedacted
 	default:
 		res.Outcome = OutcomeChangeRequested
 	}

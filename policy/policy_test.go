@@ -202,10 +202,18 @@ func TestOutcomes(t *testing.T) {
 		{"high and low", []spec.Instruction{block("l", word), high(block("h", card))}, "falcon 1234-5678-9012-3456",
 			policy.OutcomeRequiresIntervention, false},
 		{"redaction only", []spec.Instruction{redact(block("b", card))}, "pay 1234-5678-9012-3456", policy.OutcomeRedacted, true},
+		// High escalates to a person even where redaction is allowed; the
+		// redacted copy is the proposal offered to the person.
 		{"high redaction only", []spec.Instruction{redact(high(block("b", card)))}, "pay 1234-5678-9012-3456",
-			policy.OutcomeRedacted, true},
-		{"redaction and low block", []spec.Instruction{redact(high(block("r", card))), block("l", word)},
+			policy.OutcomeRequiresIntervention, true},
+		{"high redaction and low block", []spec.Instruction{redact(high(block("r", card))), block("l", word)},
+			"falcon 1234-5678-9012-3456", policy.OutcomeRequiresIntervention, true},
+		{"low redaction and low block", []spec.Instruction{redact(block("r", card)), block("l", word)},
 			"falcon 1234-5678-9012-3456", policy.OutcomeChangeRequested, true},
+		{"low and high redaction", []spec.Instruction{redact(block("r", card)), redact(high(block("h", word)))},
+			"falcon 1234-5678-9012-3456", policy.OutcomeRequiresIntervention, true},
+		{"high redacting instruction does not match", []spec.Instruction{redact(high(block("h", card))), redact(block("r", word))},
+			"falcon", policy.OutcomeRedacted, true},
 		{"redaction and high block", []spec.Instruction{redact(block("r", card)), high(block("h", word))},
 			"falcon 1234-5678-9012-3456", policy.OutcomeRequiresIntervention, true},
 		{"redacting instruction does not match", []spec.Instruction{redact(block("r", card)), block("l", word)},
@@ -311,6 +319,35 @@ func TestAllowExemptsBlock(t *testing.T) {
 		res = evaluate(t, ins, policy.Options{}, "in 2024")
 		require.Equal(t, policy.OutcomeApproved, res.Outcome)
 		require.Nil(t, res.Redacted)
+	})
+	t.Run("exempted lists what each allow exempted", func(t *testing.T) {
+		t.Parallel()
+		ins := []spec.Instruction{
+			block("email", email), high(block("corp", terms("corp.io"))),
+			allow("test", terms("test@example.com")), allow("corp-ok", rx(`jane@corp\.io`)), allow("idle", terms("nothing"))}
+		res := evaluate(t, ins, policy.Options{}, "write to test@example.com or jane@corp.io, nothing else")
+		require.Equal(t, policy.OutcomeApproved, res.Outcome)
+		exempted := map[string][]string{}
+		for _, r := range res.Reasons {
+			exempted[r.InstructionID] = r.Exempted
+		}
+		require.Equal(t, map[string][]string{"test": {"email"}, "corp-ok": {"email", "corp"}, "idle": nil}, exempted)
+		require.False(t, res.HighExemption, "no Allow instruction is High")
+	})
+	t.Run("a high allow that exempts is a person-level exemption", func(t *testing.T) {
+		t.Parallel()
+		ins := []spec.Instruction{high(block("falcon", termsi("falcon"))), high(allow("legal", rx(`(?i)legal review of project falcon`)))}
+		res := evaluate(t, ins, policy.Options{}, "Legal review of Project Falcon is due")
+		require.Equal(t, policy.OutcomeApproved, res.Outcome)
+		require.True(t, res.HighExemption)
+		require.Equal(t, []string{"falcon"}, res.Reasons[0].Exempted)
+		// Matching without exempting anything is no exemption.
+		res = evaluate(t, ins, policy.Options{}, "Legal review of project falcon. Falcon ships.")
+		require.Equal(t, policy.OutcomeRequiresIntervention, res.Outcome, "the second falcon is not exempted")
+		require.True(t, res.HighExemption, "the first one was")
+		res = evaluate(t, []spec.Instruction{high(allow("legal", terms("legal")))}, policy.Options{}, "legal")
+		require.False(t, res.HighExemption)
+		require.Nil(t, res.Reasons[0].Exempted)
 	})
 	t.Run("semantic allow", func(t *testing.T) {
 		t.Parallel()
