@@ -47,7 +47,7 @@ var rules = map[string][]string{
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},
 	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
-	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/infra/"},
+	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
 	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations

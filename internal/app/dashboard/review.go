@@ -46,7 +46,9 @@ func (d *Dashboard) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	p := &pageData{}
 	switch r.URL.Query().Get("done") {
 	case "approve":
-		p.Notice = "The task is approved."
+		p.Notice = "The task is approved as sent."
+	case "approve-redacted":
+		p.Notice = "The task is approved as redacted."
 	case "reject":
 		p.Notice = "The task is rejected."
 	case "request-changes":
@@ -122,8 +124,9 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 	comment := strings.TrimSpace(r.PostForm.Get("comment"))
 	p := &pageData{}
 	switch {
-	case decision != reviewapi.DecisionApprove && decision != reviewapi.DecisionReject && decision != reviewapi.DecisionRequestChanges:
-		p.Error = "Choose approve, reject or request changes."
+	case decision != reviewapi.DecisionApprove && decision != reviewapi.DecisionApproveRedacted &&
+		decision != reviewapi.DecisionReject && decision != reviewapi.DecisionRequestChanges:
+		p.Error = "Choose approve, approve as redacted, reject or request changes."
 		return d.renderQueue(w, r, http.StatusBadRequest, p)
 	case len(comment) > MaxCommentLength:
 		p.Error = "The comment is longer than 2,000 characters."
@@ -136,10 +139,17 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
-	_, err := d.cfg.Review.DecideAs(r.Context(), id, decision, v.User.Actor(), comment)
-	if errors.Is(err, reviewapi.ErrFinal) {
+	_, err := d.cfg.Review.Decide(r.Context(), id, reviewapi.Decision{Choice: decision, UserID: v.User.ID, Comment: comment})
+	switch {
+	case errors.Is(err, reviewapi.ErrFinal):
 		p.Error = "This task is already decided (by another reviewer, or by its deadline); nothing was changed."
 		return d.renderQueue(w, r, http.StatusConflict, p)
+	case errors.Is(err, reviewapi.ErrNoProposal):
+		p.Error = "This task has no redacted copy to approve; nothing was changed."
+		return d.renderQueue(w, r, http.StatusBadRequest, p)
+	case errors.Is(err, reviewapi.ErrNotReviewer):
+		d.errorPage(w, r, http.StatusForbidden, "Only a Reviewer or an Administrator of this organisation may decide its tasks.")
+		return nil
 	}
 	if err != nil {
 		return err

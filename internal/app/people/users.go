@@ -221,6 +221,22 @@ func (s *Store) User(ctx context.Context, orgID, userID string) (User, error) {
 	return u, nil
 }
 
+// UserByEmail returns the user with the email, of whichever organisation (an
+// email names one user in the whole service), or an error of kind
+// spec.ErrNotFound. It is for the operator's tools, which name people by
+// their email.
+func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
+	email = normaliseEmail(email)
+	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM people_users WHERE email = $1`, email))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return User{}, httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No user with email %s.", email), "email", "no such user")
+	case err != nil:
+		return User{}, err
+	}
+	return u, nil
+}
+
 // SetRole gives the organisation's user userID the role, records the change
 // in the audit trail, and returns the user. Giving the role the user holds
 // changes nothing and records nothing.

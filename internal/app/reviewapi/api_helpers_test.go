@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -36,10 +37,11 @@ const apiWait = 30 * time.Second
 // one database, River working jobs) on a settable clock, behind an
 // httptest server whose handler survives a restart of the service.
 type harness struct {
-	t     *testing.T
-	db    *sqldb.DB
-	orgs  *orgapi.Store
-	clock *clock
+	t      *testing.T
+	db     *sqldb.DB
+	orgs   *orgapi.Store
+	people *people.Store
+	clock  *clock
 	cfg   reviewapi.Config
 	url   string
 
@@ -57,8 +59,10 @@ func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *h
 	clk := &clock{now: apiEpoch}
 	orgs, err := orgapi.NewStore(t.Context(), db, orgapi.WithNow(clk.Now))
 	require.NoError(t, err)
-	h := &harness{t: t, db: db, orgs: orgs, clock: clk}
-	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, AllowPrivateWebhooks: true, Now: clk.Now,
+	ppl, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs, Now: clk.Now})
+	require.NoError(t, err)
+	h := &harness{t: t, db: db, orgs: orgs, people: ppl, clock: clk}
+	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, People: ppl, AllowPrivateWebhooks: true, Now: clk.Now,
 		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
 		PollInterval:  20 * time.Millisecond, DeliveryTimeout: 2 * time.Second, SweepInterval: time.Hour}
 	if mutate != nil {
@@ -111,10 +115,12 @@ func (h *harness) service() *reviewapi.Service {
 	return h.svc
 }
 
-// tenant is an organisation with an agent, its instructions and an API key.
+// tenant is an organisation with an agent, its instructions, an API key and
+// a person with the Reviewer role.
 type tenant struct {
-	h      *harness
-	org    orgapi.Organisation
+	h        *harness
+	reviewer people.User
+	org      orgapi.Organisation
 	agent  spec.Agent
 	key    string // the API key's secret
 	keyID  string
@@ -140,6 +146,7 @@ func (h *harness) newTenant(name string, plan orgapi.Plan, hourlyLimit int) *ten
 	tn.agent, err = h.orgs.CreateAgent(ctx, tn.org.ID, "Support", admin)
 	require.NoError(h.t, err)
 	tn.key, tn.keyID = tn.newKey(orgapi.KeyTypeAPI)
+	tn.reviewer = tn.newUser("reviewer", people.RoleReviewer)
 	for _, c := range []spec.InstructionCreate{
 		{Title: instrIBAN, Trigger: spec.RegexTrigger(`\bDE[0-9]{20}\b`, true), Action: spec.ActionBlock, Criticality: spec.CriticalityLow, AllowRedaction: true},
 		{Title: instrSalaries, Trigger: spec.StringMatchTrigger([]string{"salary", "payroll"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityLow},
@@ -158,6 +165,22 @@ func (tn *tenant) addInstruction(agentID string, c spec.InstructionCreate) spec.
 	in, err := tn.h.orgs.CreateInstruction(tn.h.t.Context(), tn.org.ID, c, admin)
 	require.NoError(tn.h.t, err)
 	return in
+}
+
+// newUser creates a person of the organisation, named name, with an email
+// unique in the service.
+func (tn *tenant) newUser(name string, role people.Role) people.User {
+	tn.h.t.Helper()
+	u, err := tn.h.people.CreateUser(tn.h.t.Context(), people.UserCreate{OrganisationID: tn.org.ID,
+		Email: name + "@" + strings.ReplaceAll(tn.org.ID, "-", "") + ".test", Name: name, Role: role,
+		Password: "correct horse battery staple"}, admin)
+	require.NoError(tn.h.t, err)
+	return u
+}
+
+// decide decides the task as the tenant's reviewer.
+func (tn *tenant) decide(id, choice, comment string) (spec.ReviewTask, error) {
+	return tn.h.service().Decide(tn.h.t.Context(), id, reviewapi.Decision{Choice: choice, UserID: tn.reviewer.ID, Comment: comment})
 }
 
 // newKey creates another key of the organisation and returns its secret

@@ -61,7 +61,7 @@ func TestAPIPolicyErrorKeepsTaskPendingThenEvaluates(t *testing.T) {
 		require.Equal(t, spec.StatusPending, tn.get(t, e.TaskID).Status)
 		l = tn.list(t, "status=pending")
 		require.Equal(t, 1, l.Total)
-		_, err := h.service().Decide(t.Context(), e.TaskID, reviewapi.DecisionApprove, "alice", "")
+		_, err := tn.decide(e.TaskID, reviewapi.DecisionApprove, "")
 		require.ErrorIs(t, err, reviewapi.ErrFinal, "a pending task awaits no decision")
 
 		// The matcher recovers: a retry evaluates the task.
@@ -100,7 +100,7 @@ func TestAPIProcessingIsVisible(t *testing.T) {
 		require.Equal(t, 1, l.Total)
 		require.Equal(t, e.TaskID, l.Data[0].ID)
 		require.Zero(t, tn.list(t, "status=pending").Total)
-		_, err := h.service().Decide(t.Context(), e.TaskID, reviewapi.DecisionReject, "alice", "")
+		_, err := tn.decide(e.TaskID, reviewapi.DecisionReject, "")
 		require.ErrorIs(t, err, reviewapi.ErrFinal, "a task being evaluated awaits no decision")
 
 		m.Release()

@@ -233,11 +233,11 @@ func TestAPIReviewerDecisions(t *testing.T) {
 		h.clock.Advance(90 * time.Minute)
 		decidedAt := apiEpoch.Add(90 * time.Minute)
 		for i, c := range cases {
-			got, err := h.service().Decide(t.Context(), tasks[i].ID, c.decision, "maria.schmidt@northwind.test", c.comment)
+			got, err := tn.decide(tasks[i].ID, c.decision, c.comment)
 			require.NoError(t, err, c.decision)
 			require.Equal(t, c.status, got.Status)
-			require.Equal(t, &spec.ReviewDecision{By: spec.DecidedByReviewer, Reviewer: "maria.schmidt@northwind.test",
-				Comment: c.comment, DecidedAt: spec.NewTime(decidedAt)}, got.Decision)
+			require.Equal(t, &spec.ReviewDecision{By: spec.DecidedByReviewer, Reviewer: tn.reviewer.Email, ReviewerID: tn.reviewer.ID,
+				Choice: c.decision, Comment: c.comment, DecidedAt: spec.NewTime(decidedAt)}, got.Decision)
 			requireTime(t, decidedAt, got.CompletedAt, "completedAt")
 			requireTime(t, decidedAt, got.UpdatedAt, "updatedAt")
 			require.Equal(t, tasks[i].Reasons, got.Reasons)
@@ -249,17 +249,17 @@ func TestAPIReviewerDecisions(t *testing.T) {
 			e := byTask[tasks[i].ID][spec.EventTaskCompleted][0]
 			require.Equal(t, c.status, e.Task.Status)
 			require.Equal(t, spec.DecidedByReviewer, e.Task.Decision.By)
-			require.Equal(t, "maria.schmidt@northwind.test", e.Task.Decision.Reviewer)
+			require.Equal(t, tn.reviewer.Email, e.Task.Decision.Reviewer)
 			require.Equal(t, c.comment, e.Task.Decision.Comment)
 			require.Equal(t, spec.NewTime(decidedAt).String(), e.Timestamp)
 		}
 
 		// A decision the service does not know is refused.
 		waiting := tn.submit(t, "Project Falcon again")
-		_, err := h.service().Decide(t.Context(), waiting.ID, "maybe", "maria", "")
+		_, err := tn.decide(waiting.ID, "maybe", "")
 		require.Error(t, err)
 		require.Equal(t, spec.StatusRequiresIntervention, tn.get(t, waiting.ID).Status)
-		_, err = h.service().Decide(t.Context(), "0b0e5b1c-0000-4000-8000-000000000000", reviewapi.DecisionApprove, "maria", "")
+		_, err = tn.decide("0b0e5b1c-0000-4000-8000-000000000000", reviewapi.DecisionApprove, "")
 		require.ErrorIs(t, err, reviewapi.ErrTaskNotFound)
 	})
 }
@@ -276,7 +276,7 @@ func TestAPIConcurrentDecisionsOneWins(t *testing.T) {
 		results := make([]spec.ReviewTask, len(decisions))
 		var wg sync.WaitGroup
 		for i, d := range decisions {
-			wg.Go(func() { results[i], errs[i] = h.service().Decide(t.Context(), task.ID, d, "reviewer", "") })
+			wg.Go(func() { results[i], errs[i] = tn.decide(task.ID, d, "") })
 		}
 		wg.Wait()
 		won := -1
@@ -320,7 +320,8 @@ func TestAPIReviewTimeout(t *testing.T) {
 		now := deadline.Add(time.Millisecond)
 		got := tn.get(t, task.ID)
 		require.Equal(t, spec.StatusRejected, got.Status)
-		require.Equal(t, &spec.ReviewDecision{By: spec.DecidedBySystem, Reason: reviewapi.ReasonTimeout, DecidedAt: spec.NewTime(now)}, got.Decision)
+		require.Equal(t, &spec.ReviewDecision{By: spec.DecidedBySystem, Reason: reviewapi.ReasonTimeout,
+			Choice: reviewapi.DecisionReject, DecidedAt: spec.NewTime(now)}, got.Decision)
 		requireTime(t, now, got.CompletedAt, "completedAt")
 		requireTime(t, deadline, got.ReviewDeadline, "reviewDeadline")
 		require.Equal(t, task.Reasons, got.Reasons)
@@ -329,21 +330,21 @@ func TestAPIReviewTimeout(t *testing.T) {
 		n, err = svc.SweepTimeouts(t.Context())
 		require.NoError(t, err)
 		require.Zero(t, n)
-		_, err = svc.Decide(t.Context(), task.ID, reviewapi.DecisionApprove, "late reviewer", "")
+		_, err = tn.decide(task.ID, reviewapi.DecisionApprove, "")
 		require.ErrorIs(t, err, reviewapi.ErrFinal)
 
-		// created, requires_intervention, timeout; never task.completed.
-		byTask := eventsOf(t, waitAcks(t, rcv, 3))
-		requireEventTypes(t, byTask, task.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout)
-		e := byTask[task.ID][spec.EventTaskTimeout][0]
-		require.Equal(t, got, e.Task)
-		require.Equal(t, spec.NewTime(now).String(), e.Timestamp)
+		// created, requires_intervention, then timeout and completed, both
+		// with the task in its final state.
+		byTask := eventsOf(t, waitAcks(t, rcv, 4))
+		requireEventTypes(t, byTask, task.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout, spec.EventTaskCompleted)
+		for _, typ := range []string{spec.EventTaskTimeout, spec.EventTaskCompleted} {
+			e := byTask[task.ID][typ][0]
+			require.Equal(t, got, e.Task, typ)
+			require.Equal(t, spec.NewTime(now).String(), e.Timestamp, typ)
+		}
 		ds, err := svc.Deliveries(t.Context(), tn.org.ID)
 		require.NoError(t, err)
-		require.Len(t, ds, 3)
-		for _, d := range ds {
-			require.NotEqual(t, spec.EventTaskCompleted, d.EventType)
-		}
+		require.Len(t, ds, 4)
 	})
 }
 
@@ -398,7 +399,7 @@ func TestAPIFinalStatesNeverChange(t *testing.T) {
 		}
 		for _, d := range []string{reviewapi.DecisionApprove, reviewapi.DecisionReject, reviewapi.DecisionRequestChanges} {
 			w := tn.submit(t, "Project Falcon")
-			got, err := svc.Decide(ctx, w.ID, d, "alice", "")
+			got, err := tn.decide(w.ID, d, "")
 			require.NoError(t, err)
 			finals[d+" by reviewer"] = got
 		}
@@ -417,7 +418,7 @@ func TestAPIFinalStatesNeverChange(t *testing.T) {
 		}
 		for name, task := range finals {
 			for _, d := range []string{reviewapi.DecisionApprove, reviewapi.DecisionReject, reviewapi.DecisionRequestChanges} {
-				_, err := svc.Decide(ctx, task.ID, d, "mallory", "again")
+				_, err := tn.decide(task.ID, d, "again")
 				require.ErrorIs(t, err, reviewapi.ErrFinal, "%s: %s", name, d)
 			}
 		}

@@ -76,8 +76,8 @@ func TestAPITenantIsolation(t *testing.T) {
 		n, err := svc.SweepTimeouts(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		acksA := waitAcks(t, ra, 2+3)
-		acksB := waitAcks(t, rb, 3)
+		acksA := waitAcks(t, ra, 2+4)
+		acksB := waitAcks(t, rb, 4)
 		for rcv, acks := range map[string][]webhooktest.Delivery{a.org.ID: acksA, b.org.ID: acksB} {
 			for id := range eventsOf(t, acks) {
 				require.Equal(t, rcv, own[id], "task %s delivered to the wrong organisation", id)
@@ -87,7 +87,7 @@ func TestAPITenantIsolation(t *testing.T) {
 			tn    *tenant
 			hook  string
 			count int
-		}{{a, hookA.ID, 5}, {b, hookB.ID, 3}} {
+		}{{a, hookA.ID, 6}, {b, hookB.ID, 4}} {
 			t.Run(c.tn.org.Name, func(t *testing.T) {
 				ds, err := svc.Deliveries(t.Context(), c.tn.org.ID)
 				require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestAPITenantIsolation(t *testing.T) {
 				}
 			})
 		}
-		require.Len(t, rb.Deliveries(), 3)
+		require.Len(t, rb.Deliveries(), 4)
 	})
 }
 

@@ -72,15 +72,15 @@ func TestAPIWebhookEveryEventSigned(t *testing.T) {
 		decided := tn.submit(t, "Project Falcon")
 		timedOut := tn.submit(t, "Project Falcon")
 		h.clock.Advance(time.Hour)
-		_, err := svc.Decide(t.Context(), decided.ID, reviewapi.DecisionReject, "bob", "no")
+		_, err := tn.decide(decided.ID, reviewapi.DecisionReject, "no")
 		require.NoError(t, err)
 		h.clock.Advance(24 * time.Hour)
 		n, err := svc.SweepTimeouts(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		acks := waitAcks(t, rcv, 8)
-		require.Len(t, acks, 8)
+		acks := waitAcks(t, rcv, 9)
+		require.Len(t, acks, 9)
 		ids := map[string]bool{}
 		for _, a := range acks {
 			// The receiver verified it; verify again, with both verifiers.
@@ -99,7 +99,7 @@ func TestAPIWebhookEveryEventSigned(t *testing.T) {
 		byTask := eventsOf(t, acks)
 		requireEventTypes(t, byTask, approved.ID, spec.EventTaskCreated, spec.EventTaskCompleted)
 		requireEventTypes(t, byTask, decided.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskCompleted)
-		requireEventTypes(t, byTask, timedOut.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout)
+		requireEventTypes(t, byTask, timedOut.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout, spec.EventTaskCompleted)
 		for id, types := range byTask {
 			for typ, es := range types {
 				e := es[0]
@@ -116,6 +116,7 @@ func TestAPIWebhookEveryEventSigned(t *testing.T) {
 					require.NotNil(t, e.Task.Decision)
 				case spec.EventTaskTimeout:
 					require.Equal(t, spec.StatusRejected, e.Task.Status)
+					require.Equal(t, types[spec.EventTaskCompleted][0].Task, e.Task, "both carry the final task")
 					require.Equal(t, spec.DecidedBySystem, e.Task.Decision.By)
 				}
 			}
@@ -124,7 +125,7 @@ func TestAPIWebhookEveryEventSigned(t *testing.T) {
 		require.Equal(t, "no", byTask[decided.ID][spec.EventTaskCompleted][0].Task.Decision.Comment)
 
 		// The receiver acknowledges before the service records it.
-		ds := tn.waitDeliveries(t, "all delivered", allDelivered(8))
+		ds := tn.waitDeliveries(t, "all delivered", allDelivered(9))
 		for _, d := range ds {
 			require.Equal(t, "delivered", d.State, "%+v", d)
 			require.Equal(t, 1, d.Attempts)
@@ -154,17 +155,17 @@ func TestAPIWebhookEventsFilter(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		waitAcks(t, all, 5)
-		got := eventsOf(t, waitAcks(t, finals, 2))
+		waitAcks(t, all, 6)
+		got := eventsOf(t, waitAcks(t, finals, 3))
 		requireEventTypes(t, got, approved.ID, spec.EventTaskCompleted)
-		requireEventTypes(t, got, timesOut.ID, spec.EventTaskTimeout)
+		requireEventTypes(t, got, timesOut.ID, spec.EventTaskTimeout, spec.EventTaskCompleted)
 		got = eventsOf(t, waitAcks(t, waiting, 1))
 		requireEventTypes(t, got, timesOut.ID, spec.EventTaskRequiresIntervention)
 
 		// Only the subscribed events were ever queued for them.
 		ds, err := h.service().Deliveries(t.Context(), tn.org.ID)
 		require.NoError(t, err)
-		require.Len(t, ds, 8)
+		require.Len(t, ds, 10)
 		for _, d := range ds {
 			switch d.WebhookID {
 			case fh.ID:
@@ -173,7 +174,7 @@ func TestAPIWebhookEventsFilter(t *testing.T) {
 				require.Equal(t, spec.EventTaskRequiresIntervention, d.EventType)
 			}
 		}
-		require.Len(t, finals.Deliveries(), 2)
+		require.Len(t, finals.Deliveries(), 3)
 		require.Len(t, waiting.Deliveries(), 1)
 	})
 }
@@ -292,8 +293,8 @@ func TestAPIWebhookDeletedGetsNothingMore(t *testing.T) {
 		n, err := h.service().SweepTimeouts(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		got := eventsOf(t, waitAcks(t, stays, 5))
-		requireEventTypes(t, got, second.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout)
+		got := eventsOf(t, waitAcks(t, stays, 6))
+		requireEventTypes(t, got, second.ID, spec.EventTaskCreated, spec.EventTaskRequiresIntervention, spec.EventTaskTimeout, spec.EventTaskCompleted)
 		require.Len(t, gone.Deliveries(), 2)
 		ds, err := h.service().Deliveries(t.Context(), tn.org.ID)
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -157,10 +158,16 @@ func TestReviewFlow(t *testing.T) {
 		timesOut := f.submit("Project Falcon again")
 		require.Equal(t, spec.StatusRequiresIntervention, timesOut.Status)
 
-		decided, err := f.svc.Decide(t.Context(), waits.ID, reviewapi.DecisionApprove, "alice", "fine")
+		ppl, err := people.New(t.Context(), people.Config{DB: f.db, Orgs: f.orgs})
+		require.NoError(t, err)
+		alice, err := ppl.CreateUser(t.Context(), people.UserCreate{OrganisationID: f.org.ID, Email: "alice@acme.test",
+			Role: people.RoleReviewer, Password: "correct horse battery staple"}, admin)
+		require.NoError(t, err)
+		decided, err := f.svc.Decide(t.Context(), waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: alice.ID, Comment: "fine"})
 		require.NoError(t, err)
 		require.Equal(t, spec.StatusApproved, decided.Status)
-		_, err = f.svc.Decide(t.Context(), waits.ID, reviewapi.DecisionReject, "alice", "")
+		require.Equal(t, "alice@acme.test", decided.Decision.Reviewer)
+		_, err = f.svc.Decide(t.Context(), waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionReject, UserID: alice.ID})
 		require.ErrorIs(t, err, reviewapi.ErrFinal)
 
 		f.clock.Advance(25 * time.Hour)
@@ -175,17 +182,17 @@ func TestReviewFlow(t *testing.T) {
 		require.Equal(t, reviewapi.ReasonTimeout, got.Decision.Reason)
 
 		// 5 created + 3 completed by policy + 2 requires_intervention + 1
-		// completed by the reviewer + 1 timeout.
+		// completed by the reviewer + 1 timeout and its completed.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		acks, err := rcv.WaitAcknowledged(ctx, 12)
+		acks, err := rcv.WaitAcknowledged(ctx, 13)
 		require.NoError(t, err)
 		types := map[string]int{}
 		for _, a := range acks {
 			require.NoError(t, a.Err)
 			types[a.Type]++
 		}
-		require.Equal(t, map[string]int{"task.created": 5, "task.completed": 4, "task.requires_intervention": 2, "task.timeout": 1}, types)
+		require.Equal(t, map[string]int{"task.created": 5, "task.completed": 5, "task.requires_intervention": 2, "task.timeout": 1}, types)
 
 		status, _, body = f.do(http.MethodGet, "/review-tasks?status=approved&limit=10", nil)
 		require.Equal(t, http.StatusOK, status)

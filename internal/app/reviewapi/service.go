@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -33,8 +34,8 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// DefaultReviewTimeout is how long a task waits for a person before it is
-// rejected with reason timeout, unless the organisation sets another.
+// DefaultReviewTimeout is how long a task waits for a person before the
+// review timeout decides it, unless the organisation sets another.
 const DefaultReviewTimeout = 24 * time.Hour
 
 // Config configures a [Service]. DB and Orgs are required; every other field
@@ -44,6 +45,9 @@ type Config struct {
 	DB *sqldb.DB
 	// Orgs authenticates keys and gives the agents' instructions.
 	Orgs *orgapi.Store
+	// People are the organisations' users, of whom the Reviewers and
+	// Administrators decide tasks. Default: a people.Store on DB.
+	People *people.Store
 	// Policy configures evaluation (the semantic matcher, the redaction
 	// mark). Default: policy's defaults (the built-in n-gram matcher).
 	Policy policy.Options
@@ -144,6 +148,7 @@ type Service struct {
 	cfg    *Config
 	db     *sqldb.DB
 	orgs   *orgapi.Store
+	people *people.Store
 	cache  *policy.Cache
 	jobs   jobs
 	client *http.Client
@@ -159,7 +164,12 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, cache: policy.NewCache(cfg.Policy, 1000)}
+	if cfg.People == nil {
+		if cfg.People, err = people.New(ctx, people.Config{DB: cfg.DB, Orgs: cfg.Orgs, Now: cfg.Now}); err != nil {
+			return nil, err
+		}
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, people: cfg.People, cache: policy.NewCache(cfg.Policy, 1000)}
 	s.client = NewWebhookClient(AddressPolicy{AllowPrivate: cfg.AllowPrivateWebhooks}, cfg.DeliveryTimeout)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &deliverWorker{s: s})

@@ -17,16 +17,6 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// Decisions a reviewer makes on a task waiting for a person.
-const (
-	DecisionApprove        = "approve"
-	DecisionReject         = "reject"
-	DecisionRequestChanges = "request-changes"
-)
-
-// ReasonTimeout is decision.reason of a task rejected by the review timeout.
-const ReasonTimeout = "timeout"
-
 // event is a webhook event to record in the transaction of the change.
 type event struct {
 	typ  string
@@ -226,6 +216,9 @@ func applyOutcome(t *spec.ReviewTask, res policy.Result, now time.Time, timeout 
 		t.Status = spec.StatusApproved
 	}
 	t.Decision = &spec.ReviewDecision{By: spec.DecidedByPolicy, DecidedAt: spec.NewTime(now)}
+	if t.Status == spec.StatusApproved && res.HighExemption {
+		t.Decision.Reason = spec.ReasonExemption
+	}
 	t.CompletedAt = spec.NewTime(now)
 	return event{spec.EventTaskCompleted, *t}
 }
@@ -306,158 +299,6 @@ func (s *Service) backToPending(ctx context.Context, t spec.ReviewTask, cause er
 		return err
 	})
 	return errors.Join(cause, err)
-}
-
-// Decide records a reviewer's decision on a task waiting for a person:
-// approve, reject or request-changes. Any other state is ErrFinal. The
-// audit trail records it as made by an administrator named reviewer (as
-// `aiusage admin review decide` does); [Service.DecideAs] names the actor.
-func (s *Service) Decide(ctx context.Context, id, decision, reviewer, comment string) (spec.ReviewTask, error) {
-	return s.DecideAs(ctx, id, decision, orgapi.Actor{Type: orgapi.ActorAdmin, Name: reviewer}, comment)
-}
-
-// AuditTaskDecided is the audit action of a decision.
-const AuditTaskDecided = "review_task.decided"
-
-// DecideAs is [Service.Decide] by actor (a signed-in user of the dashboard:
-// its id and name). The task's decision names actor.Name as the reviewer,
-// and the organisation's audit trail records the decision with the actor, in
-// the same transaction: of two reviewers deciding at once, one wins and the
-// other gets ErrFinal, and nothing is half written.
-func (s *Service) DecideAs(ctx context.Context, id, decision string, actor orgapi.Actor, comment string) (spec.ReviewTask, error) {
-	reviewer := actor.Name
-	status := map[string]string{DecisionApprove: spec.StatusApproved, DecisionReject: spec.StatusRejected,
-		DecisionRequestChanges: spec.StatusChangeRequested}[decision]
-	if status == "" {
-		return spec.ReviewTask{}, fmt.Errorf("decision must be approve, reject or request-changes, got %q", decision)
-	}
-	var t spec.ReviewTask
-	var queued []delivery
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var orgID string
-		if err := tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
-		} else if err != nil {
-			return err
-		}
-		var err error
-		if t, err = s.loadTask(ctx, tx, "", id, s.forUpdate()); err != nil {
-			return err
-		}
-		if t.Status != spec.StatusRequiresIntervention {
-			return fmt.Errorf("task %s is %s, not waiting for a person: %w", id, t.Status, ErrFinal)
-		}
-		now := s.now()
-		if !now.Before(t.ReviewDeadline.Time) {
-			return fmt.Errorf("task %s: its review deadline %s has passed; it is rejected by timeout: %w", id, t.ReviewDeadline, ErrFinal)
-		}
-		t.Status, t.UpdatedAt, t.CompletedAt = status, spec.NewTime(now), spec.NewTime(now)
-		t.Decision = &spec.ReviewDecision{By: spec.DecidedByReviewer, Reviewer: reviewer, Comment: comment, DecidedAt: spec.NewTime(now)}
-		ok, err := saveTask(ctx, tx, t, spec.StatusRequiresIntervention)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("task %s changed meanwhile: %w", id, ErrFinal)
-		}
-		if err := s.orgs.RecordAuditTx(ctx, tx, orgID, now, actor, AuditTaskDecided, "review_task", t.ID,
-			map[string]string{"status": spec.StatusRequiresIntervention},
-			map[string]string{"status": t.Status, "decision": decision, "comment": comment}); err != nil {
-			return err
-		}
-		queued, err = s.recordEvents(ctx, tx, orgID, now, event{spec.EventTaskCompleted, t})
-		return err
-	})
-	if err != nil {
-		return spec.ReviewTask{}, err
-	}
-	s.queueDeliveries(ctx, queued)
-	return t, nil
-}
-
-// SweepTimeouts rejects, with reason timeout, every task whose review
-// deadline has passed, and sends task.timeout. It returns how many. The
-// service runs it periodically; tests call it with an advanced clock.
-func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
-	now := s.now()
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM reviewapi_tasks WHERE status = $1 AND review_deadline <= $2`,
-		spec.StatusRequiresIntervention, sqldb.Millis(now))
-	if err != nil {
-		return 0, err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		var queued []delivery
-		done := false
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var orgID string
-			if err := tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); err != nil {
-				return err
-			}
-			t, err := s.loadTask(ctx, tx, "", id, s.forUpdate())
-			if err != nil {
-				return err
-			}
-			if t.Status != spec.StatusRequiresIntervention || t.ReviewDeadline.After(now) {
-				return nil // decided meanwhile
-			}
-			t.Status, t.UpdatedAt, t.CompletedAt = spec.StatusRejected, spec.NewTime(now), spec.NewTime(now)
-			t.Decision = &spec.ReviewDecision{By: spec.DecidedBySystem, Reason: ReasonTimeout, DecidedAt: spec.NewTime(now)}
-			ok, err := saveTask(ctx, tx, t, spec.StatusRequiresIntervention)
-			if err != nil || !ok {
-				return err
-			}
-			done = true
-			queued, err = s.recordEvents(ctx, tx, orgID, now, event{spec.EventTaskTimeout, t})
-			return err
-		})
-		if err != nil {
-			return n, err
-		}
-		if done {
-			n++
-			s.queueDeliveries(ctx, queued)
-		}
-	}
-	return n, nil
-}
-
-// ReviewTimeout returns the organisation's review timeout.
-func (s *Service) ReviewTimeout(ctx context.Context, orgID string) (time.Duration, error) {
-	var ms int64
-	err := s.db.QueryRowContext(ctx, `SELECT review_timeout_ms FROM reviewapi_settings WHERE org_id = $1`, orgID).Scan(&ms)
-	if errors.Is(err, sql.ErrNoRows) {
-		return s.cfg.ReviewTimeout, nil
-	}
-	return time.Duration(ms) * time.Millisecond, err
-}
-
-// SetReviewTimeout sets the organisation's review timeout; 0 restores the
-// service's default.
-func (s *Service) SetReviewTimeout(ctx context.Context, orgID string, d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("review timeout %s is negative", d)
-	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM reviewapi_settings WHERE org_id = $1`, orgID); err != nil || d == 0 {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_settings (org_id, review_timeout_ms) VALUES ($1, $2)`, orgID, d.Milliseconds())
-		return err
-	})
 }
 
 // TaskQuery selects a page of tasks.

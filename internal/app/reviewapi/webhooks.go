@@ -136,7 +136,13 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 	}
 	var out []delivery
 	for _, e := range events {
-		id := "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		// Version 7 ids grow with time and, within this process, with each
+		// id made: the events of one change sort in the order recorded.
+		v7, err := uuid.NewV7()
+		if err != nil {
+			return nil, err
+		}
+		id := "msg_" + strings.ReplaceAll(v7.String(), "-", "")
 		body, err := json.Marshal(spec.WebhookDelivery{Type: e.typ, Timestamp: spec.NewTime(now), Data: e.task})
 		if err != nil {
 			return nil, err
