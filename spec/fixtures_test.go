@@ -287,7 +287,7 @@ func fullReviewTask() spec.ReviewTask {
 			Choice:     spec.ChoiceApproveRedacted,
 			Reason:     "redacted",
 			Comment:    "Fine once the IBAN is masked.",
-			DecidedAt: ts("2026-03-09T10:02:13.771Z"),
+			DecidedAt:  ts("2026-03-09T10:02:13.771Z"),
 		},
 		User:           fullUser(),
 		Metadata:       json.RawMessage(`{"ticket":"SUP-4412","channel":"email"}`),

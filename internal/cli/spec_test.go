@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aiusage/kit/spec"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/aiusage/kit/spec"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {

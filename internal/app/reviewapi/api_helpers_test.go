@@ -42,8 +42,8 @@ type harness struct {
 	orgs   *orgapi.Store
 	people *people.Store
 	clock  *clock
-	cfg   reviewapi.Config
-	url   string
+	cfg    reviewapi.Config
+	url    string
 
 	mu      sync.Mutex
 	svc     *reviewapi.Service
@@ -121,10 +121,10 @@ type tenant struct {
 	h        *harness
 	reviewer people.User
 	org      orgapi.Organisation
-	agent  spec.Agent
-	key    string // the API key's secret
-	keyID  string
-	instrs map[string]spec.Instruction // by title
+	agent    spec.Agent
+	key      string // the API key's secret
+	keyID    string
+	instrs   map[string]spec.Instruction // by title
 }
 
 // The instructions of every tenant's agent, one per outcome, and an Allow
