@@ -209,6 +209,6 @@ func TestBrowserReviewer(t *testing.T) {
 	require.Contains(t, string(ds[0].Body), `"status":"approved"`)
 	got, err := e.review.Task(ctx, e.org.ID, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, "Rex", got.Decision.Reviewer)
+	require.Equal(t, "rex@acme.test", got.Decision.Reviewer)
 	require.Equal(t, "After the announcement.", got.Decision.Comment)
 }

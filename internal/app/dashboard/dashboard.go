@@ -97,6 +97,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Get("/settings/api-keys", d.page(d.apiKeys))
 				r.Post("/settings/api-keys", d.action(d.createKey))
 				r.Post("/settings/api-keys/{keyId}/revoke", d.action(d.revokeKey))
+				r.Get("/settings/review", d.page(d.reviewSettings))
+				r.Post("/settings/review", d.action(d.saveReviewSettings))
 				r.Get("/settings/users", d.page(d.users))
 				r.Post("/settings/users", d.action(d.createUser))
 				r.Post("/settings/users/{userId}/role", d.action(d.setRole))

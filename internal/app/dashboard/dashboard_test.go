@@ -279,7 +279,9 @@ func TestReviewDecision(t *testing.T) {
 		got, err := e.review.Task(t.Context(), e.org.ID, task.ID)
 		require.NoError(t, err)
 		require.Equal(t, spec.StatusRejected, got.Status)
-		require.Equal(t, "Rex", got.Decision.Reviewer)
+		require.Equal(t, "rex@acme.test", got.Decision.Reviewer)
+		require.Equal(t, e.rev.ID, got.Decision.ReviewerID)
+		require.Equal(t, "reject", got.Decision.Choice)
 		require.Equal(t, "Not yet.", got.Decision.Comment)
 
 		// The second reviewer loses, clearly, and changes nothing.

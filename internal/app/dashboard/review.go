@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -29,12 +30,18 @@ type messageView struct {
 type reasonView struct {
 	spec.ReviewReason
 	Matches int
+	// Semantic are the sentences a Semantic trigger matched, with their
+	// similarity, so the reviewer sees why.
+	Semantic []spec.MatchSpan
 }
 
 type taskView struct {
 	Task     spec.ReviewTask
 	Messages []messageView
 	Reasons  []reasonView
+	// Proposal is the redacted copy the policy offers, message by
+	// message, the redaction marks set apart; nil when there is none.
+	Proposal []messageView
 }
 
 type reviewData struct {
@@ -76,10 +83,14 @@ func viewTask(t spec.ReviewTask) taskView {
 	v := taskView{Task: t}
 	spans := map[int][][2]int{}
 	for _, rs := range t.Reasons {
-		v.Reasons = append(v.Reasons, reasonView{ReviewReason: rs, Matches: len(rs.Matches)})
+		rv := reasonView{ReviewReason: rs, Matches: len(rs.Matches)}
 		for _, m := range rs.Matches {
 			spans[m.MessageIndex] = append(spans[m.MessageIndex], [2]int{m.Start, m.End})
+			if m.Text != "" {
+				rv.Semantic = append(rv.Semantic, m)
+			}
 		}
+		v.Reasons = append(v.Reasons, rv)
 	}
 	if t.Request == nil {
 		return v
@@ -87,7 +98,29 @@ func viewTask(t spec.ReviewTask) taskView {
 	for i, m := range t.Request.Messages {
 		v.Messages = append(v.Messages, messageView{Role: m.Role, Segments: mark([]rune(m.Content), spans[i])})
 	}
+	if t.RedactedRequest != nil {
+		for _, m := range t.RedactedRequest.Messages {
+			v.Proposal = append(v.Proposal, messageView{Role: m.Role, Segments: markAll(m.Content, policy.DefaultRedactionMark)})
+		}
+	}
 	return v
+}
+
+// markAll cuts text into segments, marking every occurrence of mark.
+func markAll(text, mark string) []segment {
+	var out []segment
+	for text != "" {
+		i := strings.Index(text, mark)
+		if i < 0 {
+			return append(out, segment{Text: text})
+		}
+		if i > 0 {
+			out = append(out, segment{Text: text[:i]})
+		}
+		out = append(out, segment{Text: mark, Marked: true})
+		text = text[i+len(mark):]
+	}
+	return out
 }
 
 // mark cuts text into segments, marking the union of spans (half-open, in
