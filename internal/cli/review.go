@@ -119,31 +119,7 @@ final states never change.
 
 type reviewSettingsFlags struct {
 	adminFlags
-	org     string
-	timeout durationFlag
-	outcome string
-}
-
-// durationFlag is a duration flag that knows whether it was given.
-type durationFlag struct {
-	d   time.Duration
-	set bool
-}
-
-func (f *durationFlag) String() string {
-	if !f.set {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f *durationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("want a duration such as 30m, 24h or 72h")
-	}
-	f.d, f.set = d, true
-	return nil
+	org, timeout, outcome string
 }
 
 func adminReviewSettingsCommand() *command {
@@ -171,7 +147,7 @@ change in the organisation's audit trail with --actor:
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, true)
 			fs.StringVar(&f.org, "org", "", "`ID` of the organisation (required)")
-			fs.Var(&f.timeout, "timeout", "review timeout `D` (1m to 2160h); 0 restores the service's default")
+			fs.StringVar(&f.timeout, "timeout", "", "review timeout `D` (1m to 2160h); 0 restores the service's default")
 			fs.StringVar(&f.outcome, "timeout-outcome", "", "`OUTCOME` of a timeout: reject or approve")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -185,9 +161,15 @@ change in the organisation's audit trail with --actor:
 			default:
 				return usagef("%s: --timeout-outcome must be reject or approve, got %q", cmd, f.outcome)
 			}
-			if f.timeout.set && f.timeout.d != 0 && (f.timeout.d < reviewapi.MinReviewTimeout || f.timeout.d > reviewapi.MaxReviewTimeout) {
-				return usagef("%s: --timeout must be from %s to %s, or 0 for the service's default; got %s", cmd,
-					reviewapi.MinReviewTimeout, reviewapi.MaxReviewTimeout, f.timeout.d)
+			var timeout time.Duration
+			if f.timeout != "" {
+				if timeout, err = time.ParseDuration(f.timeout); err != nil {
+					return usagef("%s: --timeout must be a duration such as 30m, 24h or 72h, got %q", cmd, f.timeout)
+				}
+				if timeout != 0 && (timeout < reviewapi.MinReviewTimeout || timeout > reviewapi.MaxReviewTimeout) {
+					return usagef("%s: --timeout must be from %s to %s, or 0 for the service's default; got %s", cmd,
+						reviewapi.MinReviewTimeout, reviewapi.MaxReviewTimeout, timeout)
+				}
 			}
 			actor, err := f.actorOf(cmd, e)
 			if err != nil {
@@ -201,12 +183,12 @@ change in the organisation's audit trail with --actor:
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				if f.timeout.set || f.outcome != "" {
+				if f.timeout != "" || f.outcome != "" {
 					if st.DefaultTimeout {
 						st.ReviewTimeout = 0
 					}
-					if f.timeout.set {
-						st.ReviewTimeout = f.timeout.d
+					if f.timeout != "" {
+						st.ReviewTimeout = timeout
 					}
 					if f.outcome != "" {
 						st.TimeoutOutcome = f.outcome

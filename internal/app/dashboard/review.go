@@ -9,7 +9,6 @@ import (
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -71,7 +70,7 @@ func (d *Dashboard) renderQueue(w http.ResponseWriter, r *http.Request, status i
 	}
 	data := reviewData{}
 	for _, t := range tasks {
-		data.Tasks = append(data.Tasks, viewTask(t))
+		data.Tasks = append(data.Tasks, viewTask(t, d.cfg.Review.RedactionMark()))
 	}
 	p.Title, p.Nav, p.Data = "Review", "review", data
 	d.render(w, r, status, "review", p)
@@ -79,7 +78,7 @@ func (d *Dashboard) renderQueue(w http.ResponseWriter, r *http.Request, status i
 }
 
 // viewTask splits each message at the spans its reasons matched.
-func viewTask(t spec.ReviewTask) taskView {
+func viewTask(t spec.ReviewTask, redactionMark string) taskView {
 	v := taskView{Task: t}
 	spans := map[int][][2]int{}
 	for _, rs := range t.Reasons {
@@ -99,8 +98,9 @@ func viewTask(t spec.ReviewTask) taskView {
 		v.Messages = append(v.Messages, messageView{Role: m.Role, Segments: mark([]rune(m.Content), spans[i])})
 	}
 	if t.RedactedRequest != nil {
+		mark := redactionMark
 		for _, m := range t.RedactedRequest.Messages {
-			v.Proposal = append(v.Proposal, messageView{Role: m.Role, Segments: markAll(m.Content, policy.DefaultRedactionMark)})
+			v.Proposal = append(v.Proposal, messageView{Role: m.Role, Segments: markAll(m.Content, mark)})
 		}
 	}
 	return v

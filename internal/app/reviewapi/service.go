@@ -231,6 +231,15 @@ func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.I
 // Close releases the job queue's connections. Call it after Stop.
 func (s *Service) Close() { s.jobs.close() }
 
+// RedactionMark is the text that replaces each redacted span in the
+// redacted copies of requests.
+func (s *Service) RedactionMark() string {
+	if s.cfg.Policy.RedactionMark == "" {
+		return policy.DefaultRedactionMark
+	}
+	return s.cfg.Policy.RedactionMark
+}
+
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
 // warnOnly passes on records of level Warn and above: River reports its
