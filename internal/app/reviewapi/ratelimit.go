@@ -136,7 +136,7 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 			wait := seconds(st.retryAfter())
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
-				Message: fmt.Sprintf("The organisation has made %d requests in the past hour, counted by the minute, with all its keys; the %s plan allows %d an hour. Retry in %d seconds.",
+				Message: fmt.Sprintf("The organisation has made %d requests, with all its keys, in the past hour; the %s plan allows %d an hour. Retry in %d seconds.",
 					st.used(), org.Plan, st.limit, wait)})
 			return
 		}
