@@ -176,16 +176,17 @@ func adminOrgCreateCommand() *command {
 hourlyLimit (enterprise only) and createdAt. Use its id as --org of the other
 admin commands; the organisation API shows an API key its id and name.
 
-The plan decides the hourly request limit of each of the organisation's keys
-on the review-task API: standard 1,000, business 10,000, enterprise as set by
---hourly-limit, which is required with enterprise and refused with the others.
+The plan decides the organisation's hourly request limit on the review-task
+API, shared by all its keys and counted in a sliding hour: standard 1,000,
+business 10,000, enterprise as set by --hourly-limit, which is required with
+enterprise and refused with the others.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the organisation, 1 to 200 characters (required)")
 			fs.StringVar(&f.plan, "plan", string(orgapi.PlanStandard), "`PLAN`: standard, business or enterprise")
-			fs.IntVar(&f.hourlyLimit, "hourly-limit", 0, "hourly request limit `N` of each key on the enterprise plan (required with --plan enterprise, refused otherwise)")
+			fs.IntVar(&f.hourlyLimit, "hourly-limit", 0, "hourly request limit `N` of the organisation (all its keys) on the enterprise plan (required with --plan enterprise, refused otherwise)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
@@ -219,11 +220,11 @@ func (f *orgCreateFlags) newOrganisation(cmd string) (orgapi.OrganisationCreate,
 	}
 	switch {
 	case plan == orgapi.PlanEnterprise && f.hourlyLimit == 0:
-		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests per key per hour, at least 1)", cmd)
+		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests an hour for the organisation, at least 1)", cmd)
 	case plan == orgapi.PlanEnterprise && f.hourlyLimit < 1:
 		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit must be at least 1, got %d", cmd, f.hourlyLimit)
 	case plan != orgapi.PlanEnterprise && f.hourlyLimit != 0:
-		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests per key per hour",
+		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests an hour for the organisation",
 			cmd, plan, orgapi.Organisation{Plan: plan}.RateLimit())
 	}
 	return orgapi.OrganisationCreate{Name: f.name, Plan: plan, HourlyLimit: f.hourlyLimit}, nil

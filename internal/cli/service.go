@@ -69,8 +69,9 @@ Every request needs an API key of type API, sent as "X-API-Key: KEY" or
 "Authorization: Bearer KEY" (the review-task API also takes
 "Authorization: KEY"). Organisations, agents and keys are created by an
 administrator with the 'aiusage admin' commands, on the same database; a key
-revoked there is refused on its next request. The review-task API counts
-requests per key per hour by the organisation's plan.
+revoked there is refused on its next request. The review-task API limits
+each organisation, all its keys together, to its plan's requests in any hour
+(a sliding window counted in the database, shared by every process).
 
 Background work (source syncs, evaluation retries, webhook deliveries with
 retries, timeouts) runs on a job queue (River) in the same database: on PostgreSQL,

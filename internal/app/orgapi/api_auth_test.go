@@ -145,6 +145,17 @@ func TestAuthRejectedKeysGetOneIdentical401(t *testing.T) {
 			})
 		}
 		e.requireUnchanged(before)
+
+		// The store names a known key beside the error (for the rate-limit
+		// headers of the review-task API), and nothing of an unknown one.
+		for _, k := range []orgapi.CreatedKey{revoked, expiring} {
+			p, err := e.store.Authenticate(t.Context(), k.Secret)
+			require.ErrorIs(t, err, spec.ErrUnauthorized, k.Name)
+			require.Equal(t, orgapi.Principal{KeyID: k.ID, KeyName: k.Name, OrganisationID: e.Org.ID}, p, k.Name)
+		}
+		p, err := e.store.Authenticate(t.Context(), string(mistyped))
+		require.ErrorIs(t, err, spec.ErrUnauthorized)
+		require.Zero(t, p)
 	})
 }
 

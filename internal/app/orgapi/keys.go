@@ -189,6 +189,12 @@ const maxSecretLength = 256
 // unknown, revoked or expired is an error of kind spec.ErrUnauthorized, the same
 // for all three; a valid key that is not of type API is spec.ErrForbidden. It reads
 // the database every time: revocation has effect on the next request.
+//
+// With a revoked or expired key the principal is returned too (KeyID,
+// OrganisationID, KeyName; no Type), beside the error, so that callers can
+// report on the key's organisation (the review-task API's rate-limit headers)
+// or log the key; an unknown secret returns an empty principal. A caller must
+// therefore treat any error as a refusal, whatever the principal holds.
 func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if secret == "" || len(secret) > maxSecretLength {
 		return Principal{}, spec.ErrUnauthorized
@@ -208,9 +214,11 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 		return Principal{}, err
 	}
 	now := s.Now()
-	if subtle.ConstantTimeCompare(stored, digest) != 1 || revoked.Valid ||
-		(expires.Valid && now.UnixMilli() >= expires.Int64) {
+	if subtle.ConstantTimeCompare(stored, digest) != 1 {
 		return Principal{}, spec.ErrUnauthorized
+	}
+	if revoked.Valid || (expires.Valid && now.UnixMilli() >= expires.Int64) {
+		return p, spec.ErrUnauthorized
 	}
 	p.Type = KeyType(typ)
 	if p.Type != KeyTypeAPI {

@@ -8,14 +8,14 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// Plan is an organisation's plan; it decides the hourly request limit of each
-// of its keys on the review-task API.
+// Plan is an organisation's plan; it decides the organisation's hourly request
+// limit on the review-task API, shared by all its keys.
 type Plan string
 
 // Plans.
 const (
-	PlanStandard   Plan = "standard"   // 1,000 requests per key per hour
-	PlanBusiness   Plan = "business"   // 10,000 requests per key per hour
+	PlanStandard   Plan = "standard"   // 1,000 requests an hour per organisation
+	PlanBusiness   Plan = "business"   // 10,000 requests an hour per organisation
 	PlanEnterprise Plan = "enterprise" // as configured (Organisation.HourlyLimit)
 )
 
@@ -45,7 +45,9 @@ type Organisation struct {
 	CreatedAt   spec.Time `json:"createdAt"`
 }
 
-// RateLimit returns the hourly request limit of each key of the organisation.
+// RateLimit returns the organisation's hourly request limit on the
+// review-task API: the requests of all its keys together, in any window of
+// an hour (the review-task API counts them in a sliding window).
 func (o Organisation) RateLimit() int {
 	switch o.Plan {
 	case PlanBusiness:
@@ -132,7 +134,8 @@ type KeyCreate struct {
 // year ahead.
 func DefaultExpiry(now time.Time) time.Time { return now.AddDate(1, 0, 0) }
 
-// Principal is an authenticated API key.
+// Principal is an authenticated API key. [Store.Authenticate] also returns
+// the principal of a revoked or expired key, beside its error.
 type Principal struct {
 	KeyID          string
 	KeyName        string

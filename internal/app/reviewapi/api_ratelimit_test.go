@@ -3,8 +3,10 @@ package reviewapi_test
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,23 +25,27 @@ func requireRateHeaders(t *testing.T, r apiResponse, plan string, q, remaining, 
 	require.Equal(t, fmt.Sprintf(`"%s";r=%d;t=%d`, plan, remaining, reset), r.Header.Get("RateLimit"), "%s", r.Body)
 }
 
+// TestAPIRateLimitEnterprise: an enterprise organisation's custom limit,
+// shared by its keys; every answer counts and carries the headers; refusals
+// count down to the minute the oldest requests leave the sliding hour.
 func TestAPIRateLimitEnterprise(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
 		tn := h.newTenant("Big", orgapi.PlanEnterprise, 3)
-		// The clock is at 09:29:28: the window resets in 1832 seconds.
+		// The clock is at 09:29:28: the requests are counted in the bucket
+		// of 09:29, which leaves the window at 10:30:00, in 3632 seconds.
 
 		// Every answer counts and carries the headers: a 201, a 404, a 400.
 		r := tn.call(t, http.MethodPost, "/review-tasks", tn.taskBody("hello"))
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 1832)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3632)
 		r = tn.call(t, http.MethodGet, "/review-tasks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
 		requireAPIError(t, r, http.StatusNotFound, spec.CodeTaskNotFound, "")
-		requireRateHeaders(t, r, "enterprise", 3, 1, 1832)
+		requireRateHeaders(t, r, "enterprise", 3, 1, 3632)
 		r = tn.call(t, http.MethodGet, "/review-tasks?limit=0", nil)
 		requireAPIError(t, r, http.StatusBadRequest, spec.CodeInvalidRequest, "limit")
-		requireRateHeaders(t, r, "enterprise", 3, 0, 1832)
+		requireRateHeaders(t, r, "enterprise", 3, 0, 3632)
 
 		// The fourth is refused, whatever it is.
 		for _, req := range []struct {
@@ -52,32 +58,45 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 		} {
 			t.Run(req.method+" "+strings.TrimPrefix(req.path, "/"), func(t *testing.T) {
 				r := tn.call(t, req.method, req.path, req.body)
-				requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-				require.Equal(t, "1832", r.Header.Get("Retry-After"))
-				requireRateHeaders(t, r, "enterprise", 3, 0, 1832)
+				e := requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+				require.Contains(t, e.Message, "organisation has made 3 requests")
+				require.Contains(t, e.Message, "enterprise plan allows 3")
+				require.Equal(t, "3632", r.Header.Get("Retry-After"))
+				requireRateHeaders(t, r, "enterprise", 3, 0, 3632)
 			})
 		}
 		list, err := h.service().ListTasks(t.Context(), tn.org.ID, reviewapi.TaskQuery{Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, 1, list.Total, "a refused POST creates no task")
 
-		// Later in the hour: still refused, Retry-After counts down.
-		h.clock.Advance(10 * time.Minute)
+		// Later: still refused, Retry-After counts down.
+		h.clock.Advance(10 * time.Minute) // 09:39:28
 		r = tn.call(t, http.MethodGet, "/review-tasks", nil)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-		require.Equal(t, "1232", r.Header.Get("Retry-After"))
+		require.Equal(t, "3032", r.Header.Get("Retry-After"))
 
-		// Another key of the organisation has its own count.
+		// Another key of the organisation shares its count.
 		second, _ := tn.newKey(orgapi.KeyTypeAPI)
 		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
-		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 1232)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "3032", r.Header.Get("Retry-After"))
+		requireRateHeaders(t, r, "enterprise", 3, 0, 3032)
 
-		// The next hour starts afresh.
-		h.clock.Advance(1232 * time.Second) // 10:00:00
-		r = tn.call(t, http.MethodGet, "/review-tasks", nil)
+		// Another organisation has its own.
+		other := h.newTenant("Other", orgapi.PlanEnterprise, 3)
+		r = other.call(t, http.MethodGet, "/review-tasks", nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 3600)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3632)
+
+		// One second before Retry-After: refused; at it: admitted.
+		h.clock.Advance(3031 * time.Second) // 10:29:59
+		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "1", r.Header.Get("Retry-After"))
+		h.clock.Advance(time.Second) // 10:30:00
+		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3660)
 		require.Empty(t, r.Header.Get("Retry-After"))
 	})
 }
@@ -104,15 +123,15 @@ func TestAPIRateLimitPlans(t *testing.T) {
 				for i := 1; i <= 3; i++ {
 					r := tn.call(t, http.MethodGet, "/webhooks", nil)
 					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-					requireRateHeaders(t, r, name, c.q, c.q-i, 1832)
+					requireRateHeaders(t, r, name, c.q, c.q-i, 3632)
 				}
 			})
 		}
 	})
 }
 
-// TestAPIRateLimitSharedByProcesses runs two services on one database: a
-// key's count is the sum of its requests to both.
+// TestAPIRateLimitSharedByProcesses runs two services on one database: an
+// organisation's count is the sum of its requests to both.
 func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -122,7 +141,7 @@ func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 		for i, h := range []*harness{one, two, one, two} {
 			r := h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+tn.key)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-			requireRateHeaders(t, r, "enterprise", 4, 3-i, 1832)
+			requireRateHeaders(t, r, "enterprise", 4, 3-i, 3632)
 		}
 		r := two.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+tn.key)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
@@ -130,8 +149,9 @@ func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 }
 
 // TestAPIRateLimitHeadersOnEveryAnswer: the OpenAPI document gives every
-// response of an identified key (2xx, 400, 403, 404, 422, 429) the
-// RateLimit-Policy and RateLimit headers.
+// response of an identified key (2xx, 400, 403, 404, 422, 429, and the 401 of
+// a revoked or expired key) the RateLimit-Policy and RateLimit headers. All
+// but the 401 count against the organisation.
 func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -139,6 +159,9 @@ func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 		tn := h.newTenant("Acme", "", 0)
 		task := tn.submit(t, "Project Falcon")
 		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
+		revoked, revokedID := tn.newKey(orgapi.KeyTypeAPI)
+		_, err := h.orgs.RevokeKey(t.Context(), tn.org.ID, revokedID, admin)
+		require.NoError(t, err)
 		for _, c := range []struct {
 			name   string
 			key    string
@@ -146,20 +169,318 @@ func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 			path   string
 			body   any
 			status int
-			left   int // requests left to the key
+			left   int // requests left to the organisation
 		}{
 			{"201", tn.key, http.MethodPost, "/review-tasks", tn.taskBody("hi"), http.StatusCreated, 998},
 			{"200", tn.key, http.MethodGet, "/review-tasks/" + task.ID, nil, http.StatusOK, 997},
 			{"400", tn.key, http.MethodGet, "/review-tasks?limit=x", nil, http.StatusBadRequest, 996},
 			{"404", tn.key, http.MethodDelete, "/webhooks/" + task.ID, nil, http.StatusNotFound, 995},
 			{"403 decision", tn.key, http.MethodPost, "/review-tasks/" + task.ID + "/decision", map[string]any{}, http.StatusForbidden, 994},
-			{"403 Ingestion key", ingestion, http.MethodGet, "/review-tasks", nil, http.StatusForbidden, 999},
+			{"403 Ingestion key", ingestion, http.MethodGet, "/review-tasks", nil, http.StatusForbidden, 993},
+			{"401 revoked key, not counted", revoked, http.MethodGet, "/review-tasks", nil, http.StatusUnauthorized, 993},
+			{"200 after the 401", tn.key, http.MethodGet, "/webhooks", nil, http.StatusOK, 992},
 		} {
 			r := h.send(t, c.method, c.path, c.body, "Authorization", "Bearer "+c.key)
 			require.Equal(t, c.status, r.Status, "%s: %s", c.name, r.Body)
 			require.NotEmpty(t, r.Header.Get("RateLimit-Policy"), "%s: RateLimit-Policy", c.name)
 			require.NotEmpty(t, r.Header.Get("RateLimit"), "%s: RateLimit", c.name)
-			requireRateHeaders(t, r, "standard", 1000, c.left, 1832)
+			requireRateHeaders(t, r, "standard", 1000, c.left, 3632)
 		}
+	})
+}
+
+// getWebhooks makes GET /webhooks with key, the cheapest request to count.
+func getWebhooks(t *testing.T, h *harness, key string) apiResponse {
+	t.Helper()
+	return h.send(t, http.MethodGet, "/webhooks", nil, "Authorization", "Bearer "+key)
+}
+
+// countedRequests is the organisation's total in the rate-limit buckets.
+func countedRequests(t *testing.T, db *sqldb.DB, orgID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRowContext(t.Context(),
+		`SELECT COALESCE(SUM(count), 0) FROM reviewapi_rate_buckets WHERE org_id = $1`, orgID).Scan(&n))
+	return n
+}
+
+// TestAPIRateLimitKeysShareTheOrganisationsLimit: every key of an
+// organisation, of either kind, draws on one count; another organisation's
+// is its own.
+func TestAPIRateLimitKeysShareTheOrganisationsLimit(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Acme", orgapi.PlanEnterprise, 5)
+		other := h.newTenant("Other", orgapi.PlanEnterprise, 5)
+		second, _ := tn.newKey(orgapi.KeyTypeAPI)
+		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
+		for i, c := range []struct {
+			key    string
+			status int
+		}{
+			{tn.key, http.StatusOK}, {second, http.StatusOK}, {ingestion, http.StatusForbidden},
+			{second, http.StatusOK}, {tn.key, http.StatusOK},
+		} {
+			r := getWebhooks(t, h, c.key)
+			require.Equal(t, c.status, r.Status, "request %d: %s", i, r.Body)
+			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3632)
+		}
+		for _, key := range []string{tn.key, second, ingestion} {
+			r := getWebhooks(t, h, key)
+			requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+			requireRateHeaders(t, r, "enterprise", 5, 0, 3632)
+		}
+		require.Equal(t, 5, countedRequests(t, db, tn.org.ID))
+
+		for i := range 5 {
+			r := getWebhooks(t, h, other.key)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3632)
+		}
+	})
+}
+
+// TestAPIRateLimitSlidingWindow: a burst just before an hour boundary and
+// another just after it cannot exceed the limit, and no 3600-second window
+// of a long run of requests ever holds more admitted requests than the
+// limit.
+func TestAPIRateLimitSlidingWindow(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		const limit = 5
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Burst", orgapi.PlanEnterprise, limit)
+		var admitted []time.Time
+		request := func() apiResponse {
+			t.Helper()
+			r := getWebhooks(t, h, tn.key)
+			switch r.Status {
+			case http.StatusOK:
+				require.Empty(t, r.Header.Get("Retry-After"))
+				admitted = append(admitted, h.clock.Now())
+			case http.StatusTooManyRequests:
+				requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+				require.NotEmpty(t, r.Header.Get("Retry-After"))
+			default:
+				require.FailNow(t, "unexpected status", "%d: %s", r.Status, r.Body)
+			}
+			return r
+		}
+
+		// A burst at minute 59, 09:59:00 to 10:00:00: the first five are
+		// admitted.
+		h.clock.Advance(29*time.Minute + 32*time.Second)
+		for range limit + 2 {
+			request()
+			h.clock.Advance(10 * time.Second)
+		}
+		require.Len(t, admitted, limit)
+
+		// Minute 61, 10:01:00: a new clock hour, but the burst is still in
+		// the window until its bucket leaves it at 11:00:00.
+		h.clock.Advance(50 * time.Second)
+		for range limit {
+			r := request()
+			require.Equal(t, http.StatusTooManyRequests, r.Status)
+			require.Equal(t, "3540", r.Header.Get("Retry-After"))
+		}
+		require.Len(t, admitted, limit)
+		// (Checked now: later, the harness's sweep may delete buckets the
+		// advanced clock makes over two hours old.)
+		require.Equal(t, limit, countedRequests(t, db, tn.org.ID), "refused requests are not counted")
+
+		// Three requests every seven minutes for three hours.
+		for range 26 {
+			h.clock.Advance(7 * time.Minute)
+			for range 3 {
+				request()
+			}
+		}
+		// The burst, then a full limit in each of the two hours after 11:00:00.
+		require.Len(t, admitted, 3*limit, "requests are admitted again as old ones leave the window")
+		for i, end := range admitted {
+			n := 0
+			for _, at := range admitted[:i+1] {
+				if at.After(end.Add(-time.Hour)) {
+					n++
+				}
+			}
+			require.LessOrEqual(t, n, limit, "the hour up to %s holds %d admitted requests", end.Format(time.TimeOnly), n)
+		}
+	})
+}
+
+// TestAPIRateLimitRetryAfterIsExact: Retry-After is the wait until the oldest
+// bucket leaves the window, rounded up to the second; a request one second
+// earlier is refused and one at it admitted. Refused requests do not extend
+// the wait.
+func TestAPIRateLimitRetryAfterIsExact(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Exact", orgapi.PlanEnterprise, 5)
+
+		// 09:29:28: two requests, in the bucket of 09:29 (leaves at 10:30:00).
+		for i := range 2 {
+			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4-i, 3632)
+		}
+		// 09:45:10: three more, in the bucket of 09:45 (leaves at 10:46:00).
+		h.clock.Advance(15*time.Minute + 42*time.Second)
+		for i := range 3 {
+			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 2-i, 2690)
+		}
+
+		// 09:50:00.5: refused, 2399.5 seconds before 10:30:00, rounded up.
+		h.clock.Advance(4*time.Minute + 50*time.Second + 500*time.Millisecond)
+		for range 10 {
+			r := getWebhooks(t, h, tn.key)
+			requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+			require.Equal(t, "2400", r.Header.Get("Retry-After"), "a refusal does not extend the wait")
+			requireRateHeaders(t, r, "enterprise", 5, 0, 2400)
+		}
+		require.Equal(t, 5, countedRequests(t, db, tn.org.ID))
+
+		// One second less than Retry-After: 10:29:59.5, refused.
+		h.clock.Advance(2399 * time.Second)
+		r := getWebhooks(t, h, tn.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "1", r.Header.Get("Retry-After"))
+
+		// Retry-After: 10:30:00.5, admitted. The bucket of 09:29 has left
+		// the window; that of 09:45 leaves it in 959.5 seconds.
+		h.clock.Advance(time.Second)
+		r = getWebhooks(t, h, tn.key)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		requireRateHeaders(t, r, "enterprise", 5, 1, 960)
+		r = getWebhooks(t, h, tn.key)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		requireRateHeaders(t, r, "enterprise", 5, 0, 960)
+		r = getWebhooks(t, h, tn.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "960", r.Header.Get("Retry-After"))
+	})
+}
+
+// TestAPIRateLimitConcurrentProcesses: requests racing at the limit through
+// two services on one database (two processes) are admitted exactly up to
+// the limit.
+func TestAPIRateLimitConcurrentProcesses(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		const limit, n = 7, 24
+		one := startHarness(t, db, nil)
+		two := startHarness(t, db, nil)
+		tn := one.newTenant("Race", orgapi.PlanEnterprise, limit)
+		second, _ := tn.newKey(orgapi.KeyTypeAPI)
+		type result struct {
+			status int
+			body   []byte
+			err    error
+		}
+		results := make([]result, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				url, key := one.url, tn.key
+				if i%2 == 1 {
+					url, key = two.url, second
+				}
+				<-start
+				req, err := http.NewRequest(http.MethodGet, url+"/webhooks", nil)
+				if err != nil {
+					results[i].err = err
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					results[i].err = err
+					return
+				}
+				defer resp.Body.Close()
+				results[i].status = resp.StatusCode
+				results[i].body, results[i].err = io.ReadAll(resp.Body)
+			})
+		}
+		close(start)
+		wg.Wait()
+		counts := map[int]int{}
+		for i, r := range results {
+			require.NoError(t, r.err, "request %d", i)
+			require.Contains(t, []int{http.StatusOK, http.StatusTooManyRequests}, r.status, "request %d: %s", i, r.body)
+			counts[r.status]++
+		}
+		require.Equal(t, map[int]int{http.StatusOK: limit, http.StatusTooManyRequests: n - limit}, counts)
+		require.Equal(t, limit, countedRequests(t, db, tn.org.ID))
+	})
+}
+
+// TestAPIRateLimitUnauthorised: the 401 of a revoked or expired key carries
+// its organisation's headers and is not counted, so a leaked revoked key
+// cannot use up the plan; an unknown key's 401 has no headers.
+func TestAPIRateLimitUnauthorised(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Leaky", orgapi.PlanEnterprise, 5)
+		revoked, revokedID := tn.newKey(orgapi.KeyTypeAPI)
+		_, err := h.orgs.RevokeKey(t.Context(), tn.org.ID, revokedID, admin)
+		require.NoError(t, err)
+		soon := h.clock.Now().Add(time.Minute)
+		expiring, err := h.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: orgapi.KeyTypeAPI, ExpiresAt: &soon}, admin)
+		require.NoError(t, err)
+
+		requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4, 3632)
+		requireRateHeaders(t, getWebhooks(t, h, expiring.Secret), "enterprise", 5, 3, 3632)
+		h.clock.Advance(time.Minute) // 09:30:28: the short key has expired
+		for _, key := range []string{revoked, expiring.Secret} {
+			for range 10 {
+				r := getWebhooks(t, h, key)
+				requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
+				requireRateHeaders(t, r, "enterprise", 5, 3, 3572)
+				require.Empty(t, r.Header.Get("Retry-After"))
+			}
+		}
+		require.Equal(t, 2, countedRequests(t, db, tn.org.ID), "the 401s are not counted")
+
+		for _, key := range []string{"aiu_0000000000000000000000000000000000000000000000", tn.key + "x", ""} {
+			r := getWebhooks(t, h, key)
+			requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
+			require.Empty(t, r.Header.Get("RateLimit-Policy"), "unknown key %q", key)
+			require.Empty(t, r.Header.Get("RateLimit"), "unknown key %q", key)
+		}
+		requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 2, 3572)
+
+		// At the limit, the 401 of a revoked key says so, still a 401.
+		for range 2 {
+			require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)
+		}
+		r := getWebhooks(t, h, revoked)
+		requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
+		requireRateHeaders(t, r, "enterprise", 5, 0, 3572)
+	})
+}
+
+// TestAPIRateLimitSweep: the sweep deletes buckets that have left the window
+// (with a margin), and keeps the others.
+func TestAPIRateLimitSweep(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Swept", orgapi.PlanEnterprise, 5)
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status) // 09:29
+		h.clock.Advance(time.Hour + 11*time.Minute)                       // 10:40:28
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)
+		require.Equal(t, 2, countedRequests(t, db, tn.org.ID))
+
+		h.clock.Advance(55 * time.Minute) // 11:35:28: 09:29 is over two hours old
+		_, err := h.service().Sweep(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, countedRequests(t, db, tn.org.ID))
+		var start int64
+		require.NoError(t, db.QueryRowContext(t.Context(), `SELECT bucket_start FROM reviewapi_rate_buckets WHERE org_id = $1`, tn.org.ID).Scan(&start))
+		require.Equal(t, time.Date(2027, 3, 2, 10, 40, 0, 0, time.UTC), time.UnixMilli(start).UTC())
 	})
 }

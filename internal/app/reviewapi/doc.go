@@ -29,6 +29,11 @@
 // or rejected with reason timeout ([Service.SweepTimeouts]). Final states
 // never change.
 //
+// Rate limits are the organisation's, shared by all its keys and by every
+// process on the database: its plan's requests in any hour, counted in a
+// sliding window of one-minute buckets (see ratelimit.go). Every answer to a
+// known key carries the RateLimit-Policy and RateLimit headers.
+//
 // Webhook deliveries follow the Standard Webhooks specification
 // ([SignWebhook]): at least once, from the database, retried on
 // [DefaultRetrySchedule], to URLs checked against private addresses when

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -94,11 +93,20 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred, _ := httpx.Credential(r, true)
 		p, err := s.orgs.Authenticate(r.Context(), cred)
-		if err != nil && errors.Is(err, spec.ErrForbidden) && p.KeyID != "" {
+		switch {
+		case err != nil && errors.Is(err, spec.ErrForbidden) && p.KeyID != "":
 			// A known key of the wrong kind: its 403 is counted and carries
 			// the rate-limit headers, as every answer to a key does.
 			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })
 			s.rateLimit(refuse).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			return
+		case err != nil && errors.Is(err, spec.ErrUnauthorized) && p.KeyID != "":
+			// A known key that is revoked or expired: its 401 carries the
+			// rate-limit headers of its organisation but is not counted, so
+			// a leaked revoked key cannot use up the organisation's plan.
+			// An unknown key's 401 has no headers: it has no organisation.
+			s.reportRate(w, r, p)
+			s.fail(w, r, err)
 			return
 		}
 		if err != nil {
@@ -112,48 +120,6 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 func principal(r *http.Request) orgapi.Principal {
 	p, _ := r.Context().Value(principalKey{}).(orgapi.Principal)
 	return p
-}
-
-// rateLimit counts the request against its key's hourly limit, in the
-// database (so every process of the service shares the count), and writes
-// the RateLimit-Policy and RateLimit headers.
-func (s *Service) rateLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal(r)
-		org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		now := s.now()
-		window := now.Truncate(time.Hour)
-		count, err := s.countRequest(r.Context(), p.KeyID, window)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		limit := org.RateLimit()
-		reset := int((window.Add(time.Hour).Sub(now) + time.Second - 1) / time.Second)
-		h := w.Header()
-		h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=3600`, org.Plan, limit))
-		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, org.Plan, max(0, limit-count), reset))
-		if count > limit {
-			h.Set("Retry-After", strconv.Itoa(reset))
-			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
-				Message: fmt.Sprintf("The key has made %d requests this hour; the %s plan allows %d. Retry in %d seconds.", count-1, org.Plan, limit, reset)})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// countRequest adds one to the key's count of the hour and returns it.
-func (s *Service) countRequest(ctx context.Context, keyID string, window time.Time) (int, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `INSERT INTO reviewapi_rate_counts (key_id, window_start, count) VALUES ($1, $2, 1)
-		ON CONFLICT (key_id, window_start) DO UPDATE SET count = reviewapi_rate_counts.count + 1
-		RETURNING count`, keyID, window.UnixMilli()).Scan(&n)
-	return n, err
 }
 
 // --- endpoints

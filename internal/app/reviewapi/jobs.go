@@ -107,8 +107,9 @@ func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
 }
 
 // Sweep applies review timeouts (SweepTimeouts), queues again the
-// evaluations and deliveries left behind for longer than a minute, and drops
-// request counts of past hours.
+// evaluations and deliveries left behind for longer than a minute, and
+// deletes the rate-limit buckets that have left every organisation's sliding
+// window (those older than two hours, a margin for lagging clocks).
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	n, err := s.SweepTimeouts(ctx)
 	if err != nil {
@@ -166,6 +167,6 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	}
 	rows.Close()
 	s.queueDeliveries(ctx, ds)
-	_, err = s.db.ExecContext(ctx, `DELETE FROM reviewapi_rate_counts WHERE window_start < $1`, sqldb.Millis(s.now().Add(-2*time.Hour)))
+	_, err = s.db.ExecContext(ctx, `DELETE FROM reviewapi_rate_buckets WHERE bucket_start < $1`, sqldb.Millis(s.now().Add(-rateKeep)))
 	return n, err
 }

@@ -228,6 +228,18 @@ func TestCollectedView(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, get(t, e.url+"/organisations/"+e.org.ID+"/sources/nope/conversations", e.key, nil))
 		require.Equal(t, http.StatusUnauthorized, get(t, view+"/conversations", "", nil))
 		require.Equal(t, http.StatusUnauthorized, get(t, view+"/conversations", "wrong", nil))
+		// A revoked key is refused everywhere, though Authenticate names it
+		// beside its error.
+		actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
+		revoked, err := e.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "revoked", Type: orgapi.KeyTypeAPI}, actor)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, get(t, view+"/conversations", revoked.Secret, nil))
+		_, err = e.orgs.RevokeKey(ctx, e.org.ID, revoked.ID, actor)
+		require.NoError(t, err)
+		for _, u := range []string{view + "/conversations", e.url + "/organisations/" + e.org.ID + "/sources",
+			e.url + "/organisations/" + e.org.ID + "/conversations", e.url + "/organisations/" + e.org.ID + "/agents"} {
+			require.Equal(t, http.StatusUnauthorized, get(t, u, revoked.Secret, nil), u)
+		}
 		// The organisation API still routes beside the sources.
 		require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.org.ID+"/agents", e.key, nil))
 

@@ -1,0 +1,239 @@
+package reviewapi
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/spec"
+)
+
+// The plans' hourly limits are counted per organisation, across all its keys
+// and all the processes of the service, in a sliding window of an hour kept
+// as one-minute buckets (reviewapi_rate_buckets: org_id, bucket_start,
+// count).
+//
+// A request at time t is admitted when the buckets that overlap the window
+// (t-3600 s, t] hold fewer requests than the limit; the oldest of them, which
+// only partly overlaps the window, is counted whole. The bound is therefore
+// conservative: every request admitted in the hour before t lies in one of
+// the buckets counted, so no 3600-second window ever holds more admitted
+// requests than the limit, and a client cannot burst twice its plan across an
+// hour boundary, as it could with clock-hour windows. It pays for this with
+// at most a minute's worth of requests refused early. Minute buckets keep the
+// state small (at most 61 rows an organisation) where a log of every request
+// would hold up to the limit, and unlike a token bucket the count is exactly
+// what a client can reconstruct from its own requests.
+//
+// Only admitted requests are counted: a refused request does not extend the
+// lock-out. The check and the increment run in one transaction that holds
+// the organisation's lock (on PostgreSQL a transaction-level advisory lock on
+// the organisation's id; on SQLite the write lock every transaction takes at
+// its start), so processes racing at the limit admit exactly the limit.
+const (
+	rateWindow = time.Hour
+	rateBucket = time.Minute
+	// rateSpan is how far back a bucket may start and still overlap the
+	// window: a bucket starting at b is counted at t while b > t-rateSpan.
+	rateSpan = rateWindow + rateBucket
+	// rateKeep is how long the sweep keeps a bucket: past rateSpan, with a
+	// margin for processes whose clocks lag.
+	rateKeep = 2 * time.Hour
+)
+
+// rateLockPrefix namespaces the advisory locks of the rate limit, as
+// sqldb.Migrate namespaces its own.
+const rateLockPrefix = "github.com/aiusage/kit/internal/app/reviewapi.rateLimit:"
+
+// rateBucketCount is the count of one bucket.
+type rateBucketCount struct {
+	start int64 // Unix milliseconds of the minute's start
+	count int
+}
+
+// rateState is an organisation's count at one instant.
+type rateState struct {
+	now     time.Time
+	limit   int
+	buckets []rateBucketCount // those overlapping the window, oldest first
+	// admitted tells whether the request was admitted (and so counted in
+	// buckets); false for a refused request or one not counted at all.
+	admitted bool
+}
+
+// used is the number of requests counted in the window.
+func (st rateState) used() int {
+	n := 0
+	for _, b := range st.buckets {
+		n += b.count
+	}
+	return n
+}
+
+// remaining is how many more requests the window admits now.
+func (st rateState) remaining() int { return max(0, st.limit-st.used()) }
+
+// waitFor returns how long until the window's count falls to at most target
+// with no more requests: until enough of the oldest buckets have left it.
+// It is zero when the count is already at most target.
+func (st rateState) waitFor(target int) time.Duration {
+	n := st.used()
+	at := st.now
+	for _, b := range st.buckets {
+		if n <= target {
+			break
+		}
+		n -= b.count
+		// The bucket stops overlapping the window once it starts at or
+		// before t-rateSpan.
+		at = time.UnixMilli(b.start).Add(rateSpan)
+	}
+	return max(0, at.Sub(st.now))
+}
+
+// retryAfter is how long until one more request is admitted.
+func (st rateState) retryAfter() time.Duration { return st.waitFor(st.limit - 1) }
+
+// reset is how long until the remaining count grows: until the oldest
+// requests counted leave the window (on a refusal, the same as retryAfter);
+// zero when nothing is counted.
+func (st rateState) reset() time.Duration { return st.waitFor(min(st.used(), st.limit) - 1) }
+
+// seconds rounds d up to whole seconds: waiting that long is always enough.
+func seconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+
+// setRateHeaders writes the RateLimit-Policy and RateLimit headers of the
+// organisation's state.
+func setRateHeaders(h http.Header, plan orgapi.Plan, st rateState) {
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, plan, st.limit, int(rateWindow/time.Second)))
+	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, plan, st.remaining(), seconds(st.reset())))
+}
+
+// rateLimit counts the request against its organisation's hourly limit and
+// writes the RateLimit-Policy and RateLimit headers; a request over the
+// limit is answered 429 RATE_LIMIT_EXCEEDED with Retry-After, and not
+// counted.
+func (s *Service) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		st, err := s.countRequest(r.Context(), org.ID, org.RateLimit())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		setRateHeaders(w.Header(), org.Plan, st)
+		if !st.admitted {
+			wait := seconds(st.retryAfter())
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
+			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
+				Message: fmt.Sprintf("The organisation has made %d requests, with all its keys, in the past hour; the %s plan allows %d an hour. Retry in %d seconds.",
+					st.used(), org.Plan, st.limit, wait)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// reportRate writes the rate-limit headers of the key's organisation without
+// counting the request: for the 401 of a known key that is revoked or
+// expired. Such requests are never counted, so a leaked revoked key cannot
+// use up its organisation's plan. The headers are left out when they cannot
+// be read; the answer is a 401 either way.
+func (s *Service) reportRate(w http.ResponseWriter, r *http.Request, p orgapi.Principal) {
+	org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
+	if err != nil {
+		return
+	}
+	now := s.now()
+	buckets, err := readRateBuckets(r.Context(), s.db, org.ID, now)
+	if err != nil {
+		return
+	}
+	setRateHeaders(w.Header(), org.Plan, rateState{now: now, limit: org.RateLimit(), buckets: buckets})
+}
+
+// countRequest admits the organisation's request when the window holds
+// fewer than limit requests, and then counts it in the bucket of the
+// current minute. Both run in one transaction holding the organisation's
+// lock, so concurrent requests of any process see each other's counts.
+func (s *Service) countRequest(ctx context.Context, orgID string, limit int) (rateState, error) {
+	var st rateState
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if s.db.Dialect == sqldb.Postgres {
+			// SQLite's transaction already holds the database's write lock.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(current_schema(), '') || ':' || $2, 0))`,
+				rateLockPrefix, orgID); err != nil {
+				return fmt.Errorf("rate limit lock: %w", err)
+			}
+		}
+		// The clock is read under the lock: a request that waited for it
+		// is counted at the time it was admitted.
+		st = rateState{now: s.now(), limit: limit}
+		var err error
+		if st.buckets, err = readRateBuckets(ctx, tx, orgID, st.now); err != nil {
+			return err
+		}
+		if st.used() >= limit {
+			return nil
+		}
+		start := sqldb.FloorTo(sqldb.Millis(st.now), rateBucket.Milliseconds())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_rate_buckets (org_id, bucket_start, count) VALUES ($1, $2, 1)
+			ON CONFLICT (org_id, bucket_start) DO UPDATE SET count = reviewapi_rate_buckets.count + 1`, orgID, start); err != nil {
+			return err
+		}
+		st.admitted = true
+		st.buckets = addToBucket(st.buckets, start)
+		return nil
+	})
+	return st, err
+}
+
+// addToBucket adds one request to the bucket starting at start, keeping the
+// buckets in order.
+func addToBucket(buckets []rateBucketCount, start int64) []rateBucketCount {
+	for i, b := range buckets {
+		switch {
+		case b.start == start:
+			buckets[i].count++
+			return buckets
+		case b.start > start:
+			// A bucket of a process whose clock runs ahead.
+			out := append(buckets[:i:i], rateBucketCount{start: start, count: 1})
+			return append(out, buckets[i:]...)
+		}
+	}
+	return append(buckets, rateBucketCount{start: start, count: 1})
+}
+
+// readRateBuckets returns the organisation's buckets that overlap the window
+// ending at now, oldest first. Buckets ahead of now (a process whose clock
+// runs ahead) are counted too.
+func readRateBuckets(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, orgID string, now time.Time) ([]rateBucketCount, error) {
+	rows, err := q.QueryContext(ctx, `SELECT bucket_start, count FROM reviewapi_rate_buckets
+		WHERE org_id = $1 AND bucket_start > $2 ORDER BY bucket_start`, orgID, sqldb.Millis(now.Add(-rateSpan)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []rateBucketCount
+	for rows.Next() {
+		var b rateBucketCount
+		if err := rows.Scan(&b.start, &b.count); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
