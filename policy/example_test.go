@@ -42,7 +42,11 @@ func Example() {
 		}
 		fmt.Println(res.Outcome)
 		for _, r := range res.Reasons {
-			fmt.Printf("  %s %s %v\n", r.Action, r.InstructionID, r.Matches)
+			fmt.Printf("  %s %s", r.Action, r.InstructionID)
+			for _, m := range r.Matches {
+				fmt.Printf(" [%d %d-%d]", m.MessageIndex, m.Start, m.End)
+			}
+			fmt.Println()
 		}
 		if res.Redacted != nil {
 			fmt.Printf("  redacted: %q\n", res.Redacted)
@@ -50,11 +54,11 @@ func Example() {
 	}
 	// Output:
 	// redacted
-	//   Block iban [{0 19 41}]
-	//   Allow test-iban [{1 7 29}]
+	//   Block iban [0 19-41]
+	//   Allow test-iban [1 7-29]
 	//   redacted: ["Pay the invoice to [REDACTED], thanks." "Or use DE00123456780000000000 to test."]
 	// requires_intervention
-	//   Block codenames [{0 30 36}]
+	//   Block codenames [0 30-36]
 	// approved
 }
 
