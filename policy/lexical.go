@@ -17,7 +17,7 @@ import (
 // sentence that shares the instruction's main concepts (an acquisition that
 // is not public yet, the salary of an employee) scores above it, one that
 // shares a single word or only common n-grams below.
-const DefaultLexicalThreshold = 0.3
+const DefaultLexicalThreshold = 0.25
 
 // lexicalTermWeight is the weight of the term cosine in a LexicalMatcher
 // score; the character n-gram cosine has the rest.
@@ -33,9 +33,12 @@ const lexicalTermWeight = 0.7
 // salaries, health, credentials, customers, lawsuits, layoffs ... in the four
 // languages) stands for its concept, so that "buy", "takeover", "Übernahme"
 // and "adquisición" are one term. The score of a segment for a query mixes
-// the cosine similarity of their term sets (0.7) with that of the character
-// trigrams of their remaining words (0.3), which catches spellings and
-// inflections the stemmer misses; a segment matches at Threshold.
+// the cosine similarity of their weighted term sets (0.7) with that of the
+// character trigrams of their remaining words (0.3), which catches spellings
+// and inflections the stemmer misses; a segment matches at Threshold. A
+// concept weighs 2, a concept naming who or what a sentence is about
+// (customers, employees, companies, products, present in sensitive and
+// everyday sentences alike) 0.5, any other word 1.
 //
 // It catches rewordings and the synonyms of its table, including across the
 // four languages, not meaning in general: it cannot tell "we are not buying
@@ -101,36 +104,39 @@ func (m LexicalMatcher) Similarity(a, b string) float64 {
 // lexVector is a text as LexicalMatcher compares it: its set of terms
 // (concepts and stems) and the character trigrams of its words.
 type lexVector struct {
-	terms map[string]struct{}
+	terms map[string]float64 // term: weight
+	norm  float64            // of terms
 	grams ngramVector
 }
 
 func newLexVector(s string) lexVector {
-	v := lexVector{terms: map[string]struct{}{}}
+	v := lexVector{terms: map[string]float64{}}
 	words := lexicalWords(s)
 	for _, w := range words {
-		v.terms[lexicalTerm(w)] = struct{}{}
+		t, weight := lexicalTerm(w)
+		v.terms[t] = weight
 	}
+	for _, w := range v.terms {
+		v.norm += w * w
+	}
+	v.norm = math.Sqrt(v.norm)
 	v.grams = newNGramVector(strings.Join(words, " "), DefaultNGram)
 	return v
 }
 
 func (v lexVector) similarity(w lexVector) float64 {
-	if len(v.terms) == 0 || len(w.terms) == 0 {
+	if v.norm == 0 || w.norm == 0 {
 		return 0
 	}
 	a, b := v.terms, w.terms
 	if len(b) < len(a) {
 		a, b = b, a
 	}
-	common := 0
-	for t := range a {
-		if _, ok := b[t]; ok {
-			common++
-		}
+	dot := 0.0
+	for t, x := range a {
+		dot += x * b[t]
 	}
-	terms := float64(common) / math.Sqrt(float64(len(v.terms))*float64(len(w.terms)))
-	return lexicalTermWeight*terms + (1-lexicalTermWeight)*v.grams.cosine(w.grams)
+	return lexicalTermWeight*dot/(v.norm*w.norm) + (1-lexicalTermWeight)*v.grams.cosine(w.grams)
 }
 
 // lexicalWords returns the normalised words of s that are not stop words.
@@ -173,15 +179,34 @@ func lexicalWords(s string) []string {
 	return words
 }
 
-// lexicalTerm returns the term of a normalised word: its concept when the
-// table has its stem, else its stem.
-func lexicalTerm(w string) string {
+// Weights of the terms of a LexicalMatcher vector.
+const (
+	// conceptWeight is that of a concept of the table: the subject of an
+	// instruction.
+	conceptWeight = 2.0
+	// entityWeight is that of a concept of the table naming who or what
+	// (customers, employees, companies, products), present in sensitive and
+	// everyday sentences alike.
+	entityWeight = 0.5
+	// stemWeight is that of any other word.
+	stemWeight = 1.0
+)
+
+// lexicalTerm returns the term of a normalised word and its weight: its
+// concept when the table has its stem, else its stem.
+func lexicalTerm(w string) (string, float64) {
 	st := stem(w)
 	if c, ok := lexicon().concepts[st]; ok {
-		return c
+		if entityConcepts[c] {
+			return c, entityWeight
+		}
+		return c, conceptWeight
 	}
-	return st
+	return st, stemWeight
 }
+
+// entityConcepts are the concepts weighted entityWeight.
+var entityConcepts = map[string]bool{"#employee": true, "#customer": true, "#company": true, "#product": true}
 
 // suffixes are the endings stem strips, longest first within a language's
 // forms: English, German, French and Spanish plurals, verb and noun endings.
