@@ -50,7 +50,8 @@ const (
 	DefaultNGramThreshold = 0.45
 )
 
-// NGramMatcher is the built-in [SemanticMatcher]: it needs no network and
+// NGramMatcher is the earlier built-in [SemanticMatcher], kept for
+// compatibility ([LexicalMatcher] is the default): it needs no network and
 // compares character n-grams. Each text is normalised (case-folded, every
 // run of characters other than letters, digits and marks made one space),
 // each word padded with a space on both sides, and cut into overlapping

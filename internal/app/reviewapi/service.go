@@ -45,7 +45,7 @@ type Config struct {
 	// Orgs authenticates keys and gives the agents' instructions.
 	Orgs *orgapi.Store
 	// Policy configures evaluation (the semantic matcher, the redaction
-	// mark). Default: policy's defaults (the built-in n-gram matcher).
+	// mark). Default: policy's defaults (the built-in lexical matcher).
 	Policy policy.Options
 	// AllowPrivateWebhooks lets webhook URLs be http and resolve to
 	// private, loopback and link-local addresses: for local use only.
