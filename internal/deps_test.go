@@ -31,6 +31,7 @@ var rules = map[string][]string{
 	"conformance":           {"spec"},
 	"policy":                {"spec"},
 	"policy/embeddings":     {"policy", "spec"},
+	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
@@ -55,7 +56,7 @@ var rules = map[string][]string{
 		"internal/app/orgapi", "internal/infra/"},
 
 	"internal/cli": {"spec", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
-		"conformance", "policy", "internal/app/", "internal/infra/"},
+		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
 	"cmd/aiusage": {"internal/cli"},
 
 	// Examples show what a user outside the module can do: public packages only.
@@ -65,6 +66,7 @@ var rules = map[string][]string{
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},
 	"internal/testkit/bench":       {},
+	"internal/testkit/embedtest":   {},
 }
 
 // testOnly are packages no test of the module may import except where

@@ -34,6 +34,10 @@
 // prefilter: the literals every match must contain are found by the same
 // automaton pass, and a pattern runs only on the parts of a message near them.
 // Semantic triggers go through a [SemanticMatcher]: the built-in
-// [NGramMatcher] compares character n-grams without any network; package
-// policy/embeddings asks an OpenAI-compatible embeddings API.
+// [LexicalMatcher] (the default) compares stemmed words and the concepts of a
+// table of policy vocabulary in English, German, French and Spanish, without
+// any network; [NGramMatcher], the earlier one, compares character n-grams;
+// package policy/embeddings asks an OpenAI-compatible embeddings API. A
+// matcher that is also a [SemanticScorer] gives each match its similarity, and
+// package policy/semeval measures matchers on a labelled set.
 package policy

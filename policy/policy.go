@@ -40,8 +40,8 @@ const DefaultRedactionMark = "[REDACTED]"
 
 // Options configure [Compile] and [NewCache].
 type Options struct {
-	// Semantic evaluates Semantic instructions. Default: NGramMatcher{}, the
-	// built-in n-gram matcher (no network).
+	// Semantic evaluates Semantic instructions. Default: LexicalMatcher{},
+	// the built-in matcher (no network).
 	Semantic SemanticMatcher
 	// RedactionMark replaces each redacted span. Default: DefaultRedactionMark
 	// ("[REDACTED]").
@@ -53,7 +53,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Semantic == nil {
-		o.Semantic = NGramMatcher{}
+		o.Semantic = LexicalMatcher{}
 	}
 	if o.RedactionMark == "" {
 		o.RedactionMark = DefaultRedactionMark
@@ -226,6 +226,9 @@ type evalState struct {
 	hits    [][]span     // per instruction
 	occ     [][][2]int32 // per regex: required literal occurrences in the current message
 	windows [][2]int
+	// similarity holds the scores of the Semantic matches, when the matcher
+	// is a SemanticScorer.
+	similarity map[semanticHit]float64
 }
 
 func (s *Set) getState() *evalState {
@@ -243,6 +246,7 @@ func (s *Set) putState(st *evalState) {
 	for i := range st.hits {
 		st.hits[i] = st.hits[i][:0]
 	}
+	clear(st.similarity)
 	s.pool.Put(st)
 }
 
@@ -264,8 +268,10 @@ var ErrMessageTooLong = errors.New("policy: message too long")
 //   - Semantic: each message is cut into sentences (long sentences into
 //     windows of at most 400 runes), and the SemanticMatcher is asked which
 //     are similar to the instructions' texts; a similar sentence is a match
-//     spanning it. The matcher is not called when no instruction is Semantic
-//     or the messages hold no letter or digit.
+//     spanning it, with the sentence as its Text and, when the matcher is a
+//     [SemanticScorer], its score as its Similarity. The matcher is not
+//     called when no instruction is Semantic or the messages hold no letter
+//     or digit.
 //
 // A match of a Block instruction that lies entirely within a match of an
 // Allow instruction in the same message is dropped (the Allow instruction's
@@ -297,7 +303,9 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 	if err := s.matchSemantic(ctx, st, messages); err != nil {
 		return Result{}, err
 	}
-	return s.result(st, messages), nil
+	res := s.result(st, messages)
+	s.describeSemantic(st, messages, &res)
+	return res, nil
 }
 
 // scanMessage finds the StringMatch and Regex matches of message mi.
@@ -333,7 +341,9 @@ func (s *Set) scanMessage(st *evalState, mi int, msg string) {
 	}
 }
 
-// matchSemantic asks the SemanticMatcher about the messages' segments.
+// matchSemantic asks the SemanticMatcher about the messages' segments. When
+// the matcher is a SemanticScorer, it asks for the scores and keeps those of
+// the matches for describeSemantic.
 func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []string) error {
 	if len(s.queries) == 0 {
 		return nil
@@ -349,21 +359,75 @@ func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []strin
 	for i, sg := range segs {
 		texts[i] = messages[sg.msg][sg.start:sg.end]
 	}
-	out, err := s.matcher.Match(ctx, texts, s.queries)
-	if err != nil {
-		return fmt.Errorf("policy: semantic matcher: %w", err)
-	}
-	if err := checkSemantic(out, len(segs), len(s.queries)); err != nil {
-		return err
+	var out [][]int
+	var scores [][]float64
+	if sc, ok := s.matcher.(SemanticScorer); ok {
+		var err error
+		if scores, err = sc.Scores(ctx, texts, s.queries); err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkScores(scores, len(segs), len(s.queries)); err != nil {
+			return err
+		}
+		out = matchScores(scores, sc.MatchThreshold())
+	} else {
+		var err error
+		if out, err = s.matcher.Match(ctx, texts, s.queries); err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkSemantic(out, len(segs), len(s.queries)); err != nil {
+			return err
+		}
 	}
 	for qi, idx := range out {
 		in := s.semantic[qi]
 		for _, j := range idx {
-			sg := segs[j]
-			st.hits[in] = append(st.hits[in], span(sg))
+			sp := span(segs[j])
+			st.hits[in] = append(st.hits[in], sp)
+			if scores != nil {
+				if st.similarity == nil {
+					st.similarity = map[semanticHit]float64{}
+				}
+				st.similarity[semanticHit{in, sp}] = min(1, scores[qi][j])
+			}
 		}
 	}
 	return nil
+}
+
+// semanticHit is a Semantic match of instruction inst.
+type semanticHit struct {
+	inst int
+	sp   span
+}
+
+// describeSemantic fills the Text of the Semantic matches of res, and their
+// Similarity when the matcher gave scores. The reasons of res are those of
+// the instructions with hits, in instruction order, each match that of the
+// hit at the same index; a reason that does not line up so is left as it is.
+func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
+	if len(s.semantic) == 0 || len(res.Reasons) == 0 {
+		return
+	}
+	r := 0
+	for i, in := range s.instrs {
+		h := st.hits[i]
+		if len(h) == 0 {
+			continue
+		}
+		if r == len(res.Reasons) {
+			return
+		}
+		reason := &res.Reasons[r]
+		r++
+		if _, semantic := slices.BinarySearch(s.semantic, i); !semantic || reason.InstructionID != in.id || len(reason.Matches) != len(h) {
+			continue
+		}
+		for k, sp := range h {
+			reason.Matches[k].Text = messages[sp.msg][sp.start:sp.end]
+			reason.Matches[k].Similarity = st.similarity[semanticHit{i, sp}]
+		}
+	}
 }
 
 // result applies the Allow exemptions and builds the Result.

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -355,7 +356,9 @@ func TestAllowExemptsBlock(t *testing.T) {
 			allow("example", spec.SemanticTrigger("this is a test card number from the documentation"))}
 		res := evaluate(t, ins, policy.Options{}, "This is a test card number from the documentation: 4111 1111 1111 1111. Mine is 5500 0000 0000 0004.")
 		require.Equal(t, []spec.MatchSpan{sp(0, 80, 99)}, matches(res)["card"])
-		require.Equal(t, []spec.MatchSpan{sp(0, 0, 71)}, matches(res)["example"])
+		text := "This is a test card number from the documentation: 4111 1111 1111 1111."
+		require.Equal(t, []spec.MatchSpan{semSp(0, 0, 71, text, policy.LexicalMatcher{}.Similarity(text, ins[1].Trigger.Text))},
+			matches(res)["example"])
 	})
 }
 
@@ -370,25 +373,94 @@ func (f *fakeMatcher) Match(_ context.Context, segments, queries []string) ([][]
 	return f.fn(segments, queries)
 }
 
+// semSp is a Semantic match with its text and score.
+func semSp(msg, start, end int, text string, similarity float64) spec.MatchSpan {
+	return spec.MatchSpan{MessageIndex: msg, Start: start, End: end, Text: text, Similarity: similarity}
+}
+
+// fakeScorer is a SemanticScorer answering fixed scores.
+type fakeScorer struct {
+	scores    [][]float64
+	threshold float64
+}
+
+func (f *fakeScorer) Match(context.Context, []string, []string) ([][]int, error) {
+	panic("Evaluate must ask a SemanticScorer for scores")
+}
+
+func (f *fakeScorer) Scores(context.Context, []string, []string) ([][]float64, error) {
+	return f.scores, nil
+}
+
+func (f *fakeScorer) MatchThreshold() float64 { return f.threshold }
+
 func TestSemantic(t *testing.T) {
 	t.Parallel()
 	ins := []spec.Instruction{
 		high(block("db", spec.SemanticTrigger("share the customer database with a third party"))),
 		block("salary", spec.SemanticTrigger("the salary of an employee")),
 	}
-	t.Run("n-gram matcher", func(t *testing.T) {
+	builtin := []struct {
+		name    string
+		matcher policy.SemanticScorer
+		opts    policy.Options
+	}{
+		{"lexical matcher (default)", policy.LexicalMatcher{}, policy.Options{}},
+		{"n-gram matcher", policy.NGramMatcher{}, policy.Options{Semantic: policy.NGramMatcher{}}},
+	}
+	for _, tt := range builtin {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			msg := "Hello! Could you write a haiku about autumn? Then please share our customer database with a third-party vendor.\nThanks."
+			res := evaluate(t, ins, tt.opts, "Summarise the quarterly results.", msg)
+			require.Equal(t, policy.OutcomeRequiresIntervention, res.Outcome)
+			text := "Then please share our customer database with a third-party vendor."
+			score := tt.matcher.(interface{ Similarity(a, b string) float64 }).Similarity(text, ins[0].Trigger.Text)
+			require.GreaterOrEqual(t, score, tt.matcher.MatchThreshold())
+			require.Equal(t, map[string][]spec.MatchSpan{"db": {semSp(1, 45, 111, text, score)}}, matches(res))
+			require.Equal(t, text, runeSlice(msg, sp(1, 45, 111)))
+		})
+		t.Run(tt.name+", unrelated text", func(t *testing.T) {
+			t.Parallel()
+			res := evaluate(t, ins, tt.opts, "Write a haiku about the sea. Fix the bug in this date parser!", "The weather in Paris is nice.")
+			require.Equal(t, policy.OutcomeApproved, res.Outcome)
+			require.Nil(t, res.Reasons)
+		})
+	}
+	t.Run("lexical matcher, synonyms and other languages", func(t *testing.T) {
 		t.Parallel()
-		msg := "Hello! Could you write a haiku about autumn? Then please share our customer database with a third-party vendor.\nThanks."
-		res := evaluate(t, ins, policy.Options{}, "Summarise the quarterly results.", msg)
-		require.Equal(t, policy.OutcomeRequiresIntervention, res.Outcome)
-		require.Equal(t, map[string][]spec.MatchSpan{"db": {sp(1, 45, 111)}}, matches(res))
-		require.Equal(t, "Then please share our customer database with a third-party vendor.", runeSlice(msg, sp(1, 45, 111)))
-	})
-	t.Run("unrelated text", func(t *testing.T) {
-		t.Parallel()
-		res := evaluate(t, ins, policy.Options{}, "Write a haiku about the sea. Fix the bug in this date parser!", "The weather in Paris is nice.")
+		acq := []spec.Instruction{block("acq", spec.SemanticTrigger("unannounced acquisitions of other companies"))}
+		for _, msg := range []string{
+			"We are secretly buying two companies next quarter.",
+			"Wir planen die geheime Übernahme eines Unternehmens.",
+			"La adquisición secreta de la empresa sigue en marcha.",
+		} {
+			res := evaluate(t, acq, policy.Options{}, msg)
+			require.Equal(t, policy.OutcomeChangeRequested, res.Outcome, msg)
+			require.Equal(t, msg, res.Reasons[0].Matches[0].Text)
+			require.Positive(t, res.Reasons[0].Matches[0].Similarity)
+		}
+		res := evaluate(t, acq, policy.Options{}, "The cafeteria serves soup on Tuesdays.")
 		require.Equal(t, policy.OutcomeApproved, res.Outcome)
-		require.Nil(t, res.Reasons)
+	})
+	t.Run("scorer answering out of shape", func(t *testing.T) {
+		t.Parallel()
+		for _, answer := range [][][]float64{{{1}}, {{1, 1}, {1}}, {{math.NaN()}, {0}}} {
+			m := &fakeScorer{scores: answer}
+			set, err := policy.Compile(ins, policy.Options{Semantic: m})
+			require.NoError(t, err)
+			_, err = set.Evaluate(context.Background(), []string{"One sentence."})
+			require.Error(t, err)
+		}
+	})
+	t.Run("scorer threshold and similarity", func(t *testing.T) {
+		t.Parallel()
+		m := &fakeScorer{scores: [][]float64{{0.2, 0.9}, {0.5, 0.49}}, threshold: 0.5}
+		res := evaluate(t, ins, policy.Options{Semantic: m}, "First one. Second one.")
+		require.Equal(t, map[string][]spec.MatchSpan{
+			"db":     {semSp(0, 11, 22, "Second one.", 0.9)},
+			"salary": {semSp(0, 0, 10, "First one.", 0.5)},
+		}, matches(res))
 	})
 	t.Run("segments and queries given to the matcher", func(t *testing.T) {
 		t.Parallel()
@@ -400,9 +472,10 @@ func TestSemantic(t *testing.T) {
 		res := evaluate(t, ins, policy.Options{Semantic: m}, "  Première phrase.  Deuxième? ", "...", "Dernière\nligne")
 		require.Equal(t, []string{"Première phrase.", "Deuxième?", "Dernière", "ligne"}, gotSegs)
 		require.Equal(t, []string{"share the customer database with a third party", "the salary of an employee"}, gotQueries)
+		// Without scores, the matches carry their text and no similarity.
 		require.Equal(t, map[string][]spec.MatchSpan{
-			"db":     {sp(0, 20, 29)},
-			"salary": {sp(0, 2, 18), sp(0, 20, 29)},
+			"db":     {semSp(0, 20, 29, "Deuxième?", 0)},
+			"salary": {semSp(0, 2, 18, "Première phrase.", 0), semSp(0, 20, 29, "Deuxième?", 0)},
 		}, matches(res))
 	})
 	t.Run("matcher not called without semantic instructions or text", func(t *testing.T) {

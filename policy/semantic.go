@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"unicode"
@@ -12,13 +13,29 @@ import (
 // query. Semantic instructions are evaluated through it: the segments are the
 // sentences of the request's messages (see [Set.Evaluate]), the queries the
 // instructions' texts. Implementations must be safe for concurrent use.
-// [NGramMatcher] is the built-in one; package policy/embeddings provides one
-// over an embeddings API.
+// [LexicalMatcher] is the built-in one (the default), [NGramMatcher] the
+// older one; package policy/embeddings provides one over an embeddings API.
 type SemanticMatcher interface {
 	// Match returns, for each query i, the indexes of the segments similar to
 	// it (out[i]), so len(out) == len(queries). An error means evaluation
 	// cannot run (the caller reports POLICY_ERROR).
 	Match(ctx context.Context, segments []string, queries []string) ([][]int, error)
+}
+
+// SemanticScorer is a [SemanticMatcher] that can also tell how similar each
+// segment is to each query. When the matcher of a [Set] is one, a Semantic
+// match carries its score ([spec.MatchSpan] Similarity), and an evaluation
+// (aiusage policy eval) can try several thresholds with one call. The
+// built-in matchers and the embeddings client implement it.
+type SemanticScorer interface {
+	SemanticMatcher
+	// Scores returns, for each query i, the similarity of each segment j to
+	// it (out[i][j]), so len(out) == len(queries) and len(out[i]) ==
+	// len(segments). Scores are at most 1; higher is more similar.
+	Scores(ctx context.Context, segments []string, queries []string) ([][]float64, error)
+	// MatchThreshold is the score at which Match reports a segment: Match
+	// answers the segments whose score is at least MatchThreshold.
+	MatchThreshold() float64
 }
 
 // Defaults of [NGramMatcher].
@@ -33,7 +50,8 @@ const (
 	DefaultNGramThreshold = 0.45
 )
 
-// NGramMatcher is the built-in [SemanticMatcher]: it needs no network and
+// NGramMatcher is the earlier built-in [SemanticMatcher], kept for
+// compatibility ([LexicalMatcher] is the default): it needs no network and
 // compares character n-grams. Each text is normalised (case-folded, every
 // run of characters other than letters, digits and marks made one space),
 // each word padded with a space on both sides, and cut into overlapping
@@ -49,23 +67,32 @@ type NGramMatcher struct {
 	Threshold float64
 }
 
-var _ SemanticMatcher = NGramMatcher{}
+var _ SemanticScorer = NGramMatcher{}
 
 // Match implements [SemanticMatcher]. It fails only when ctx is done.
 func (m NGramMatcher) Match(ctx context.Context, segments []string, queries []string) ([][]int, error) {
+	scores, err := m.Scores(ctx, segments, queries)
+	if err != nil {
+		return nil, err
+	}
+	return matchScores(scores, m.MatchThreshold()), nil
+}
+
+// Scores implements [SemanticScorer]: the cosine similarities of the n-gram
+// vectors, in [0, 1]. It fails only when ctx is done.
+func (m NGramMatcher) Scores(ctx context.Context, segments []string, queries []string) ([][]float64, error) {
 	n := m.N
 	if n <= 0 {
 		n = DefaultNGram
-	}
-	threshold := m.Threshold
-	if threshold <= 0 {
-		threshold = DefaultNGramThreshold
 	}
 	qv := make([]ngramVector, len(queries))
 	for i, q := range queries {
 		qv[i] = newNGramVector(q, n)
 	}
-	out := make([][]int, len(queries))
+	out := make([][]float64, len(queries))
+	for i := range out {
+		out[i] = make([]float64, len(segments))
+	}
 	for j, seg := range segments {
 		if j%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -74,12 +101,33 @@ func (m NGramMatcher) Match(ctx context.Context, segments []string, queries []st
 		}
 		sv := newNGramVector(seg, n)
 		for i := range qv {
-			if sv.cosine(qv[i]) >= threshold {
+			out[i][j] = sv.cosine(qv[i])
+		}
+	}
+	return out, nil
+}
+
+// MatchThreshold implements [SemanticScorer]: Threshold, or
+// DefaultNGramThreshold when it is 0.
+func (m NGramMatcher) MatchThreshold() float64 {
+	if m.Threshold <= 0 {
+		return DefaultNGramThreshold
+	}
+	return m.Threshold
+}
+
+// matchScores returns, for each query, the segments whose score reaches
+// threshold, the answer of Match from that of Scores.
+func matchScores(scores [][]float64, threshold float64) [][]int {
+	out := make([][]int, len(scores))
+	for i, row := range scores {
+		for j, s := range row {
+			if s >= threshold {
 				out[i] = append(out[i], j)
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Similarity returns the cosine similarity of the n-gram vectors of a and b
@@ -159,6 +207,19 @@ func (v ngramVector) cosine(w ngramVector) float64 {
 // longer sentence is cut into windows of at most this many runes, at spaces
 // where possible.
 const maxSegmentRunes = 400
+
+// Segments returns the segments [Set.Evaluate] gives the SemanticMatcher for
+// a message: its sentences, long ones cut into windows of at most 400 runes
+// (see segmentMessage). An evaluation of a matcher on whole messages uses it
+// to score a message as Evaluate would: by its most similar segment.
+func Segments(message string) []string {
+	segs := segmentMessage(0, message, nil)
+	out := make([]string, len(segs))
+	for i, sg := range segs {
+		out[i] = message[sg.start:sg.end]
+	}
+	return out
+}
 
 // segment is a byte span of a message given to the semantic matcher.
 type segment struct {
@@ -271,6 +332,24 @@ func hasWordRune(s string) bool {
 		}
 	}
 	return false
+}
+
+// checkScores validates a SemanticScorer's answer.
+func checkScores(out [][]float64, segments, queries int) error {
+	if len(out) != queries {
+		return fmt.Errorf("policy: semantic scorer returned %d results for %d queries", len(out), queries)
+	}
+	for _, row := range out {
+		if len(row) != segments {
+			return fmt.Errorf("policy: semantic scorer returned %d scores for %d segments", len(row), segments)
+		}
+		for _, s := range row {
+			if math.IsNaN(s) {
+				return errors.New("policy: semantic scorer returned NaN")
+			}
+		}
+	}
+	return nil
 }
 
 // checkSemantic validates a SemanticMatcher's answer.

@@ -85,6 +85,7 @@ func root() *command {
 			consumerCommand(),
 			demoCommand(),
 			mcpCommand(),
+			policyCommand(),
 			providerCommand(),
 			serviceCommand(),
 			specCommand(),

@@ -36,6 +36,7 @@ const demoTenant = "demo"
 
 type demoFlags struct {
 	serverFlags
+	embeddings             embeddingsFlags
 	databaseURL, accessLog string
 	conversations          int
 }
@@ -62,12 +63,17 @@ to try.
 While it runs, the service logs one line per request and per sync of the
 source to the file --access-log (appended to), not to the terminal, so that
 the commands stay in view; warnings and errors go to standard error too.
-Stops on SIGINT or SIGTERM.`,
+Stops on SIGINT or SIGTERM.
+
+Semantic instructions are evaluated by the built-in matcher, or by the
+embeddings endpoint at --embeddings-url as in 'service serve' (see
+docs/policy.md); the access log's first lines name the one in use.`,
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
 			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
+			f.embeddings.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
@@ -97,11 +103,16 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
+	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
+	if err != nil {
+		return err
+	}
 	serviceLog, accessLog, closeLog, err := f.serviceLogger(e.cmd, e.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
+	serviceLog.LogAttrs(ctx, slog.LevelInfo, "semantic matcher", matcherAttrs...)
 	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err
@@ -141,7 +152,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true,
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true, semantic: matcher,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)

@@ -17,6 +17,10 @@ const (
 	envSent
 	// envAccepted is a credential the command, serving, accepts from clients.
 	envAccepted
+	// envUpstream is a credential the command sends to a service it depends
+	// on, serving or not (the embeddings endpoint); no client sends it to
+	// the kit's servers and no server accepts it.
+	envUpstream
 )
 
 func (r envRole) String() string {
@@ -25,6 +29,8 @@ func (r envRole) String() string {
 		return "credential sent"
 	case envAccepted:
 		return "credential accepted"
+	case envUpstream:
+		return "credential sent upstream"
 	}
 	return "setting"
 }
@@ -79,6 +85,8 @@ var environment = []envVar{
 		"the credentials the provider accepts, separated by spaces"},
 	{"AIUSAGE_PROVIDER_TENANT_TOKENS", "tenant-token", []string{"provider serve"}, envAccepted,
 		"the credentials the provider accepts for other tenants, separated by spaces"},
+	{"AIUSAGE_EMBEDDINGS_API_KEY", "embeddings-api-key", []string{"demo", "policy eval", "service serve"}, envUpstream,
+		"the key sent to the embeddings endpoint of --embeddings-url (as Authorization: Bearer, or api-key for Azure OpenAI)"},
 	{"AIUSAGE_SECRET", "secret", []string{"webhook listen"}, envAccepted,
 		"the signing secret the listener verifies deliveries with"},
 }

@@ -100,9 +100,10 @@ func TestEnvironmentOnlyDocumented(t *testing.T) {
 
 // TestEnvironmentCredentials checks that no environment variable is both a
 // credential a command sends and one a server accepts, and that the roles of
-// the list are right: every flag holding a token or a secret that reads a
-// variable is a credential, accepted only by a serving command and sent
-// only by a client.
+// the list are right: every flag holding a token, a secret or a key that
+// reads a variable is a credential, accepted only by a serving command and
+// sent only by a client, or sent upstream (to a service the command depends
+// on) and never accepted.
 func TestEnvironmentCredentials(t *testing.T) {
 	t.Parallel()
 	roles := map[string]map[envRole][]string{}
@@ -120,7 +121,7 @@ func TestEnvironmentCredentials(t *testing.T) {
 				require.False(t, isServing, "%s: %q sends a credential but serves", v.name, c)
 			}
 		}
-		if strings.Contains(v.flag, "token") || strings.Contains(v.flag, "secret") {
+		if strings.Contains(v.flag, "token") || strings.Contains(v.flag, "secret") || strings.Contains(v.flag, "key") {
 			require.NotEqual(t, envSetting, v.role, "%s holds --%s, a credential, but is listed as a setting", v.name, v.flag)
 		}
 	}

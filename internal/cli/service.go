@@ -20,6 +20,7 @@ import (
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/policy"
 )
 
 // defaultServiceDB is the database of the oversight service, shared by
@@ -38,6 +39,7 @@ func serviceCommand() *command {
 // serviceFlags are the flags of "service serve".
 type serviceFlags struct {
 	serverFlags
+	embeddings           embeddingsFlags
 	databaseURL          string
 	allowPrivateWebhooks bool
 	reviewTimeout        time.Duration
@@ -73,6 +75,17 @@ revoked there is refused on its next request. The review-task API limits
 each organisation, all its keys together, to its plan's requests in any hour
 (a sliding window counted in the database, shared by every process).
 
+Semantic instructions are evaluated by the built-in matcher (no network),
+or, with --embeddings-url, by an OpenAI-compatible embeddings endpoint
+(OpenAI, Azure OpenAI, Ollama, vLLM ...; see docs/policy.md), its key from
+AIUSAGE_EMBEDDINGS_API_KEY; the ready line of the log names the matcher in
+use. The
+embeddings of the instructions' texts are cached in memory. When the
+endpoint fails or takes longer than --embeddings-timeout, the task stays
+pending, POST /review-tasks answers 422 POLICY_ERROR naming it, and it is
+evaluated again in the background (after 1, 2, 4 ... seconds, at most 5
+minutes apart) until the endpoint answers.
+
 Background work (source syncs, evaluation retries, webhook deliveries with
 retries, timeouts) runs on a job queue (River) in the same database: on PostgreSQL,
 several processes serving one database share it, and work queued survives a
@@ -91,6 +104,7 @@ that cannot be listened on).`,
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before it is rejected with reason timeout (organisations may set their own)")
+			f.embeddings.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -102,6 +116,10 @@ that cannot be listened on).`,
 // API until ctx ends.
 func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	log, err := f.logger(e.cmd, e.stderr)
+	if err != nil {
+		return err
+	}
+	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
 	if err != nil {
 		return err
 	}
@@ -118,19 +136,21 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{
-		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout})
+		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
-	return full.run(ctx, log, &f.serverFlags, nil, "service serving",
-		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks))
+	return full.run(ctx, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
+		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks)}, matcherAttrs...)...)
 }
 
 // serviceOptions are what "service serve" and "demo" set differently.
 type serviceOptions struct {
 	allowPrivateWebhooks bool
 	reviewTimeout        time.Duration // 0: the default
+	// semantic evaluates Semantic instructions (nil: the built-in matcher).
+	semantic policy.SemanticMatcher
 	// mounts are more routes (the demo's provider).
 	mounts []func(chi.Router)
 	// readiness adds migration components to /readyz.
@@ -165,7 +185,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, fmt.Errorf("sources: %w", err)
 	}
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Logger: log,
-		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout,
+		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic},
 		AddWorkers: src.AddWorkers, PeriodicJobs: src.PeriodicJobs()})
 	if err != nil {
 		src.Close()

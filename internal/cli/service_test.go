@@ -263,6 +263,7 @@ func TestServiceServeLogs(t *testing.T) {
 	require.Equal(t, "service serving", ready["msg"])
 	require.Equal(t, base, ready["url"])
 	require.Equal(t, dbURL, ready["database"])
+	require.Equal(t, "builtin", ready["semantic_matcher"], "without --embeddings-url, the built-in matcher")
 	require.Contains(t, logs.String(), `"msg":"request"`)
 	require.Contains(t, logs.String(), `"status":401`)
 }

@@ -43,8 +43,12 @@ type Client struct {
 	URL string
 	// Model is sent as "model".
 	Model string
-	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>".
+	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>", or in
+	// the header APIKeyHeader names.
 	APIKey string
+	// APIKeyHeader, when set, is the header that carries APIKey as it is,
+	// instead of Authorization with Bearer: "api-key" for Azure OpenAI.
+	APIKeyHeader string
 	// HTTPClient sends the requests. Default: a client with DefaultTimeout
 	// (30 s).
 	HTTPClient *http.Client
@@ -65,7 +69,7 @@ type Client struct {
 
 type queryKey struct{ model, text string }
 
-var _ policy.SemanticMatcher = (*Client)(nil)
+var _ policy.SemanticScorer = (*Client)(nil)
 
 var defaultHTTPClient = &http.Client{Timeout: DefaultTimeout}
 
@@ -73,10 +77,33 @@ var defaultHTTPClient = &http.Client{Timeout: DefaultTimeout}
 // queries not cached, in requests of at most MaxBatch texts, and returns for
 // each query the segments whose cosine similarity reaches Threshold.
 func (c *Client) Match(ctx context.Context, segments []string, queries []string) ([][]int, error) {
+	scores, err := c.Scores(ctx, segments, queries)
+	if err != nil {
+		return nil, err
+	}
+	threshold := c.MatchThreshold()
+	out := make([][]int, len(queries))
+	for i, row := range scores {
+		for j, s := range row {
+			if s >= threshold {
+				out[i] = append(out[i], j)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Scores implements [policy.SemanticScorer]: it embeds the segments and the
+// queries not cached, in requests of at most MaxBatch texts, and returns the
+// cosine similarity of each segment to each query, in [-1, 1].
+func (c *Client) Scores(ctx context.Context, segments []string, queries []string) ([][]float64, error) {
 	if c.URL == "" {
 		return nil, errors.New("embeddings: Client.URL is required")
 	}
-	out := make([][]int, len(queries))
+	out := make([][]float64, len(queries))
+	for i := range out {
+		out[i] = make([]float64, len(segments))
+	}
 	if len(segments) == 0 || len(queries) == 0 {
 		return out, nil
 	}
@@ -111,18 +138,21 @@ func (c *Client) Match(ctx context.Context, segments []string, queries []string)
 			return nil, fmt.Errorf("embeddings: embeddings of %d and %d dimensions", dim, len(v))
 		}
 	}
-	threshold := c.Threshold
-	if threshold == 0 {
-		threshold = DefaultThreshold
-	}
 	for i, q := range qvec {
 		for j, s := range svec {
-			if dot(q, s) >= threshold {
-				out[i] = append(out[i], j)
-			}
+			out[i][j] = dot(q, s)
 		}
 	}
 	return out, nil
+}
+
+// MatchThreshold implements [policy.SemanticScorer]: Threshold, or
+// DefaultThreshold when it is 0.
+func (c *Client) MatchThreshold() float64 {
+	if c.Threshold == 0 {
+		return DefaultThreshold
+	}
+	return c.Threshold
 }
 
 func (c *Client) cached(q string) []float64 {
@@ -201,7 +231,11 @@ func (c *Client) post(ctx context.Context, texts []string) ([][]float64, error) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if c.APIKey != "" {
+	switch {
+	case c.APIKey == "":
+	case c.APIKeyHeader != "":
+		req.Header.Set(c.APIKeyHeader, c.APIKey)
+	default:
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	hc := c.HTTPClient

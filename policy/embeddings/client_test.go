@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -55,6 +56,7 @@ type fakeRequest struct {
 	Model  string   `json:"model"`
 	Input  []string `json:"input"`
 	Auth   string   `json:"-"`
+	APIKey string   `json:"-"`
 	Header string   `json:"-"`
 }
 
@@ -64,7 +66,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	req.Auth, req.Header = r.Header.Get("Authorization"), r.Header.Get("Content-Type")
+	req.Auth, req.APIKey, req.Header = r.Header.Get("Authorization"), r.Header.Get("Api-Key"), r.Header.Get("Content-Type")
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	answer := f.answer
@@ -266,6 +268,54 @@ func TestMatchFailures(t *testing.T) {
 	})
 }
 
+// TestScores checks the scores against the cosine similarities of the fake
+// model's vectors, and that Match answers the scores at the threshold.
+func TestScores(t *testing.T) {
+	t.Parallel()
+	_, srv := newAPI(t)
+	c := &embeddings.Client{URL: srv.URL, Threshold: 0.5}
+	scores, err := c.Scores(context.Background(), segments, queries)
+	require.NoError(t, err)
+	require.Len(t, scores, len(queries))
+	cosine := func(a, b []float64) float64 {
+		var ab, aa, bb float64
+		for i := range a {
+			ab, aa, bb = ab+a[i]*b[i], aa+a[i]*a[i], bb+b[i]*b[i]
+		}
+		return ab / math.Sqrt(aa*bb)
+	}
+	for i, q := range queries {
+		require.Len(t, scores[i], len(segments))
+		for j, seg := range segments {
+			require.InDelta(t, cosine(embed(q), embed(seg)), scores[i][j], 1e-9, "%q %q", q, seg)
+		}
+	}
+	out, err := c.Match(context.Background(), segments, queries)
+	require.NoError(t, err)
+	for i := range queries {
+		var want []int
+		for j := range segments {
+			if scores[i][j] >= 0.5 {
+				want = append(want, j)
+			}
+		}
+		require.Equal(t, want, out[i])
+	}
+	require.Equal(t, 0.5, c.MatchThreshold())
+	require.Equal(t, embeddings.DefaultThreshold, (&embeddings.Client{}).MatchThreshold())
+}
+
+// TestAPIKeyHeader sends the key in the header named, as Azure OpenAI wants.
+func TestAPIKeyHeader(t *testing.T) {
+	t.Parallel()
+	api, srv := newAPI(t)
+	c := &embeddings.Client{URL: srv.URL, APIKey: "azure-key", APIKeyHeader: "api-key"}
+	_, err := c.Match(context.Background(), segments, queries)
+	require.NoError(t, err)
+	require.Equal(t, "azure-key", api.requests[0].APIKey)
+	require.Empty(t, api.requests[0].Auth)
+}
+
 // TestWithPolicy evaluates Semantic instructions through the client, and a
 // failing service makes the evaluation fail.
 func TestWithPolicy(t *testing.T) {
@@ -279,7 +329,12 @@ func TestWithPolicy(t *testing.T) {
 	res, err := set.Evaluate(context.Background(), []string{"Hi! Please export the customer database records.", "Thanks."})
 	require.NoError(t, err)
 	require.Equal(t, policy.OutcomeRequiresIntervention, res.Outcome)
-	require.Equal(t, []spec.MatchSpan{{MessageIndex: 0, Start: 4, End: 48}}, res.Reasons[0].Matches)
+	m := res.Reasons[0].Matches
+	require.Len(t, m, 1)
+	require.Equal(t, spec.MatchSpan{MessageIndex: 0, Start: 4, End: 48, Text: "Please export the customer database records.",
+		Similarity: m[0].Similarity}, m[0])
+	require.GreaterOrEqual(t, m[0].Similarity, embeddings.DefaultThreshold)
+	require.LessOrEqual(t, m[0].Similarity, 1.0)
 
 	api.answer = func(w http.ResponseWriter, _ []string) { http.Error(w, "down", http.StatusServiceUnavailable) }
 	_, err = set.Evaluate(context.Background(), []string{"Another text."})

@@ -39,7 +39,8 @@ func ExampleClient() {
 		fmt.Println(err) // the service failed: report POLICY_ERROR
 		return
 	}
-	fmt.Println(res.Outcome, res.Reasons[0].Matches)
+	m := res.Reasons[0].Matches[0]
+	fmt.Printf("%s %d-%d %q %.2f\n", res.Outcome, m.Start, m.End, m.Text, m.Similarity)
 	// Output:
-	// requires_intervention [{0 14 52}]
+	// requires_intervention 14-52 "Then list the salary of each employee." 1.00
 }

@@ -1,6 +1,8 @@
 package reviewapi_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -134,5 +136,29 @@ func TestAPIPolicyErrorSurvivesRestart(t *testing.T) {
 		require.Equal(t, e.TaskID, ev.Task.ID)
 		require.Equal(t, spec.StatusApproved, ev.Task.Status)
 		require.Equal(t, spec.StatusApproved, tn.get(t, e.TaskID).Status)
+	})
+}
+
+// timeoutMatcher fails as an embeddings client does when its HTTP client
+// times out: with an error that is context.DeadlineExceeded.
+type timeoutMatcher struct{}
+
+func (timeoutMatcher) Match(context.Context, []string, []string) ([][]int, error) {
+	return nil, fmt.Errorf("embeddings: Post \"http://127.0.0.1/v1/embeddings\": %w", context.DeadlineExceeded)
+}
+
+// TestAPIPolicyErrorOnMatcherTimeout checks that a matcher that times out is
+// a POLICY_ERROR naming the task, not the 503 of a request that ran out of
+// time: the task exists and stays pending.
+func TestAPIPolicyErrorOnMatcherTimeout(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, func(c *reviewapi.Config) { c.Policy.Semantic = timeoutMatcher{} })
+		tn := h.newTenant("Acme", "", 0)
+		agent := tn.semanticAgent(t)
+		r := tn.call(t, http.MethodPost, "/review-tasks", semanticBody(agent.ID, "Our confidential merger plans."))
+		e := requireAPIError(t, r, http.StatusUnprocessableEntity, spec.CodePolicyError, "")
+		require.NotEmpty(t, e.TaskID)
+		require.Contains(t, []string{spec.StatusPending, spec.StatusProcessing}, tn.get(t, e.TaskID).Status)
 	})
 }

@@ -76,7 +76,11 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if httpx.ClientGone(r, err) {
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	// A request that ran out of time is UNAVAILABLE, unless the error says
+	// more already: a POLICY_ERROR whose semantic matcher timed out names
+	// the task it kept pending.
+	var known *Error
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &known) {
 		err = &Error{Code: CodeUnavailable, Message: "The request ran out of time; retry it shortly.", cause: err}
 	}
 	e := apiError(err)

@@ -49,7 +49,7 @@ type Config struct {
 	// Administrators decide tasks. Default: a people.Store on DB.
 	People *people.Store
 	// Policy configures evaluation (the semantic matcher, the redaction
-	// mark). Default: policy's defaults (the built-in n-gram matcher).
+	// mark). Default: policy's defaults (the built-in lexical matcher).
 	Policy policy.Options
 	// AllowPrivateWebhooks lets webhook URLs be http and resolve to
 	// private, loopback and link-local addresses: for local use only.

@@ -1,0 +1,334 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aiusage/kit/policy"
+	"github.com/aiusage/kit/policy/embeddings"
+	"github.com/aiusage/kit/policy/semeval"
+)
+
+// DefaultEmbeddingsTimeout is the default of --embeddings-timeout.
+const DefaultEmbeddingsTimeout = 10 * time.Second
+
+// embeddingsFlags choose the semantic matcher of "service serve", "demo"
+// and "policy eval": the embeddings endpoint at --embeddings-url, or the
+// built-in matcher when it is not set.
+type embeddingsFlags struct {
+	url, model, apiKey, auth string
+	threshold                float64
+	timeout                  time.Duration
+}
+
+func (f *embeddingsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "embeddings-url", "", "evaluate Semantic instructions with the OpenAI-compatible embeddings endpoint at `URL` "+
+		"(the full path, e.g. http://localhost:11434/v1/embeddings) instead of the built-in matcher")
+	fs.StringVar(&f.model, "embeddings-model", "", "the embeddings `MODEL` sent with each request (needs --embeddings-url)")
+	fs.StringVar(&f.apiKey, "embeddings-api-key", "", "the `KEY` sent to the embeddings endpoint; prefer the environment variable, "+
+		"which other users cannot see")
+	fs.StringVar(&f.auth, "embeddings-auth", "auto", "how the key is sent: bearer (Authorization: Bearer KEY), api-key (api-key: KEY, "+
+		"for Azure OpenAI) or auto (api-key for hosts under .openai.azure.com or .cognitiveservices.azure.com, else bearer)")
+	fs.Float64Var(&f.threshold, "embeddings-threshold", embeddings.DefaultThreshold, "the cosine similarity in (0, 1] at which a "+
+		"sentence matches an instruction's text (needs --embeddings-url; tune it per model with 'aiusage policy eval')")
+	fs.DurationVar(&f.timeout, "embeddings-timeout", DefaultEmbeddingsTimeout, "how long one request to the embeddings endpoint may take; "+
+		"past it the evaluation fails and the task stays pending, evaluated again later")
+}
+
+// matcher returns the matcher the flags choose and the attributes that
+// describe it for the log. A bad flag is a usage error naming it.
+func (f *embeddingsFlags) matcher(cmd string) (policy.SemanticScorer, []slog.Attr, error) {
+	if f.url == "" {
+		if f.model != "" {
+			return nil, nil, usagef("%s: --embeddings-model needs --embeddings-url", cmd)
+		}
+		if f.threshold != embeddings.DefaultThreshold {
+			return nil, nil, usagef("%s: --embeddings-threshold needs --embeddings-url", cmd)
+		}
+		return policy.LexicalMatcher{}, []slog.Attr{slog.String("semantic_matcher", "builtin"),
+			slog.Float64("semantic_threshold", policy.DefaultLexicalThreshold)}, nil
+	}
+	u, err := url.Parse(f.url)
+	switch {
+	case err != nil:
+		return nil, nil, usagef("%s: --embeddings-url: %v", cmd, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, nil, usagef("%s: --embeddings-url must be an http or https URL, got %q", cmd, f.url)
+	case u.Host == "":
+		return nil, nil, usagef("%s: --embeddings-url has no host: %q", cmd, f.url)
+	case u.User != nil:
+		return nil, nil, usagef("%s: --embeddings-url must not hold credentials; set AIUSAGE_EMBEDDINGS_API_KEY", cmd)
+	}
+	if math.IsNaN(f.threshold) || f.threshold <= 0 || f.threshold > 1 {
+		return nil, nil, usagef("%s: --embeddings-threshold must be in (0, 1], got %v", cmd, f.threshold)
+	}
+	if f.timeout <= 0 {
+		return nil, nil, usagef("%s: --embeddings-timeout must be positive, got %s", cmd, f.timeout)
+	}
+	header := ""
+	switch f.auth {
+	case "bearer":
+	case "api-key":
+		header = "api-key"
+	case "auto":
+		host := strings.ToLower(u.Hostname())
+		if strings.HasSuffix(host, ".openai.azure.com") || strings.HasSuffix(host, ".cognitiveservices.azure.com") {
+			header = "api-key"
+		}
+	default:
+		return nil, nil, usagef("%s: --embeddings-auth must be bearer, api-key or auto, got %q", cmd, f.auth)
+	}
+	c := &embeddings.Client{URL: f.url, Model: f.model, APIKey: f.apiKey, APIKeyHeader: header,
+		HTTPClient: &http.Client{Timeout: f.timeout}, Threshold: f.threshold}
+	auth := "none"
+	switch {
+	case f.apiKey != "" && header != "":
+		auth = header + " header"
+	case f.apiKey != "":
+		auth = "bearer"
+	}
+	return c, []slog.Attr{slog.String("semantic_matcher", "embeddings"), slog.String("embeddings_url", u.Redacted()),
+		slog.String("embeddings_model", f.model), slog.Float64("semantic_threshold", f.threshold),
+		slog.Duration("embeddings_timeout", f.timeout), slog.String("embeddings_auth", auth)}, nil
+}
+
+func policyCommand() *command {
+	return &command{
+		name:    "policy",
+		summary: "work on how requests are evaluated against instructions",
+		subs:    []*command{policyEvalCommand()},
+	}
+}
+
+// policyEvalFlags are the flags of "policy eval".
+type policyEvalFlags struct {
+	embeddingsFlags
+	set, split, thresholds, format string
+}
+
+func policyEvalCommand() *command {
+	f := &policyEvalFlags{}
+	return &command{
+		name:    "eval",
+		summary: "measure the semantic matchers on a labelled set of instruction texts and messages",
+		long: `Scores every pair of a labelled evaluation set (the kit's own by default,
+400 pairs in English, German, French and Spanish; or the JSON Lines file
+--set) with each semantic matcher: the built-in one, and the embeddings
+endpoint when --embeddings-url is given (with the same flags and
+AIUSAGE_EMBEDDINGS_API_KEY as 'service serve'). A message's score is that of
+its most similar sentence, as the service evaluates it.
+
+For each matcher and each threshold of the sweep (--thresholds), it reports
+the pairs predicted (TP, FP, FN, TN), precision, recall and F1 on the half of
+the set --split names: tune, holdout, or all (each separately). It then
+names the threshold of best F1 on the tuning half, and what that threshold
+gives on the held-out half: the figure to trust, the pairs it was not chosen
+on.
+
+The set's format, how the kit's set was made and labelled, and how it is
+split are described in docs/policy.md.
+
+Output: a text table, or with --format json one JSON object. Exit status: 0,
+1 when a matcher fails (the embeddings endpoint unreachable), 2 for a bad
+command line or a set that does not parse.`,
+		flags: func(fs *flag.FlagSet) {
+			f.register(fs)
+			fs.StringVar(&f.set, "set", "", "the evaluation set, a JSON Lines `FILE` (default: the kit's own)")
+			fs.StringVar(&f.split, "split", "all", "the half to report: tune, holdout or all (both, each separately)")
+			fs.StringVar(&f.thresholds, "thresholds", "0.05:0.95:0.05", "the thresholds to try: FROM:TO:STEP, or a comma-separated `LIST`")
+			fs.StringVar(&f.format, "format", "text", "output format: text or json")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			return policyEval(ctx, e, f)
+		},
+	}
+}
+
+// parseThresholds reads FROM:TO:STEP or a comma-separated list, each value
+// in (0, 1].
+func parseThresholds(s string) ([]float64, error) {
+	var out []float64
+	if parts := strings.Split(s, ":"); len(parts) == 3 {
+		var v [3]float64
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a number", p)
+			}
+			v[i] = x
+		}
+		if v[2] <= 0 || v[1] < v[0] {
+			return nil, fmt.Errorf("%q: STEP must be positive and TO at least FROM", s)
+		}
+		if (v[1]-v[0])/v[2] > 1000 {
+			return nil, fmt.Errorf("%q: more than 1000 thresholds", s)
+		}
+		// Counted in steps, so that 0.05 steps do not drift.
+		for i := 0; ; i++ {
+			x := math.Round((v[0]+float64(i)*v[2])*1e9) / 1e9
+			if x > v[1]+1e-9 {
+				break
+			}
+			out = append(out, x)
+		}
+	} else {
+		for _, p := range strings.Split(s, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a number", p)
+			}
+			out = append(out, x)
+		}
+	}
+	for _, x := range out {
+		if math.IsNaN(x) || x <= 0 || x > 1 {
+			return nil, fmt.Errorf("threshold %v is not in (0, 1]", x)
+		}
+	}
+	return out, nil
+}
+
+// evalReport is the JSON output of "policy eval".
+type evalReport struct {
+	Set      string        `json:"set"`
+	Pairs    int           `json:"pairs"`
+	Matchers []evalMatcher `json:"matchers"`
+}
+
+type evalMatcher struct {
+	Name string `json:"name"`
+	// DefaultThreshold is the threshold the matcher is used at.
+	DefaultThreshold float64     `json:"defaultThreshold"`
+	Splits           []evalSplit `json:"splits"`
+	// BestOnTune is the metrics of the threshold of best F1 on the tuning
+	// half; HoldoutAtBest those of that threshold on the held-out half.
+	BestOnTune    semeval.Metrics `json:"bestOnTune"`
+	HoldoutAtBest semeval.Metrics `json:"holdoutAtBest"`
+}
+
+type evalSplit struct {
+	Split   string            `json:"split"`
+	Pairs   int               `json:"pairs"`
+	Metrics []semeval.Metrics `json:"metrics"`
+}
+
+func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return usagef("%s: --format must be text or json, got %q", e.cmd, f.format)
+	}
+	var splits []string
+	switch f.split {
+	case semeval.SplitTune, semeval.SplitHoldout:
+		splits = []string{f.split}
+	case "all":
+		splits = []string{semeval.SplitTune, semeval.SplitHoldout}
+	default:
+		return usagef("%s: --split must be tune, holdout or all, got %q", e.cmd, f.split)
+	}
+	thresholds, err := parseThresholds(f.thresholds)
+	if err != nil {
+		return usagef("%s: --thresholds: %v", e.cmd, err)
+	}
+	type named struct {
+		name      string
+		scorer    policy.SemanticScorer
+		threshold float64
+	}
+	matchers := []named{{"builtin", policy.LexicalMatcher{}, policy.DefaultLexicalThreshold},
+		{"builtin-ngram", policy.NGramMatcher{}, policy.DefaultNGramThreshold}}
+	if f.url != "" {
+		m, _, err := f.matcher(e.cmd)
+		if err != nil {
+			return err
+		}
+		matchers = append(matchers, named{"embeddings", m, m.MatchThreshold()})
+	} else if _, _, err := f.matcher(e.cmd); err != nil {
+		return err
+	}
+	setName := "builtin"
+	var pairs []semeval.Pair
+	if f.set == "" {
+		pairs, err = semeval.Default()
+	} else {
+		setName = f.set
+		var file *os.File
+		if file, err = os.Open(f.set); err != nil {
+			return usagef("%s: --set: %v", e.cmd, err)
+		}
+		pairs, err = semeval.Read(file)
+		_ = file.Close()
+	}
+	if err != nil {
+		return usagef("%s: --set %s: %v", e.cmd, setName, err)
+	}
+	rep := evalReport{Set: setName, Pairs: len(pairs)}
+	for _, m := range matchers {
+		scores, err := semeval.Scores(ctx, m.scorer, pairs)
+		if err != nil {
+			return fmt.Errorf("%s: matcher %s: %w", e.cmd, m.name, err)
+		}
+		em := evalMatcher{Name: m.name, DefaultThreshold: m.threshold}
+		half := func(split string) ([]semeval.Pair, []float64) {
+			var ps []semeval.Pair
+			var sc []float64
+			for i, p := range pairs {
+				if p.Split() == split {
+					ps, sc = append(ps, p), append(sc, scores[i])
+				}
+			}
+			return ps, sc
+		}
+		for _, split := range splits {
+			ps, sc := half(split)
+			em.Splits = append(em.Splits, evalSplit{Split: split, Pairs: len(ps), Metrics: semeval.Sweep(ps, sc, thresholds)})
+		}
+		tune, tuneScores := half(semeval.SplitTune)
+		sweep := semeval.Sweep(tune, tuneScores, thresholds)
+		best := sweep[semeval.Best(sweep)]
+		hold, holdScores := half(semeval.SplitHoldout)
+		em.BestOnTune, em.HoldoutAtBest = best, semeval.Measure(hold, holdScores, best.Threshold)
+		rep.Matchers = append(rep.Matchers, em)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeEvalText(e.stdout, rep)
+}
+
+func writeEvalText(w io.Writer, rep evalReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "set %s: %d pairs\n", rep.Set, rep.Pairs)
+	for _, m := range rep.Matchers {
+		for _, s := range m.Splits {
+			fmt.Fprintf(w, "\nmatcher %s (used at %.2f), %s half: %d pairs\n", m.Name, m.DefaultThreshold, s.Split, s.Pairs)
+			fmt.Fprintln(tw, "threshold\tTP\tFP\tFN\tTN\tprecision\trecall\tF1\t")
+			for _, x := range s.Metrics {
+				fmt.Fprintf(tw, "%.2f\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t\n", x.Threshold, x.TP, x.FP, x.FN, x.TN, x.Precision, x.Recall, x.F1)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nthreshold of best F1 on the tuning half, and what it gives on the held-out half:")
+	fmt.Fprintln(tw, "matcher\tthreshold\ttune F1\tholdout precision\tholdout recall\tholdout F1\t")
+	for _, m := range rep.Matchers {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Name, m.BestOnTune.Threshold, m.BestOnTune.F1,
+			m.HoldoutAtBest.Precision, m.HoldoutAtBest.Recall, m.HoldoutAtBest.F1)
+	}
+	return tw.Flush()
+}
