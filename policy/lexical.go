@@ -65,26 +65,7 @@ func (m LexicalMatcher) Match(ctx context.Context, segments []string, queries []
 // Scores implements [SemanticScorer]: scores in [0, 1]. It fails only when
 // ctx is done.
 func (m LexicalMatcher) Scores(ctx context.Context, segments []string, queries []string) ([][]float64, error) {
-	qv := make([]lexVector, len(queries))
-	for i, q := range queries {
-		qv[i] = newLexVector(q)
-	}
-	out := make([][]float64, len(queries))
-	for i := range out {
-		out[i] = make([]float64, len(segments))
-	}
-	for j, seg := range segments {
-		if j%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		sv := newLexVector(seg)
-		for i := range qv {
-			out[i][j] = sv.similarity(qv[i])
-		}
-	}
-	return out, nil
+	return scoreAll(ctx, segments, queries, newLexVector, lexVector.similarity)
 }
 
 // MatchThreshold implements [SemanticScorer]: Threshold, or
@@ -161,22 +142,28 @@ func lexicalWords(s string) []string {
 		case unicode.Is(unicode.Mn, r):
 			// An accent, dropped.
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			switch r = unicode.ToLower(r); r {
-			case 'ß':
-				b.WriteString("ss")
-			case 'æ':
-				b.WriteString("ae")
-			case 'œ':
-				b.WriteString("oe")
-			default:
-				b.WriteRune(r)
-			}
+			writeFolded(&b, r)
 		default:
 			flush()
 		}
 	}
 	flush()
 	return words
+}
+
+// writeFolded writes the letter or digit r lowercased, with ß, æ and œ
+// spelt out.
+func writeFolded(b *strings.Builder, r rune) {
+	switch r = unicode.ToLower(r); r {
+	case 'ß':
+		b.WriteString("ss")
+	case 'æ':
+		b.WriteString("ae")
+	case 'œ':
+		b.WriteString("oe")
+	default:
+		b.WriteRune(r)
+	}
 }
 
 // Weights of the terms of a LexicalMatcher vector.
@@ -288,18 +275,8 @@ func normaliseWords(s string) []string {
 	}) {
 		var b strings.Builder
 		for _, r := range f {
-			if unicode.Is(unicode.Mn, r) {
-				continue
-			}
-			switch r = unicode.ToLower(r); r {
-			case 'ß':
-				b.WriteString("ss")
-			case 'æ':
-				b.WriteString("ae")
-			case 'œ':
-				b.WriteString("oe")
-			default:
-				b.WriteRune(r)
+			if !unicode.Is(unicode.Mn, r) {
+				writeFolded(&b, r)
 			}
 		}
 		out = append(out, b.String())

@@ -85,9 +85,17 @@ func (m NGramMatcher) Scores(ctx context.Context, segments []string, queries []s
 	if n <= 0 {
 		n = DefaultNGram
 	}
-	qv := make([]ngramVector, len(queries))
+	vec := func(s string) ngramVector { return newNGramVector(s, n) }
+	return scoreAll(ctx, segments, queries, vec, ngramVector.cosine)
+}
+
+// scoreAll returns the similarity of each segment to each query
+// (out[query][segment]), each text made a vector once by vec. It fails only
+// when ctx is done, which it checks every 64 segments.
+func scoreAll[V any](ctx context.Context, segments, queries []string, vec func(string) V, sim func(V, V) float64) ([][]float64, error) {
+	qv := make([]V, len(queries))
 	for i, q := range queries {
-		qv[i] = newNGramVector(q, n)
+		qv[i] = vec(q)
 	}
 	out := make([][]float64, len(queries))
 	for i := range out {
@@ -99,9 +107,9 @@ func (m NGramMatcher) Scores(ctx context.Context, segments []string, queries []s
 				return nil, err
 			}
 		}
-		sv := newNGramVector(seg, n)
+		sv := vec(seg)
 		for i := range qv {
-			out[i][j] = sv.cosine(qv[i])
+			out[i][j] = sim(sv, qv[i])
 		}
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package reviewapi_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -422,20 +421,5 @@ func TestAPIReviewSettings(t *testing.T) {
 		st, err = svc.SetSettings(t.Context(), tn.org.ID, reviewapi.Settings{}, admin)
 		require.NoError(t, err)
 		require.Equal(t, reviewapi.Settings{ReviewTimeout: reviewapi.DefaultReviewTimeout, TimeoutOutcome: reviewapi.TimeoutReject, DefaultTimeout: true}, st)
-	})
-}
-
-// The review-task API gives a key no way to decide.
-func TestAPIKeysCannotDecide(t *testing.T) {
-	t.Parallel()
-	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		h := startHarness(t, db, nil)
-		tn := h.newTenant("Acme", "", 0)
-		task := tn.submit(t, "Project Falcon")
-		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch} {
-			r := tn.call(t, m, "/review-tasks/"+task.ID+"/decision", map[string]any{"decision": "approve", "reviewer": tn.reviewer.Email})
-			requireAPIError(t, r, http.StatusForbidden, spec.CodeForbidden, "")
-		}
-		require.Equal(t, task, tn.get(t, task.ID))
 	})
 }
