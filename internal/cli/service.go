@@ -58,7 +58,9 @@ func serviceServeCommand() *command {
   - the review-task API: POST/GET /review-tasks, GET /review-tasks/{id},
     POST/GET /webhooks, DELETE /webhooks/{id}. Tasks are evaluated against
     the instructions of their agent; a task waiting for a person is decided
-    with 'aiusage admin review decide', or rejected after --review-timeout;
+    by a Reviewer or Administrator of its organisation in the dashboard or
+    with 'aiusage admin review decide', or by the review timeout
+    (--review-timeout, or the organisation's own) as the organisation sets;
   - the sources of each organisation ('aiusage admin source add'), polled on
     their schedule: GET /organisations/{id}/sources lists them with their
     sync status, and /organisations/{id}/sources/{sourceId}/ serves the
@@ -103,7 +105,7 @@ that cannot be listened on).`,
 			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
-			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before it is rejected with reason timeout (organisations may set their own)")
+			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
