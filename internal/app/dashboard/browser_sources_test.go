@@ -82,6 +82,20 @@ func TestBrowserSourcesAndAudit(t *testing.T) {
 		do(t, phone, chromedp.Navigate(e.url+page.path), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 		if page.path == "/audit" {
 			do(t, phone, chromedp.Click(chromedp.CSS(`table.audit details.change summary`)))
+		} else {
+			// The form that adds a source, open, with a refusal above it.
+			do(t, phone,
+				chromedp.Click(chromedp.CSS(`details.addsource summary`)),
+				chromedp.SendKeys(chromedp.CSS(`#sname`), "Second vendor"),
+				chromedp.SendKeys(chromedp.CSS(`#surl`), "ftp://nowhere"),
+				chromedp.SendKeys(chromedp.CSS(`#stoken`), "t"),
+				chromedp.Click(chromedp.CSS(`form[action="/sources"] button[type=submit]`)),
+				chromedp.WaitVisible(chromedp.CSS(`.error`)),
+			)
+			require.Contains(t, text(t, phone, ".error"), "url must be an absolute http or https URL")
+			open, err := chromedp.Run(phone, chromedp.Evaluate[bool](`document.querySelector('details.addsource').open`))
+			require.NoError(t, err)
+			require.True(t, open, "the refused form stays open")
 		}
 		shot(t, phone, page.name)
 		overflow, err := chromedp.Run(phone, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))

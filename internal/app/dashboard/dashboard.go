@@ -110,6 +110,7 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Post("/instructions/{instructionId}", d.action(d.updateInstruction))
 				r.Post("/instructions/{instructionId}/delete", d.action(d.deleteInstruction))
 				r.Get("/sources", d.page(d.sourcesPage))
+				r.Post("/sources", d.action(d.addSource))
 				r.Post("/sources/{sourceId}/sync", d.action(d.syncSource))
 				r.Get("/audit", d.page(d.audit))
 			})

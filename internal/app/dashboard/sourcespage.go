@@ -37,6 +37,8 @@ type sourceRow struct {
 
 type sourcesData struct {
 	Sources []sourceRow
+	// Transports are the choices of the form that adds a source.
+	Transports []transportChoice
 	// Configured is false when the dashboard runs without the sources
 	// service.
 	Configured bool
@@ -45,6 +47,18 @@ type sourcesData struct {
 	SyncedID  string // the source of SyncError
 }
 
+// transportChoice is a transport offered by the form that adds a source.
+type transportChoice struct{ Value, Label string }
+
+// transports are the transports a source may use, as the form offers them.
+var transports = []transportChoice{
+	{sources.TransportREST, "REST (the provider's base address)"},
+	{sources.TransportMCP, "MCP (the provider's MCP endpoint)"},
+}
+
+// AuditSourceAdded is the audit action of a source added in the dashboard.
+const AuditSourceAdded = "source.created"
+
 // failedLast reports whether the last attempt to sync the resource failed.
 func failedLast(rs *sources.ResourceStatus) bool {
 	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
@@ -52,6 +66,7 @@ func failedLast(rs *sources.ResourceStatus) bool {
 
 func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
 	data, _ := p.Data.(sourcesData)
+	data.Transports = transports
 	if d.cfg.Sources != nil {
 		data.Configured = true
 		listed, err := d.cfg.Sources.Statuses(r.Context(), viewerOf(r).Organisation.ID)
@@ -90,11 +105,53 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 func (d *Dashboard) sourcesPage(w http.ResponseWriter, r *http.Request) error {
 	p := &pageData{}
 	q := r.URL.Query()
-	if q.Get("done") == "synced" {
+	switch q.Get("done") {
+	case "synced":
 		p.Notice = "The source is synced."
 		p.Data = sourcesData{SyncedID: q.Get("source")}
+	case "added":
+		p.Notice = "The source is added; the scheduler syncs it within a minute, or use Sync now."
 	}
 	return d.renderSources(w, r, http.StatusOK, p)
+}
+
+// addSource adds a source to the viewer's organisation, with the checks of
+// 'aiusage admin source add', and records it in the audit trail. The token
+// is never shown again, nor put back in the form after a refusal.
+func (d *Dashboard) addSource(w http.ResponseWriter, r *http.Request) error {
+	if d.cfg.Sources == nil {
+		d.errorPage(w, r, http.StatusNotFound, "This service keeps no sources.")
+		return nil
+	}
+	v := viewerOf(r)
+	f := r.PostForm
+	p := &pageData{Fields: map[string]string{"name": f.Get("name"), "transport": f.Get("transport"), "url": strings.TrimSpace(f.Get("url")),
+		"every": strings.TrimSpace(f.Get("every"))}}
+	n := sources.SourceCreate{Name: strings.TrimSpace(f.Get("name")), URL: p.Fields["url"], Token: f.Get("token"), Transport: f.Get("transport")}
+	if e := p.Fields["every"]; e != "" {
+		dur, err := time.ParseDuration(e)
+		if err != nil {
+			p.Error = "Sync every must be a duration such as 30s, 5m or 1h."
+			return d.renderSources(w, r, http.StatusBadRequest, p)
+		}
+		n.Every = dur
+	}
+	src, err := d.cfg.Sources.Add(r.Context(), v.Organisation.ID, n)
+	if msg, status, ok := clientMessage(err); ok {
+		p.Error = "The source is not added: " + strings.TrimSuffix(msg, ": "+spec.ErrInvalid.Error()) + "."
+		if status == http.StatusConflict {
+			p.Error = "The source is not added: this organisation already has a source named " + strconv.Quote(n.Name) + "."
+		}
+		return d.renderSources(w, r, status, p)
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.cfg.Orgs.RecordAudit(r.Context(), v.Organisation.ID, v.User.Actor(), AuditSourceAdded, "source", src.ID, nil, src); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/sources?done=added", http.StatusSeeOther)
+	return nil
 }
 
 // syncSource syncs a source of the viewer's organisation now, in this

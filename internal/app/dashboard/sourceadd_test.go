@@ -1,0 +1,91 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+)
+
+// An Administrator adds a source in the dashboard with the checks of the
+// command line; the token is never shown again.
+func TestSourcesAdd(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newSourcesEnv(t, db)
+		adm, rev := e.browser(), e.browser()
+		adm.signIn(t, "ada@acme.test", "/sources")
+		rev.signIn(t, "rex@acme.test", "/")
+		p := adm.get(t, "/sources")
+		require.Contains(t, p.Body, "Add a source")
+		require.Contains(t, p.Body, `<option value="mcp"`)
+
+		good := url.Values{"name": {"Vendor AI"}, "transport": {"rest"}, "url": {newProvider(t, 3)}, "token": {providerToken}, "every": {"2m"}}
+		require.Equal(t, http.StatusForbidden, rev.post(t, "/sources", good).Status)
+
+		for _, c := range []struct {
+			name   string
+			change url.Values
+			status int
+			msg    string
+		}{
+			{"no name", url.Values{"name": {" "}}, 400, "name is required"},
+			{"bad url", url.Values{"url": {"ftp://x"}}, 400, "url must be an absolute http or https URL"},
+			{"no token", url.Values{"token": {""}}, 400, "token is required"},
+			{"bad transport", url.Values{"transport": {"carrier-pigeon"}}, 400, "transport must be"},
+			{"bad every", url.Values{"every": {"often"}}, 400, "Sync every must be a duration"},
+			{"every too short", url.Values{"every": {"1s"}}, 400, "every must be at least 10s"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				form := url.Values{}
+				for k, v := range good {
+					form[k] = v
+				}
+				for k, v := range c.change {
+					form[k] = v
+				}
+				p := adm.post(t, "/sources", form)
+				require.Equal(t, c.status, p.Status, p.Body)
+				require.Contains(t, p.Body, c.msg)
+				require.NotContains(t, p.Body, providerToken, "the token is not put back in the form")
+			})
+		}
+		listed, err := e.src.List(t.Context(), e.org.ID)
+		require.NoError(t, err)
+		require.Empty(t, listed, "nothing added by a refused form")
+
+		p = adm.post(t, "/sources", good)
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		require.Equal(t, "/sources?done=added", p.location())
+		page := adm.get(t, p.location()).Body
+		require.Contains(t, page, "The source is added")
+		require.Contains(t, page, "Vendor AI")
+		require.NotContains(t, page, providerToken)
+		listed, err = e.src.List(t.Context(), e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, listed, 1)
+		require.Equal(t, 2*time.Minute, listed[0].Every)
+		require.Equal(t, providerToken, listed[0].Token)
+
+		p = adm.post(t, "/sources", good)
+		require.Equal(t, http.StatusConflict, p.Status)
+		require.Contains(t, p.Body, "already has a source named")
+
+		audit, err := e.orgs.Audit(t.Context(), e.org.ID, 0, 100)
+		require.NoError(t, err)
+		var added int
+		for _, a := range audit {
+			if a.Action == dashboard.AuditSourceAdded {
+				added++
+				require.Equal(t, e.admin.ID, a.Actor.ID)
+				require.NotContains(t, string(a.After), providerToken)
+			}
+		}
+		require.Equal(t, 1, added)
+	})
+}
