@@ -36,8 +36,10 @@ var rules = map[string][]string{
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
+	"provider/export":       {"provider", "spec"},
 	"consumer":              {"provider", "spec"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
+	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec"},
 
 	"internal/infra/httpx":           {"spec"},
