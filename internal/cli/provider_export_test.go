@@ -82,3 +82,38 @@ func TestProviderExportUsageErrors(t *testing.T) {
 		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }
+
+func TestConsumerSyncFromExport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "provider.db")
+	db, err := sqldb.Open(ctx, dbURL)
+	require.NoError(t, err)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
+	require.NoError(t, err)
+	require.NoError(t, demodata.Fill(ctx, demodata.Config{Seed: 5, Conversations: 25, Tenant: "acme"}, "acme", src))
+	require.NoError(t, db.Close())
+	out := filepath.Join(t.TempDir(), "export")
+	res := runCLI(t, "", nil, "provider", "export", "--database-url", dbURL, "--out", out, "--tenant", "acme")
+	require.Equal(t, 0, res.code, res.stderr)
+
+	store := "sqlite:" + filepath.Join(t.TempDir(), "consumer.db")
+	res = runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "conversations: 25 records")
+	assert.Contains(t, res.stderr, "1 full walk(s)")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--url", "relative/dir"}, "relative"},
+		{[]string{"--url", out, "--token", "t"}, "takes no token"},
+		{[]string{"--url", out, "--api-key-header"}, "--api-key-header applies to --transport rest only"},
+	} {
+		args := append([]string{"consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export"}, tc.args...)
+		res := runCLI(t, "", nil, args...)
+		assert.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
+		assert.Contains(t, res.stderr, tc.want, "%v", args)
+	}
+}
