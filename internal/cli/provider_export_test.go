@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -115,5 +116,68 @@ func TestConsumerSyncFromExport(t *testing.T) {
 		res := runCLI(t, "", nil, args...)
 		assert.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
 		assert.Contains(t, res.stderr, tc.want, "%v", args)
+	}
+}
+
+func TestConformanceExport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "provider.db")
+	db, err := sqldb.Open(ctx, dbURL)
+	require.NoError(t, err)
+	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
+	require.NoError(t, err)
+	require.NoError(t, demodata.Fill(ctx, demodata.Config{Seed: 6, Conversations: 40, Tenant: "acme"}, "acme", src))
+	require.NoError(t, db.Close())
+	out := filepath.Join(t.TempDir(), "export")
+	res := runCLI(t, "", nil, "provider", "export", "--database-url", dbURL, "--out", out, "--tenant", "acme")
+	require.Equal(t, 0, res.code, res.stderr)
+
+	res = runCLI(t, "", nil, "conformance", "export", out, "--format", "json", "--quiet")
+	require.Equal(t, 0, res.code, res.stderr+res.stdout)
+	var rep struct {
+		Results []struct{ ID, Status string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep))
+	ids := map[string]bool{}
+	for _, r := range rep.Results {
+		ids[r.ID] = true
+		assert.Contains(t, []string{"PASS", "SKIP"}, r.Status, r.ID)
+	}
+	assert.True(t, ids["EXP-01"] && ids["EXP-09"], "%v", ids)
+
+	// A corrupt file: exit 1, the file named.
+	sets, err := export.Sets(out)
+	require.NoError(t, err)
+	name := filepath.Join(out, sets[0].ID, "events.ndjson.gz")
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 1
+	require.NoError(t, os.WriteFile(name, b, 0o644))
+	res = runCLI(t, "", nil, "conformance", "export", out)
+	assert.Equal(t, ExitFailure, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "EXP-03")
+	assert.Contains(t, res.stdout, sets[0].ID+"/events.ndjson.gz")
+	res = runCLI(t, "", nil, "conformance", "export", out, "--skip", "EXP-03,EXP-04")
+	assert.Equal(t, 0, res.code, res.stdout)
+
+	res = runCLI(t, "", nil, "conformance", "export", "--list")
+	assert.Equal(t, 0, res.code)
+	assert.Contains(t, res.stdout, "EXP-09")
+	assert.NotContains(t, res.stdout, "PAGE-01")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"conformance", "export"}, "want one DIR or URL"},
+		{[]string{"conformance", "exports", out}, "the only one is 'export DIR|URL'"},
+		{[]string{"conformance", "export", out, "--rate", "3"}, "--rate do(es) not apply"},
+		{[]string{"conformance", "export", filepath.Join(out, "nope")}, "export unreadable"},
+		{[]string{"conformance", "export", out, "--only", "PAGE-01"}, "unknown export check id"},
+	} {
+		res := runCLI(t, "", nil, tc.args...)
+		assert.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }
