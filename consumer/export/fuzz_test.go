@@ -1,8 +1,14 @@
 package export
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aiusage/kit/consumer"
@@ -94,6 +100,49 @@ func FuzzDecodeCursor(f *testing.F) {
 					t.Fatalf("accepted set id %q", id)
 				}
 			}
+		}
+	})
+}
+
+// FuzzVerify feeds verify files whose manifest entry matches their bytes:
+// whatever the content, it returns an error or lines that are exactly the
+// newline-terminated, non-empty lines of the decompressed file.
+func FuzzVerify(f *testing.F) {
+	for _, plain := range []string{"", "{}\n", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", "no newline", "\n", "a\n\nb\n"} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write([]byte(plain))
+		_ = zw.Close()
+		f.Add(buf.Bytes(), int64(strings.Count(plain, "\n")))
+	}
+	f.Add([]byte("not gzip"), int64(0))
+	f.Fuzz(func(t *testing.T, b []byte, records int64) {
+		sum := sha256.Sum256(b)
+		file := &spec.ExportFile{Resource: "events", Path: "events.ndjson.gz", Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), Records: records}
+		lines, err := verify(b, file)
+		if err != nil {
+			return
+		}
+		if int64(len(lines)) != records {
+			t.Fatalf("%d lines for %d records", len(lines), records)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("accepted a file that is not gzip: %v", err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("accepted a broken gzip stream: %v", err)
+		}
+		var joined []byte
+		for _, l := range lines {
+			if len(l) == 0 || bytes.IndexByte(l, '\n') >= 0 {
+				t.Fatalf("line %q", l)
+			}
+			joined = append(append(joined, l...), '\n')
+		}
+		if !bytes.Equal(joined, plain) {
+			t.Fatal("the lines are not the file")
 		}
 	})
 }

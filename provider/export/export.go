@@ -236,8 +236,8 @@ func latestFull(sets []spec.ExportManifest) *spec.ExportManifest {
 	return nil
 }
 
-// removeUnpublished removes the set directories that have no manifest: what
-// an interrupted write left.
+// removeUnpublished removes the set directories that have no manifest and
+// the temporary index files: what an interrupted write left.
 func (x *Exporter) removeUnpublished(sets []spec.ExportManifest) error {
 	entries, err := os.ReadDir(x.cfg.Dir)
 	if err != nil {
@@ -248,6 +248,13 @@ func (x *Exporter) removeUnpublished(sets []spec.ExportManifest) error {
 		published[m.ID] = true
 	}
 	for _, e := range entries {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), "."+spec.ExportIndexName+".") && strings.HasSuffix(e.Name(), ".tmp") {
+			// A temporary index left by a crash before its rename.
+			if err := os.Remove(filepath.Join(x.cfg.Dir, e.Name())); err != nil {
+				return fmt.Errorf("export: remove %s: %w", e.Name(), err)
+			}
+			continue
+		}
 		if !e.IsDir() || spec.CheckExportSetID(e.Name()) != nil || published[e.Name()] {
 			continue
 		}

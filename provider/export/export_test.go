@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,6 +306,8 @@ func TestInterruptedWriteIsNoSet(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, partial), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, partial, "conversations.ndjson.gz"), []byte("partial"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, partial, ".manifest.json.123.tmp"), []byte("{"), 0o644))
+	// A crash before the index's rename leaves its temporary file.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".index.json.456.tmp"), []byte("{"), 0o644))
 	sets, err := export.Sets(dir)
 	require.NoError(t, err)
 	require.Len(t, sets, 1, "a directory without manifest is not a set")
@@ -316,6 +319,8 @@ func TestInterruptedWriteIsNoSet(t *testing.T) {
 	assert.Equal(t, first.ID, next.Previous)
 	_, err = os.Stat(filepath.Join(dir, partial))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the interrupted write's directory is removed")
+	_, err = os.Stat(filepath.Join(dir, ".index.json.456.tmp"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the temporary index is removed")
 }
 
 func TestBadManifestIsAnErrorNamingIt(t *testing.T) {
@@ -390,4 +395,39 @@ func TestResourceNotHeldHasNoFile(t *testing.T) {
 	require.Len(t, m.Files, 1)
 	assert.Equal(t, "conversations", m.Files[0].Resource)
 	assert.Equal(t, w.rest(t, "/conversations", url.Values{}), readFile(t, dir, m, "conversations"))
+}
+
+func TestRunWritesUntilCancelled(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := w.now
+	x, err := export.New(w.src, export.Config{Dir: dir, Tenant: tenant, FullEvery: 3 * time.Hour, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(30 * time.Minute) // every reading of the clock moves it on
+		return now
+	}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var kinds []string
+	var prunedAny bool
+	err = x.Run(ctx, time.Millisecond, time.Hour, func(m spec.ExportManifest, pruned []string, err error) {
+		require.NoError(t, err)
+		kinds = append(kinds, m.Kind)
+		prunedAny = prunedAny || len(pruned) > 0
+		if len(kinds) == 6 {
+			cancel()
+		}
+	})
+	require.NoError(t, err, "Run ends without error when its context does")
+	assert.Len(t, kinds, 6)
+	assert.Equal(t, "full", kinds[0])
+	assert.Contains(t, kinds[1:], "full", "a full set again once the latest is FullEvery old")
+	assert.True(t, prunedAny, "sets older than keep before the latest full set are pruned")
+	sets, err := export.Sets(dir)
+	require.NoError(t, err)
+	assert.Equal(t, spec.ExportFull, sets[0].Kind, "what remains starts with a full set")
+	assert.ErrorContains(t, x.Run(context.Background(), 0, 0, nil), "interval must be positive")
 }
