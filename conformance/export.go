@@ -208,6 +208,7 @@ func (x *exportRun) get(ctx context.Context, rel string) ([]byte, error) {
 	if x.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+x.cfg.Token)
 	}
+	req.Header.Set("Accept-Encoding", "identity") // the checksums are of the stored bytes
 	res, err := x.cfg.Client.Do(req)
 	if err != nil {
 		return nil, err

@@ -162,6 +162,10 @@ func (h *httpLocation) once(ctx context.Context, u string) (b []byte, retry bool
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
 	req.Header.Set("User-Agent", "aiusage-consumer")
+	// The checksums are of the stored bytes: ask for them as stored, so
+	// that a server which labels a .gz file Content-Encoding: gzip does not
+	// have the transport decompress it.
+	req.Header.Set("Accept-Encoding", "identity")
 	res, err := h.client.Do(req)
 	if err != nil {
 		return nil, true, fmt.Errorf("%w: %w", provider.ErrUnavailable, err)

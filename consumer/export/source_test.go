@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,4 +210,25 @@ func TestPagesWalkEveryRecordOnce(t *testing.T) {
 	// The full set is older than since: only the increment is read, and
 	// it holds exactly what REST answers for the filter.
 	assert.ElementsMatch(t, rest, changed)
+}
+
+// TestHTTPContentEncodingGzip serves the .gz files labelled
+// Content-Encoding: gzip, as object stores configured for browsers do: the
+// Source still receives, and verifies, the stored bytes.
+func TestHTTPContentEncodingGzip(t *testing.T) {
+	t.Parallel()
+	w, _ := oneSet(t)
+	files := http.FileServer(http.Dir(w.dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".gz") {
+			rw.Header().Set("Content-Encoding", "gzip")
+		}
+		files.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	src, err := export.New(export.Config{URL: srv.URL})
+	require.NoError(t, err)
+	p, err := src.Fetch(context.Background(), consumer.Conversations, consumer.Query{Limit: 1000})
+	require.NoError(t, err)
+	assert.Len(t, p.Records, len(w.want(consumer.Conversations)))
 }
