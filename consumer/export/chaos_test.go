@@ -482,3 +482,86 @@ func TestHTTPTokenRefused(t *testing.T) {
 	assert.ErrorIs(t, err, provider.ErrUnauthorized)
 	assert.True(t, strings.Contains(err.Error(), "index.json"), err.Error())
 }
+
+// TestChaosRandomRounds runs rounds of changes, sets and faults drawn at
+// random (a corrupt file repaired later, a lost increment, a sync killed
+// after a few pages, pruning, a full set now and then), syncing after
+// each; nothing is ever stored twice, and once the provider writes a full
+// set and the files are whole again, the store equals the provider.
+func TestChaosRandomRounds(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		seed := uint64(21)
+		if db.Dialect == sqldb.Postgres {
+			seed = 22
+		}
+		w := newWorld(t, seed, 80)
+		store := openStore(t, db)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		sy := w.newSyncer(store, w.dir, 1+rng.IntN(60), nil)
+		w.publish(pexport.Full)
+		w.firstSync = w.now
+		sy.ok("first sync")
+		type repair struct {
+			name string
+			good []byte
+		}
+		var broken []repair
+		for round := range 15 {
+			w.mutate(10 + rng.IntN(40))
+			k := pexport.Auto
+			if rng.IntN(6) == 0 {
+				k = pexport.Full
+			}
+			m := w.publish(k)
+			switch x := rng.IntN(10); {
+			case x < 2: // a file of the new set corrupt
+				f := m.Files[rng.IntN(len(m.Files))]
+				name := filepath.Join(w.dir, m.ID, f.Path)
+				good, err := os.ReadFile(name)
+				require.NoError(t, err)
+				bad := bytes.Clone(good)
+				bad[rng.IntN(len(bad))] ^= byte(1 + rng.IntN(255))
+				require.NoError(t, os.WriteFile(name, bad, 0o644))
+				broken = append(broken, repair{name, good})
+			case x < 3 && m.Kind == spec.ExportIncrement: // the new increment lost
+				require.NoError(t, os.Remove(filepath.Join(w.dir, m.ID, spec.ExportManifestName)))
+			case x < 5: // a sync killed after a few pages
+				ctx, cancel := context.WithCancel(context.Background())
+				pages, stop := 0, 1+rng.IntN(4)
+				killed := w.newSyncer(store, w.dir, 1+rng.IntN(30), func(consumer.PageProgress) {
+					if pages++; pages == stop {
+						cancel()
+					}
+				})
+				_, _ = killed.poller.SyncOnce(ctx)
+				cancel()
+			case x < 6:
+				_, err := w.x.Prune(time.Duration(1+rng.IntN(30)) * time.Minute)
+				require.NoError(t, err)
+			}
+			res := sy.sync() // may fail on a corrupt file: the next rounds go on
+			for _, rr := range res.Resources {
+				if rr.Err != nil {
+					require.ErrorIs(t, rr.Err, export.ErrCorrupt, "round %d: %s", round, rr.Resource)
+				}
+			}
+			for _, r := range consumer.Resources {
+				stored(t, store, r) // fails on a record stored twice
+			}
+			if len(broken) > 0 && rng.IntN(3) == 0 {
+				for _, b := range broken {
+					require.NoError(t, os.WriteFile(b.name, b.good, 0o644))
+				}
+				broken = nil
+			}
+		}
+		for _, b := range broken {
+			require.NoError(t, os.WriteFile(b.name, b.good, 0o644))
+		}
+		w.mutate(20)
+		w.publish(pexport.Full)
+		sy.ok("the last sync")
+		w.sameAll("after random rounds", store)
+	})
+}
