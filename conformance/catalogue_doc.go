@@ -287,8 +287,64 @@ func WriteCatalogueMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- **Rule:** %s\n", escapeMarkdown(c.Rule))
 		}
 	}
+	b.WriteString(catalogueDocExport)
+	fmt.Fprintf(&b, "| id | level | title |\n|---|---|---|\n")
+	for _, c := range ExportCatalogue {
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Level, escapeMarkdownCell(c.Title))
+	}
+	for _, c := range ExportCatalogue {
+		fmt.Fprintf(&b, "\n#### %s\n\n", c.ID)
+		fmt.Fprintf(&b, "%s: %s\n\n", c.Level, escapeMarkdown(c.Title))
+		fmt.Fprintf(&b, "- **Reads:** %s\n", escapeMarkdown(c.Sends))
+		fmt.Fprintf(&b, "- **Requires:** %s\n", escapeMarkdown(c.Requires))
+		fmt.Fprintf(&b, "- **Rule:** %s\n", escapeMarkdown(c.Rule))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+const catalogueDocExport = `
+## Scheduled exports
+
+A provider may publish a scheduled export instead of, or beside, the REST interface: sets of
+gzip-compressed NDJSON files with manifests, described in [Scheduled exports](export.md).
+aiusage conformance export DIR|URL checks one, from a directory or over HTTP (with --token sent as a
+bearer token); conformance.RunExport does the same in Go. It reads index.json, every manifest it lists
+and every file they name, and reports with the same statuses, levels, report formats, baselines and
+exit codes as the checks of the interface (--only, --skip and --baseline take the EXP ids; --list
+with export prints them). Each result's endpoint is the file it is about.
+
+`
+
+// WriteExportCatalogueText writes the checks of [ExportCatalogue] for a
+// terminal, as [WriteCatalogueText] writes those of the interface.
+func WriteExportCatalogueText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d checks of a scheduled export.\n", len(ExportCatalogue))
+	b.WriteString("MUST fails the run; SHOULD warns (and fails it with --strict); INFO only reports.\n")
+	writeChecksText(&b, ExportCatalogue, "reads:")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeChecksText writes checks as WriteCatalogueText does, the field of
+// Sends labelled sends.
+func writeChecksText(b *strings.Builder, checks []Check, sends string) {
+	const width, indent = 100, "    "
+	for _, c := range checks {
+		fmt.Fprintf(b, "\n%-8s %-6s %s\n", c.ID, c.Level, c.Title)
+		for _, field := range [][2]string{{sends, c.Sends}, {"requires:", c.Requires}, {"rule:", c.Rule}} {
+			head := indent + fmt.Sprintf("%-10s", field[0])
+			pad := strings.Repeat(" ", len(head))
+			for i, line := range wrapWords(field[1], width-len(head)) {
+				if i == 0 {
+					b.WriteString(head + line + "\n")
+				} else {
+					b.WriteString(pad + line + "\n")
+				}
+			}
+		}
+	}
 }
 
 // WriteCatalogueText writes the catalogue for a terminal: per check, its

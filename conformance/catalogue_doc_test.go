@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,4 +148,34 @@ func TestWrapWords(t *testing.T) {
 	require.Equal(t, []string{"a b", "c"}, wrapWords("a b c", 3))
 	require.Equal(t, []string{"abcdefgh", "a"}, wrapWords("abcdefgh a", 4), "a long word gets its own line")
 	require.Equal(t, []string{"é é", "é"}, wrapWords("é é é", 3), "widths count characters, not bytes")
+}
+
+// TestExportCatalogueEntries holds the export checks to the rules of the
+// interface's: ids EXP-NN in order, a level, sentences, and a rule that
+// quotes the specification or labels the kit's decision.
+func TestExportCatalogueEntries(t *testing.T) {
+	t.Parallel()
+	for i, c := range ExportCatalogue {
+		require.Equal(t, fmt.Sprintf("EXP-%02d", i+1), c.ID, "export checks are numbered in order")
+		require.Contains(t, []Level{LevelMust, LevelShould, LevelInfo}, c.Level, c.ID)
+		for name, v := range map[string]string{"Title": c.Title, "Sends": c.Sends, "Requires": c.Requires, "Rule": c.Rule} {
+			require.NotEmpty(t, strings.TrimSpace(v), "%s: %s is empty", c.ID, name)
+			require.Equal(t, strings.Join(strings.Fields(v), " "), v, "%s: %s has stray spaces", c.ID, name)
+			for _, bad := range catalogueForbidden {
+				require.NotContains(t, v, bad, "%s: %s refers to a text users do not have", c.ID, name)
+			}
+		}
+		require.False(t, strings.HasSuffix(c.Title, "."), "%s: a title is not a sentence", c.ID)
+		require.True(t, strings.HasSuffix(c.Sends, ".") && strings.HasSuffix(c.Requires, "."), c.ID)
+		require.True(t, strings.HasPrefix(c.Rule, `"`) || strings.HasPrefix(c.Rule, "Kit decision: "), c.ID)
+		require.Zero(t, strings.Count(c.Rule, `"`)%2, "%s: the rule's quotes are balanced", c.ID)
+		for _, r := range Catalogue {
+			require.NotEqual(t, r.ID, c.ID)
+		}
+	}
+	var b strings.Builder
+	require.NoError(t, WriteExportCatalogueText(&b))
+	for _, c := range ExportCatalogue {
+		require.Contains(t, b.String(), c.ID)
+	}
 }

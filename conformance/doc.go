@@ -40,6 +40,11 @@
 // Any other provider runs the same suite with the command
 // aiusage conformance --url URL --token TOKEN.
 //
+// A provider's scheduled export (gzip NDJSON sets with manifests, read from
+// a directory or over HTTP) has checks of its own, [ExportCatalogue], run
+// by [RunExport] and by aiusage conformance export DIR|URL, with the same
+// [Report].
+//
 // docs/conformance.md in the repository describes the suite for its users:
 // how to run it, levels, statuses and exit codes, walks, baselines, report
 // formats, and every check. It is generated from [Catalogue] by

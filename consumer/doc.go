@@ -3,7 +3,8 @@
 //
 // A [Source] is a transport to one provider; [Client] is the REST one (with
 // retries, backoff, Retry-After and problem bodies mapped back to the error
-// kinds of package provider). A [Store] keeps the records, checkpoints and
+// kinds of package provider); consumer/export reads a provider's scheduled
+// export instead. A [Store] keeps the records, checkpoints and
 // leases; consumer/sqlstore implements it on SQLite and PostgreSQL, and also
 // serves the collected records as a provider.DataSource.
 //

@@ -66,8 +66,9 @@ type Page struct {
 }
 
 // Source is a transport to one provider: the sync engine asks it for pages
-// and never learns how they travel. [Client] is the REST transport; MCP and
-// NDJSON export files are further implementations.
+// and never learns how they travel. [Client] is the REST transport;
+// mcp.Source reads a provider's MCP tools and consumer/export its scheduled
+// export of NDJSON files.
 //
 // Fetch returns the page of r that q selects. Errors carry the kinds of the
 // provider package (provider.ErrInvalid for a rejected request or cursor,

@@ -36,8 +36,10 @@ var rules = map[string][]string{
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
+	"provider/export":       {"provider", "spec"},
 	"consumer":              {"provider", "spec"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
+	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec"},
 
 	"internal/infra/httpx":           {"spec"},
@@ -52,10 +54,10 @@ var rules = map[string][]string{
 	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
-	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
+	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 
-	"internal/cli": {"spec", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
+	"internal/cli": {"spec", "provider", "provider/sqlsource", "provider/export", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
 	"cmd/aiusage": {"internal/cli"},
 

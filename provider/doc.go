@@ -23,5 +23,7 @@
 // [RawSource] lets the Handler write pages from stored JSON without
 // re-encoding; [Writer] is how the kit's own sources (provider/memsource,
 // provider/sqlsource) take data in. provider/providertest checks any
-// DataSource against the behaviour the kit's sources pass.
+// DataSource against the behaviour the kit's sources pass, and
+// provider/export writes any DataSource as a scheduled export of NDJSON
+// files, for consumers that read files rather than call the interface.
 package provider

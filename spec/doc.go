@@ -3,7 +3,8 @@
 // (conversations, usage buckets, assistants, events and their list envelope),
 // the organisation API (organisations, agents, instructions) and the
 // review-task API (review tasks, webhooks), with the two error bodies
-// ([Problem] and [ReviewError]).
+// ([Problem] and [ReviewError]), and the manifest and index of a scheduled
+// export of the AI usage data interface ([ExportManifest], [ExportIndex]).
 //
 // It provides three things:
 //

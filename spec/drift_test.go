@@ -61,6 +61,8 @@ func wirePairs() []wirePair {
 		{schema: "webhook-list", typ: typeOf[spec.WebhookList](), values: []any{spec.WebhookList{Data: []spec.Webhook{fullWebhook()}}}, goOnly: []string{"/data/*/secret"}},
 		{schema: "webhook-delivery", typ: typeOf[spec.WebhookDelivery](), values: []any{fullWebhookDelivery()}},
 		{schema: "review-error", typ: typeOf[spec.ReviewError](), values: []any{fullReviewError()}},
+		{schema: "export-manifest", typ: typeOf[spec.ExportManifest](), values: []any{fullExportManifest()}},
+		{schema: "export-index", typ: typeOf[spec.ExportIndex](), values: []any{fullExportIndex()}},
 	}
 }
 
@@ -522,6 +524,11 @@ var requiredExceptions = map[string]string{
 	"Trigger.Text":    "required only for a Semantic trigger",
 	"Trigger.Pattern": "required only for a Regex trigger",
 	"Trigger.Values":  "required only for a StringMatch trigger",
+	// A full set has no previous set to follow and no lower bound; an
+	// increment has both, which the writer sets and the schema's if/then
+	// requires.
+	"ExportManifest.Previous": "required only for an increment",
+	"ExportManifest.From":     "required only for an increment",
 }
 
 func TestRequiredPropertiesNeverOmitted(t *testing.T) {

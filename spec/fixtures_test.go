@@ -372,3 +372,23 @@ func conversationPage(n int) spec.List[spec.Conversation] {
 	}
 	return page
 }
+
+func fullExportManifest() spec.ExportManifest {
+	return spec.ExportManifest{
+		Format: spec.ExportFormat, ID: "000000000042-20260309T101500123Z", Sequence: 42, Kind: spec.ExportIncrement,
+		Previous: "000000000041-20260309T091500045Z", CreatedAt: ts("2026-03-09T10:15:00.123Z"),
+		From: ts("2026-03-09T09:10:00.045Z"), To: ts("2026-03-09T10:15:00.123Z"), Tenant: "acme",
+		Files: []spec.ExportFile{{
+			Resource: "usage", Path: "usage.ndjson.gz", Records: 407, Bytes: 9120,
+			SHA256: "a4e624d686e03ed2767c0abd85c14426b0b1157d2ce81d27bb4fe4f6f01d688a",
+			Usage: &spec.ExportUsageWindow{StartAt: ts("2026-03-07T09:00:00.000Z"), EndAt: ts("2026-03-09T11:00:00.000Z"),
+				Granularity: spec.GranularityHour, GroupBy: spec.Dimensions},
+		}},
+	}
+}
+
+func fullExportIndex() spec.ExportIndex {
+	return spec.ExportIndex{Format: spec.ExportFormat, UpdatedAt: ts("2026-03-09T10:15:01.002Z"), Sets: []spec.ExportIndexSet{
+		{ID: "000000000042-20260309T101500123Z", Sequence: 42, Kind: spec.ExportIncrement, Manifest: "000000000042-20260309T101500123Z/manifest.json"},
+	}}
+}

@@ -240,6 +240,11 @@ func TestOpenAPIReachesEverySchema(t *testing.T) {
 	}
 	var unused []string
 	for _, s := range spec.Schemas() {
+		// The scheduled export's files are static documents, not operations
+		// of an HTTP interface (docs/export.md).
+		if strings.HasPrefix(s, "export-") {
+			continue
+		}
 		if !used[s] {
 			unused = append(unused, s)
 		}

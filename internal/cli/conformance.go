@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,7 +29,8 @@ func conformanceCommand() *command {
 	f := &conformanceFlags{}
 	return &command{
 		name:    "conformance",
-		summary: "check a provider of the AI usage data interface against the specification",
+		summary: "check a provider of the AI usage data interface, or its scheduled export, against the specification",
+		args:    "[export DIR|URL]",
 		long: `Runs the conformance suite against the provider at --url, black-box, over
 HTTP: any provider, in any language. docs/conformance.md describes every check;
 --list prints the same catalogue. Checks that need a token without the
@@ -40,7 +42,15 @@ Exit status: 0 when no MUST check fails (nor a SHOULD check with --strict),
 1 when one does, 2 when the provider cannot be reached or the configuration
 is wrong. A baseline file lists check ids expected to fail, one per line
 (# starts a comment): their failures do not fail the run, and an entry that
-no longer fails is reported as stale.`,
+no longer fails is reported as stale.
+
+'aiusage conformance export DIR|URL' checks a scheduled export instead
+(docs/export.md): index.json, every manifest and every file, from a directory
+or over http(s) (--token, when given, is sent as a bearer token), with the
+checks EXP-01 to EXP-09, the same report formats, baselines and exit codes
+(2: the export cannot be read at all). --list with export prints those checks.
+--url, --token-without-usage, --other-tenant-token, --resources, --rate,
+--page-cap and --wait do not apply to an export.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` that reads everything (required)")
@@ -61,7 +71,10 @@ no longer fails is reported as stale.`,
 			fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each request")
 			fs.DurationVar(&f.wait, "wait", 5*time.Second, "wait up to `DURATION` for a provider that cannot be reached yet (0: do not wait)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+			if len(args) > 0 {
+				return runConformanceExport(ctx, e, fs, f, args)
+			}
 			return runConformance(ctx, e, f)
 		},
 	}
@@ -121,6 +134,69 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		}
 		return usagef("%v", err)
 	}
+	return writeConformanceReport(e, f, rep)
+}
+
+// runConformanceExport runs 'aiusage conformance export DIR|URL'.
+func runConformanceExport(ctx context.Context, e *env, fs *flag.FlagSet, f *conformanceFlags, args []string) error {
+	if args[0] != "export" {
+		return usagef("%s: unknown argument %q: the only one is 'export DIR|URL'", e.cmd, args[0])
+	}
+	if f.list {
+		return conformance.WriteExportCatalogueText(e.stdout)
+	}
+	if len(args) != 2 {
+		return usagef("%s export: want one DIR or URL, got %d arguments", e.cmd, len(args)-1)
+	}
+	var wrong []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "token-without-usage", "usage-less-token", "other-tenant-token", "resources", "rate", "page-cap", "wait":
+			wrong = append(wrong, "--"+fl.Name)
+		}
+	})
+	if len(wrong) > 0 {
+		return usagef("%s export: %s do(es) not apply to an export", e.cmd, strings.Join(wrong, ", "))
+	}
+	switch f.format {
+	case "text", "json", "junit", "html":
+	default:
+		return usagef("%s: --format must be text, json, junit or html, got %q", e.cmd, f.format)
+	}
+	loc := args[1]
+	if !strings.Contains(loc, "://") && !filepath.IsAbs(loc) {
+		abs, err := filepath.Abs(loc)
+		if err != nil {
+			return usagef("%s export: %v", e.cmd, err)
+		}
+		loc = abs
+	}
+	cfg := conformance.ExportConfig{Location: loc, Token: f.token, RequestTimeout: f.timeout,
+		Only: splitList(f.only), Skip: splitList(f.skip)}
+	if !f.quiet {
+		cfg.Progress = e.stderr
+	}
+	if f.baseline != "" {
+		ids, err := conformance.ReadBaseline(f.baseline)
+		if err != nil {
+			return usagef("%s: --baseline: %v", e.cmd, err)
+		}
+		cfg.Baseline = ids
+	}
+	rep, err := conformance.RunExport(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	return writeConformanceReport(e, f, rep)
+}
+
+// writeConformanceReport writes rep in the format of f and returns the exit
+// error its outcome calls for.
+func writeConformanceReport(e *env, f *conformanceFlags, rep *conformance.Report) error {
+	var err error
 	var w io.Writer = e.stdout
 	color := false
 	if f.output != "" {

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/consumer"
+	cexport "github.com/aiusage/kit/consumer/export"
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
@@ -70,8 +71,8 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.StringVar(&f.source, "source", "", "`NAME` the provider's records are kept under (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required; with --transport mcp its MCP endpoint, e.g. .../mcp)")
-			fs.StringVar(&f.transport, "transport", "rest", "`TRANSPORT` to the provider: rest, or mcp (its MCP binding over streamable HTTP)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required; with --transport mcp its MCP endpoint, e.g. .../mcp; with --transport export the export's https base address or directory)")
+			fs.StringVar(&f.transport, "transport", "rest", "`TRANSPORT` to the provider: rest, mcp (its MCP binding over streamable HTTP) or export (its scheduled export, docs/export.md)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (sent as Authorization: Bearer)")
 			fs.BoolVar(&f.apiKeyHeader, "api-key-header", false, "send the token as X-API-Key instead")
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
@@ -141,15 +142,18 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if f.quiet {
 		progress = io.Discard
 	}
-	client, err := consumer.NewClient(consumer.ClientConfig{
-		URL: f.url, Token: f.token, APIKeyHeader: f.apiKeyHeader, Timeout: f.timeout, MaxRetries: maxRetries,
-		OnRetry: func(r consumer.Retry) {
-			retries.Add(1)
-			fmt.Fprintf(progress, "%s: retry %d in %s after %v\n", r.Resource, r.Attempt, r.Wait.Round(time.Millisecond), r.Err)
-		},
-	})
-	if err != nil {
-		return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
+	var client *consumer.Client
+	if f.transport != "export" { // an export may be a directory, not a URL
+		client, err = consumer.NewClient(consumer.ClientConfig{
+			URL: f.url, Token: f.token, APIKeyHeader: f.apiKeyHeader, Timeout: f.timeout, MaxRetries: maxRetries,
+			OnRetry: func(r consumer.Retry) {
+				retries.Add(1)
+				fmt.Fprintf(progress, "%s: retry %d in %s after %v\n", r.Resource, r.Attempt, r.Wait.Round(time.Millisecond), r.Err)
+			},
+		})
+		if err != nil {
+			return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
+		}
 	}
 	if f.fullEvery < 0 {
 		return usagef("%s: --full-every must not be negative", e.cmd)
@@ -158,9 +162,10 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if fullEvery == 0 {
 		fullEvery = -1 // the poller's "never"
 	}
-	var src consumer.Source = client
+	var src consumer.Source
 	switch f.transport {
 	case "rest":
+		src = client
 	case "mcp":
 		if f.apiKeyHeader {
 			return usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
@@ -171,8 +176,20 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		}
 		defer ms.Close()
 		src = ms
+	case "export":
+		if f.apiKeyHeader {
+			return usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
+		}
+		if err := checkExportFlags(e.cmd, f.url, f.token); err != nil {
+			return err
+		}
+		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries})
+		if err != nil {
+			return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))
+		}
+		src = xs
 	default:
-		return usagef("%s: --transport must be rest or mcp, got %q", e.cmd, f.transport)
+		return usagef("%s: --transport must be rest, mcp or export, got %q", e.cmd, f.transport)
 	}
 	store, err := sqlstore.Open(ctx, f.databaseURL)
 	if err != nil {

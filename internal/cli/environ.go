@@ -63,7 +63,7 @@ var serving = []string{"demo", "provider serve", "service serve", "webhook liste
 // not for what one run does: names, ids, decisions, output files and report
 // formats are given on the command line.
 var environment = []envVar{
-	{"AIUSAGE_DATABASE_URL", "database-url", []string{"admin", "consumer", "provider serve", "service serve"}, envSetting,
+	{"AIUSAGE_DATABASE_URL", "database-url", []string{"admin", "consumer", "provider serve", "provider export", "service serve"}, envSetting,
 		"the database of the service (admin commands, service serve), of the consumer's store and of the provider's tables; " +
 			"not read by demo, which would otherwise fill such a database with its organisation and keys"},
 	{"AIUSAGE_ACTOR", "actor", []string{"admin"}, envSetting,

@@ -24,7 +24,7 @@ func providerCommand() *command {
 	return &command{
 		name:    "provider",
 		summary: "serve the AI usage data interface from the kit's own tables",
-		subs:    []*command{providerServeCommand()},
+		subs:    []*command{providerServeCommand(), providerExportCommand()},
 	}
 }
 

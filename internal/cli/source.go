@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	cexport "github.com/aiusage/kit/consumer/export"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
@@ -74,7 +75,11 @@ one JSON object: id, organisationId, name, url, transport, every, createdAt,
 nextSyncAt, lastSyncStartedAt and token (masked: only its last four characters).
 
 With --transport mcp, --url is the provider's MCP endpoint (its base address
-followed by /mcp). The organisation's API keys read what was collected at
+followed by /mcp). With --transport export, the source reads the provider's
+scheduled export (docs/export.md): --url is its base address (https, or http on
+a loopback address) or a directory of the service's host (an absolute path or
+a file:// URL), and --token is optional (sent over HTTP only; a directory takes
+none). The organisation's API keys read what was collected at
 /organisations/{organisationId}/sources/{id}/ (conversations, assistants,
 events, usage; MCP at .../mcp), and the sources with their sync status at
 /organisations/{organisationId}/sources.
@@ -83,9 +88,9 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 		flags: func(fs *flag.FlagSet) {
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the source, 1 to 200 characters, unique in the organisation (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required; with --transport mcp its MCP endpoint)")
-			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required)")
-			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest or mcp")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required; with --transport mcp its MCP endpoint; with --transport export the export's https base address or directory)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export)")
+			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp or export")
 			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -94,7 +99,18 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			if err != nil {
 				return err
 			}
-			for _, r := range [][2]string{{"name", f.name}, {"url", f.url}, {"token", f.token}} {
+			needed := [][2]string{{"name", f.name}, {"url", f.url}, {"token", f.token}}
+			switch f.transport {
+			case sources.TransportREST, sources.TransportMCP:
+			case sources.TransportExport:
+				needed = needed[:2] // the token is optional
+				if err := checkExportFlags(cmd, f.url, f.token); err != nil {
+					return err
+				}
+			default:
+				return usagef("%s: --transport must be rest, mcp or export, got %q", cmd, f.transport)
+			}
+			for _, r := range needed {
 				if err := required(cmd, r[0], r[1]); err != nil {
 					return err
 				}
@@ -196,4 +212,20 @@ records collected stay in the database.
 			})
 		},
 	}
+}
+
+// checkExportFlags checks --url and --token of a source of transport
+// export before the database is opened.
+func checkExportFlags(cmd, rawURL, token string) error {
+	if rawURL == "" {
+		return nil // required() names the missing flag
+	}
+	dir, _, err := cexport.ParseURL(rawURL)
+	if err != nil {
+		return usagef("%s: --url: %v", cmd, err)
+	}
+	if dir != "" && token != "" {
+		return usagef("%s: --token: the export at %s is a directory, which takes no token", cmd, dir)
+	}
+	return nil
 }

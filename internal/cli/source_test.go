@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
 
@@ -83,4 +84,36 @@ func TestAdminSource(t *testing.T) {
 			require.Empty(t, list.Sources)
 		})
 	}
+}
+
+func TestAdminSourceExport(t *testing.T) {
+	t.Parallel()
+	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	f := newFixture(t, dbURL)
+	dir := t.TempDir()
+	var s adminSource
+	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor export", "--url", dir, "--transport", "export")
+	require.Equal(t, "export", s.Transport)
+	require.Equal(t, dir, s.URL)
+	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor export over https",
+		"--url", "https://vendor.example/exports/acme/", "--token", "tok-secret-123456", "--transport", "export")
+	require.Equal(t, "****3456", s.Token)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--url", "exports/acme"}, "relative"},
+		{[]string{"--url", "http://vendor.example/exports"}, "use https"},
+		{[]string{"--url", dir, "--token", "t"}, "takes no token"},
+		{[]string{"--url", "s3://bucket/acme"}, `scheme "s3"`},
+	} {
+		args := append([]string{"source", "add", "--org", f.org.ID, "--name", "x", "--transport", "export"}, tc.args...)
+		r := admin(t, dbURL, nil, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", args)
+	}
+	r := admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--transport must be rest, mcp or export")
 }

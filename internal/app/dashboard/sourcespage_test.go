@@ -232,6 +232,7 @@ func TestSourcesPage(t *testing.T) {
 
 		sec = sourceSection(t, p.Body, fresh.ID)
 		require.Contains(t, sec, `<span class="status never">Never synced</span>`)
+		require.Contains(t, sec, "<dd>REST</dd>")
 		state, n = conversations(t, sec)
 		require.Equal(t, "never", state)
 		require.Equal(t, "0", n)
@@ -268,6 +269,12 @@ func TestSourcesPage(t *testing.T) {
 		// and nothing runs.
 		other, err := e.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
+		// A source of the export transport says so.
+		files, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "Files", URL: t.TempDir(), Transport: sources.TransportExport})
+		require.NoError(t, err)
+		p = b.get(t, "/sources")
+		require.Contains(t, sourceSection(t, p.Body, files.ID), "<dd>Scheduled export</dd>")
+
 		theirs, err := e.src.Add(ctx, other.ID, sources.SourceCreate{Name: "Theirs", URL: provURL, Token: providerToken})
 		require.NoError(t, err)
 		for _, id := range []string{theirs.ID, "00000000-0000-4000-8000-000000000000", "nope"} {

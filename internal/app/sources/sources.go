@@ -72,6 +72,7 @@ const (
 	DefaultEvery     = 5 * time.Minute
 	TransportREST    = "rest"
 	TransportMCP     = "mcp"
+	TransportExport  = "export"
 	DefaultTransport = TransportREST
 )
 
@@ -92,11 +93,13 @@ type SourceCreate struct {
 	// Name is 1 to MaxNameLength characters, unique within the organisation.
 	Name string
 	// URL is the provider's base address (absolute http or https); with
-	// TransportMCP its MCP endpoint (the base address followed by /mcp).
+	// TransportMCP its MCP endpoint (the base address followed by /mcp);
+	// with TransportExport where its scheduled export is (see export.go).
 	URL string
-	// Token is the provider's credential, sent as a bearer token.
+	// Token is the provider's credential, sent as a bearer token; optional
+	// with TransportExport.
 	Token string
-	// Transport is TransportREST (default) or TransportMCP.
+	// Transport is TransportREST (default), TransportMCP or TransportExport.
 	Transport string
 	// Every is the interval between syncs, at least MinEvery; 0 means
 	// DefaultEvery.
@@ -240,18 +243,24 @@ func validate(n *SourceCreate) error {
 	case l > MaxNameLength:
 		return fmt.Errorf("name is %d characters, at most %d: %w", l, MaxNameLength, spec.ErrInvalid)
 	}
-	u, err := url.Parse(n.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
-	}
-	if n.Token == "" {
-		return fmt.Errorf("token is required: %w", spec.ErrInvalid)
-	}
 	if n.Transport == "" {
 		n.Transport = DefaultTransport
 	}
-	if n.Transport != TransportREST && n.Transport != TransportMCP {
-		return fmt.Errorf("transport must be rest or mcp, got %q: %w", n.Transport, spec.ErrInvalid)
+	if n.Transport == TransportExport {
+		if err := checkExportURL(n.URL, n.Token); err != nil {
+			return err
+		}
+	} else {
+		u, err := url.Parse(n.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
+		}
+		if n.Token == "" {
+			return fmt.Errorf("token is required: %w", spec.ErrInvalid)
+		}
+	}
+	if n.Transport != TransportREST && n.Transport != TransportMCP && n.Transport != TransportExport {
+		return fmt.Errorf("transport must be rest, mcp or export, got %q: %w", n.Transport, spec.ErrInvalid)
 	}
 	if n.Every == 0 {
 		n.Every = DefaultEvery
@@ -376,7 +385,11 @@ func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if src.Transport == TransportExport {
+		if err := checkExportURL(rawURL, src.Token); err != nil {
+			return err
+		}
+	} else if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", rawURL, spec.ErrInvalid)
 	}
 	_, err = s.db.ExecContext(ctx, `UPDATE sources SET url = $1 WHERE id = $2 AND org_id = $3`, rawURL, src.ID, src.OrganisationID)
@@ -433,6 +446,10 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		}
 		defer ms.Close()
 		transport = ms
+	case TransportExport:
+		if transport, err = s.exportSource(src); err != nil {
+			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: export: %w", src.ID, err))
+		}
 	default:
 		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.cfg.HTTPClient,
 			OnRetry:    func(consumer.Retry) { ops.Global().ObserveSyncRetry() },

@@ -1,0 +1,206 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/provider"
+)
+
+// errMissing is a file the export does not have (404, no such file).
+var errMissing = errors.New("not found")
+
+// location is where an export is read from.
+type location interface {
+	// get returns the file at rel, a slash-separated path below the root,
+	// or an error wrapping errMissing.
+	get(ctx context.Context, rel string) ([]byte, error)
+	// retries reports how often a failed or corrupt read is tried again.
+	retries() int
+	String() string
+}
+
+// ParseURL checks where an export is read from and returns the directory
+// (for an absolute path or a file:// URL) or the base URL (https, or http to
+// a loopback address: the token would otherwise travel in clear). The error
+// says what is wrong.
+func ParseURL(raw string) (dir string, base *url.URL, err error) {
+	if strings.TrimSpace(raw) == "" {
+		return "", nil, errors.New("the export's location is empty: give an absolute directory, a file:// URL or an https:// base address")
+	}
+	if filepath.IsAbs(raw) {
+		return filepath.Clean(raw), nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("the export's location %q is neither an absolute directory nor a URL: %v", raw, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return "", nil, fmt.Errorf("file URL %q names host %q: only local files are read", raw, u.Host)
+		}
+		if u.Path == "" || !path.IsAbs(u.Path) {
+			return "", nil, fmt.Errorf("file URL %q has no absolute path", raw)
+		}
+		return filepath.Clean(filepath.FromSlash(u.Path)), nil, nil
+	case "https":
+	case "http":
+		if !loopback(u.Hostname()) {
+			return "", nil, fmt.Errorf("http URL %q is not a loopback address: use https", raw)
+		}
+	case "":
+		return "", nil, fmt.Errorf("the export's location %q is relative: give an absolute directory, a file:// URL or an https:// base address", raw)
+	default:
+		return "", nil, fmt.Errorf("the export's location %q has scheme %q: want an absolute directory, file://, https:// or loopback http://", raw, u.Scheme)
+	}
+	if u.Host == "" {
+		return "", nil, fmt.Errorf("URL %q has no host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", nil, fmt.Errorf("URL %q has a query or fragment: give the export's base address", raw)
+	}
+	if u.User != nil {
+		return "", nil, fmt.Errorf("URL %q carries credentials: give the token separately", raw)
+	}
+	return "", u, nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// dirLocation reads an export from a directory.
+type dirLocation struct{ root string }
+
+func (d dirLocation) String() string { return d.root }
+func (d dirLocation) retries() int   { return 0 }
+
+func (d dirLocation) get(_ context.Context, rel string) ([]byte, error) {
+	if !fs.ValidPath(rel) {
+		return nil, fmt.Errorf("bad path %q", rel)
+	}
+	b, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", rel, errMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w: %w", rel, provider.ErrUnavailable, err)
+	}
+	return b, nil
+}
+
+// httpLocation reads an export from a base URL, retrying 5xx answers,
+// network errors and cut bodies.
+type httpLocation struct {
+	base     *url.URL
+	token    string
+	client   *http.Client
+	tries    int
+	min, max time.Duration
+	maxBody  int64
+	sleep    func(context.Context, time.Duration) error
+}
+
+func (h *httpLocation) String() string { return h.base.Redacted() }
+func (h *httpLocation) retries() int   { return h.tries }
+
+func (h *httpLocation) get(ctx context.Context, rel string) ([]byte, error) {
+	if !fs.ValidPath(rel) {
+		return nil, fmt.Errorf("bad path %q", rel)
+	}
+	u := *h.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + rel
+	u.RawPath = ""
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			d := min(h.max, h.min<<min(attempt-1, 20))
+			d = time.Duration(rand.Int64N(int64(d)) + 1)
+			if err := h.sleep(ctx, d); err != nil {
+				return nil, err
+			}
+		}
+		b, retry, err := h.once(ctx, u.String())
+		if err == nil {
+			return b, nil
+		}
+		last = err
+		if !retry || attempt >= h.tries || ctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("GET %s: %w", rel, last)
+}
+
+// once makes one request; retry reports a failure worth another attempt.
+func (h *httpLocation) once(ctx context.Context, u string) (b []byte, retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	req.Header.Set("User-Agent", "aiusage-consumer")
+	// The checksums are of the stored bytes: ask for them as stored, so
+	// that a server which labels a .gz file Content-Encoding: gzip does not
+	// have the transport decompress it.
+	req.Header.Set("Accept-Encoding", "identity")
+	res, err := h.client.Do(req)
+	if err != nil {
+		return nil, true, fmt.Errorf("%w: %w", provider.ErrUnavailable, err)
+	}
+	defer res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusOK:
+	case res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusGone:
+		return nil, false, errMissing
+	case res.StatusCode == http.StatusUnauthorized:
+		return nil, false, fmt.Errorf("%w: HTTP %d", provider.ErrUnauthorized, res.StatusCode)
+	case res.StatusCode == http.StatusForbidden:
+		return nil, false, fmt.Errorf("%w: HTTP %d", provider.ErrForbidden, res.StatusCode)
+	case res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500:
+		return nil, true, fmt.Errorf("%w: HTTP %d", provider.ErrUnavailable, res.StatusCode)
+	default:
+		return nil, false, fmt.Errorf("unexpected HTTP %d", res.StatusCode)
+	}
+	b, err = io.ReadAll(io.LimitReader(res.Body, h.maxBody+1))
+	if err != nil {
+		return nil, true, fmt.Errorf("%w: the body was cut: %w", provider.ErrUnavailable, err)
+	}
+	if int64(len(b)) > h.maxBody {
+		return nil, false, fmt.Errorf("the body is larger than %d bytes", h.maxBody)
+	}
+	return b, false, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
