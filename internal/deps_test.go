@@ -28,6 +28,7 @@ const module = "github.com/aiusage/kit/"
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 var rules = map[string][]string{
 	"spec":                  {},
+	"spec/webhook":          {},
 	"conformance":           {"spec"},
 	"policy":                {"spec"},
 	"policy/embeddings":     {"policy", "spec"},
@@ -48,14 +49,14 @@ var rules = map[string][]string{
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},
 	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
-	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
+	"internal/app/reviewapi": {"spec", "spec/webhook", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
 	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
-	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "mcp",
+	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 
-	"internal/cli": {"spec", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
+	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
 	"cmd/aiusage": {"internal/cli"},
 
