@@ -61,6 +61,7 @@ func wirePairs() []wirePair {
 		{schema: "webhook-list", typ: typeOf[spec.WebhookList](), values: []any{spec.WebhookList{Data: []spec.Webhook{fullWebhook()}}}, goOnly: []string{"/data/*/secret"}},
 		{schema: "webhook-delivery", typ: typeOf[spec.WebhookDelivery](), values: []any{fullWebhookDelivery()}},
 		{schema: "review-error", typ: typeOf[spec.ReviewError](), values: []any{fullReviewError()}},
+		{schema: "push-delivery", typ: typeOf[spec.PushDelivery](), values: []any{fullPushDelivery()}},
 	}
 }
 

@@ -372,3 +372,11 @@ func conversationPage(n int) spec.List[spec.Conversation] {
 	}
 	return page
 }
+
+func fullPushDelivery() spec.PushDelivery {
+	conv, err := json.Marshal(fullConversation(0))
+	if err != nil {
+		panic(err)
+	}
+	return spec.PushDelivery{Type: spec.PushTypeRecords, Resource: "conversations", Records: []json.RawMessage{conv}}
+}
