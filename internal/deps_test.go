@@ -45,6 +45,7 @@ var rules = map[string][]string{
 	"internal/infra/sqldb":           {},
 	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},
+	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},

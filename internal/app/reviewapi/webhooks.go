@@ -170,7 +170,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 // queued stays pending in the database and the sweep queues it again.
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
-		if err := s.jobs.insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
+		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}
