@@ -36,6 +36,7 @@ var rules = map[string][]string{
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
+	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"consumer":              {"provider", "spec"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
@@ -57,7 +58,7 @@ var rules = map[string][]string{
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 
-	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "consumer", "consumer/sqlstore", "mcp",
+	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/push", "consumer", "consumer/sqlstore", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
 	"cmd/aiusage": {"internal/cli"},
 

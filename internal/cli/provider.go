@@ -23,8 +23,8 @@ import (
 func providerCommand() *command {
 	return &command{
 		name:    "provider",
-		summary: "serve the AI usage data interface from the kit's own tables",
-		subs:    []*command{providerServeCommand()},
+		summary: "serve the AI usage data interface from the kit's own tables, or push it",
+		subs:    []*command{providerServeCommand(), providerPushCommand()},
 	}
 }
 
