@@ -101,6 +101,9 @@ type Config struct {
 	// means all four. A resource the Source answers [provider.ErrUnsupported]
 	// for is skipped.
 	Resources []string
+	// MaxRecords is the most records one delivery holds, 1 to
+	// spec.MaxPushRecords; 0 means spec.MaxPushRecords.
+	MaxRecords int
 	// MaxAttempts is how many times a delivery is tried before it is given
 	// up; 0 means 10.
 	MaxAttempts int
@@ -208,6 +211,10 @@ func (c *Config) check() error {
 			return fmt.Errorf("push: Config.Resources: unknown resource %q, want any of %v", r, spec.PushResources)
 		}
 	}
+	if c.MaxRecords < 0 || c.MaxRecords > spec.MaxPushRecords {
+		return fmt.Errorf("push: Config.MaxRecords %d is not between 1 and %d", c.MaxRecords, spec.MaxPushRecords)
+	}
+	setDefault(&c.MaxRecords, spec.MaxPushRecords)
 	if c.MaxAttempts < 0 || c.RetryBase < 0 || c.RetryMax < 0 || c.UsageBackfill < 0 || c.PollInterval < 0 || c.Workers < 0 {
 		return errors.New("push: Config: MaxAttempts, RetryBase, RetryMax, UsageBackfill, PollInterval and Workers must not be negative")
 	}

@@ -182,7 +182,7 @@ func (p *Pusher) scanUsage(ctx context.Context, res *ScanResult) error {
 func (p *Pusher) enqueue(ctx context.Context, resource string, records [][]byte) (int, error) {
 	n := 0
 	for len(records) > 0 {
-		body, used := buildBody(resource, records, MaxBodyBytes)
+		body, used := buildBody(resource, records[:min(len(records), p.cfg.MaxRecords)], MaxBodyBytes)
 		if _, err := p.jobs.Insert(ctx, deliveryArgs{MsgID: newMessageID(), Resource: resource, Body: body},
 			&river.InsertOpts{Queue: p.queue}); err != nil {
 			return n, fmt.Errorf("queue a delivery: %w", err)
