@@ -29,7 +29,7 @@ const module = "github.com/aiusage/kit/"
 var rules = map[string][]string{
 	"spec":                  {},
 	"spec/webhook":          {},
-	"conformance":           {"spec"},
+	"conformance":           {"spec", "spec/webhook"},
 	"policy":                {"spec"},
 	"policy/embeddings":     {"policy", "spec"},
 	"policy/semeval":        {"policy"},

@@ -27,6 +27,7 @@ type conformanceFlags struct {
 func conformanceCommand() *command {
 	f := &conformanceFlags{}
 	return &command{
+		subs:    []*command{conformancePushCommand()},
 		name:    "conformance",
 		summary: "check a provider of the AI usage data interface against the specification",
 		long: `Runs the conformance suite against the provider at --url, black-box, over
@@ -40,7 +41,10 @@ Exit status: 0 when no MUST check fails (nor a SHOULD check with --strict),
 1 when one does, 2 when the provider cannot be reached or the configuration
 is wrong. A baseline file lists check ids expected to fail, one per line
 (# starts a comment): their failures do not fail the run, and an entry that
-no longer fails is reported as stale.`,
+no longer fails is reported as stale.
+
+'aiusage conformance push' checks the other transport: a vendor's pusher,
+from the receiving end.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` that reads everything (required)")

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -30,11 +31,17 @@ func (deliveryArgs) Kind() string { return "aiusage_push_delivery" }
 type deliveryWorker struct {
 	river.WorkerDefaults[deliveryArgs]
 	p *Pusher
+	// retryAfter holds, by job id, the Retry-After of the attempt that just
+	// failed, for NextRetry.
+	retryAfter sync.Map
 }
 
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	err := w.p.send(ctx, job.Args.MsgID, job.Args.Body)
 	var refused *RefusedError
+	if errors.As(err, &refused) && refused.RetryAfter > 0 {
+		w.retryAfter.Store(job.ID, refused.RetryAfter)
+	}
 	if errors.As(err, &refused) && refused.Final() {
 		w.p.cfg.Logger.Warn("push: delivery refused for good, given up", "webhook-id", job.Args.MsgID,
 			"resource", job.Args.Resource, "status", refused.Status, "body", refused.Body)
@@ -49,9 +56,14 @@ func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs])
 
 // NextRetry waits RetryBase, doubled per attempt up to RetryMax, drawn at
 // random between half of it and all of it, so that pushers that failed
-// together do not retry together.
+// together do not retry together; and at least the Retry-After the receiver
+// asked for, up to an hour.
 func (w *deliveryWorker) NextRetry(job *river.Job[deliveryArgs]) time.Time {
-	return time.Now().Add(w.p.backoff(job.Attempt))
+	d := w.p.backoff(job.Attempt)
+	if v, ok := w.retryAfter.LoadAndDelete(job.ID); ok {
+		d = max(d, min(v.(time.Duration), time.Hour))
+	}
+	return time.Now().Add(d)
 }
 
 func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration {
@@ -83,6 +95,9 @@ func (p *Pusher) timeout() time.Duration {
 // 2xx.
 type RefusedError struct {
 	Status int
+	// RetryAfter is the wait the receiver asked for with Retry-After
+	// (seconds or an HTTP date); 0 when it asked for none.
+	RetryAfter time.Duration
 	// Body is the start of the receiver's answer, for the log.
 	Body string
 }
@@ -127,7 +142,8 @@ func (p *Pusher) send(ctx context.Context, msgID string, body []byte) error {
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		return &RefusedError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(answer))}
+		return &RefusedError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(answer)),
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
 	}
 	return nil
 }
@@ -195,4 +211,19 @@ func (p *Pusher) Wait(ctx context.Context, since time.Time, interval time.Durati
 		case <-t.C:
 		}
 	}
+}
+
+// retryAfter parses a Retry-After value, seconds or an HTTP date, as a wait
+// from now; 0 when absent, malformed or past.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		return time.Duration(min(max(secs, 0), 24*3600)) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
 }
