@@ -2,13 +2,11 @@ package conformance
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -222,9 +220,9 @@ func (p *PushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.bodies[id] = body
 	p.order = append(p.order, id)
 
-	d, problem := checkPushEnvelope(body)
-	if problem != "" {
-		p.fail("PUSH-06", problem, ev)
+	d, err := spec.DecodePushDelivery(body)
+	if err != nil {
+		p.fail("PUSH-06", err.Error(), ev)
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
@@ -270,28 +268,6 @@ func decimal(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// checkPushEnvelope decodes a push body and checks its envelope, returning
-// the problem or "". The records are checked apart (PUSH-07).
-func checkPushEnvelope(body []byte) (spec.PushDelivery, string) {
-	var d spec.PushDelivery
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&d); err != nil {
-		return d, "the body is not a push delivery: " + err.Error()
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return d, "the body holds more than one JSON value"
-	}
-	switch {
-	case d.Type != spec.PushTypeRecords:
-		return d, fmt.Sprintf("type is %q, want %q", d.Type, spec.PushTypeRecords)
-	case !slices.Contains(spec.PushResources, d.Resource):
-		return d, fmt.Sprintf("resource is %q, want one of %v", d.Resource, spec.PushResources)
-	case len(d.Records) == 0 || len(d.Records) > spec.MaxPushRecords:
-		return d, fmt.Sprintf("records holds %d records, want 1 to %d", len(d.Records), spec.MaxPushRecords)
-	}
-	return d, ""
 }
 
 // Report returns the report of the deliveries received so far, for a

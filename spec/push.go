@@ -1,6 +1,13 @@
 package spec
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
 
 // PushTypeRecords is the type of every [PushDelivery].
 const PushTypeRecords = "records"
@@ -42,4 +49,32 @@ func PushRecordSchema(resource string) (string, bool) {
 		return "usage-bucket", true
 	}
 	return "", false
+}
+
+// DecodePushDelivery decodes the body of a push delivery and checks its
+// envelope: one JSON object whose type is [PushTypeRecords], whose resource
+// is one of [PushResources] and whose records are an array of 1 to
+// [MaxPushRecords] JSON values. It does not check the records: a receiver
+// validates each against [PushRecordSchema] and keeps the valid ones. The
+// error wraps [ErrInvalid] and says, in a sentence, what is wrong.
+func DecodePushDelivery(body []byte) (PushDelivery, error) {
+	var d PushDelivery
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&d); err != nil {
+		return d, fmt.Errorf("the body is not a push delivery: %v: %w", err, ErrInvalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return d, fmt.Errorf("the body holds more than one JSON value: %w", ErrInvalid)
+	}
+	switch {
+	case d.Type != PushTypeRecords:
+		return d, fmt.Errorf("type is %q; a push delivery's type is %q: %w", d.Type, PushTypeRecords, ErrInvalid)
+	case !slices.Contains(PushResources, d.Resource):
+		return d, fmt.Errorf("resource is %q; want one of %s: %w", d.Resource, strings.Join(PushResources, ", "), ErrInvalid)
+	case len(d.Records) == 0:
+		return d, fmt.Errorf("records is missing or empty; a delivery holds 1 to %d records: %w", MaxPushRecords, ErrInvalid)
+	case len(d.Records) > MaxPushRecords:
+		return d, fmt.Errorf("records holds %d records; a delivery holds at most %d: %w", len(d.Records), MaxPushRecords, ErrInvalid)
+	}
+	return d, nil
 }

@@ -125,10 +125,17 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		}
 		return usagef("%v", err)
 	}
+	return writeConformanceReport(e, rep, f.format, f.output, f.strict, true)
+}
+
+// writeConformanceReport writes rep in format to output (standard output
+// when ""), with a summary line on standard error for a report that is not
+// text on standard output, and returns the exit error of a failed run.
+func writeConformanceReport(e *env, rep *conformance.Report, format, output string, strict, summary bool) error {
 	var w io.Writer = e.stdout
 	color := false
-	if f.output != "" {
-		file, err := os.Create(f.output)
+	if output != "" {
+		file, err := os.Create(output)
 		if err != nil {
 			return usagef("%s: --output: %v", e.cmd, err)
 		}
@@ -137,7 +144,8 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 	} else if file, ok := e.stdout.(*os.File); ok && isTerminal(file) && os.Getenv("NO_COLOR") == "" {
 		color = true
 	}
-	switch f.format {
+	var err error
+	switch format {
 	case "json":
 		err = rep.WriteJSON(w)
 	case "junit":
@@ -150,12 +158,12 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.output != "" || f.format != "text" {
+	if summary && (output != "" || format != "text") {
 		c := rep.Counts()
 		fmt.Fprintf(e.stderr, "%d checks: %d passed, %d failed, %d warned, %d skipped, %d errored\n",
 			len(rep.Results), c[conformance.StatusPass], c[conformance.StatusFail], c[conformance.StatusWarn], c[conformance.StatusSkip], c[conformance.StatusError])
 	}
-	if rep.Failed(f.strict) {
+	if rep.Failed(strict) {
 		return &exitError{code: ExitFailure}
 	}
 	return nil

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/aiusage/kit/conformance"
@@ -92,31 +90,5 @@ func runConformancePush(ctx context.Context, e *env, f *conformancePushFlags) er
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	rep := rc.Report(addr, started)
-	var w io.Writer = e.stdout
-	if f.output != "" {
-		file, err := os.Create(f.output)
-		if err != nil {
-			return usagef("%s: --output: %v", e.cmd, err)
-		}
-		defer file.Close()
-		w = file
-	}
-	switch f.format {
-	case "json":
-		err = rep.WriteJSON(w)
-	case "junit":
-		err = rep.WriteJUnit(w)
-	case "html":
-		err = rep.WriteHTML(w)
-	default:
-		err = rep.WriteText(w, false)
-	}
-	if err != nil {
-		return err
-	}
-	if rep.Failed(f.strict) {
-		return &exitError{code: ExitFailure}
-	}
-	return nil
+	return writeConformanceReport(e, rc.Report(addr, started), f.format, f.output, f.strict, !f.quiet)
 }

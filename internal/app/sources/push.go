@@ -1,17 +1,14 @@
 package sources
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -137,9 +134,9 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
 		return
 	}
-	d, problem := parsePushDelivery(body)
-	if problem != "" {
-		writeProblem(w, http.StatusBadRequest, problem)
+	d, err := spec.DecodePushDelivery(body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, strings.TrimSuffix(err.Error(), ": "+spec.ErrInvalid.Error())+".")
 		return
 	}
 	msgID := r.Header.Get(webhook.HeaderID)
@@ -173,32 +170,6 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "push received", slog.String("source", sid), slog.String("resource", d.Resource),
 		slog.Int("records", res.Saved), slog.Int("quarantined", res.Quarantined))
 	_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Saved: res.Saved, Quarantined: res.Quarantined})
-}
-
-// parsePushDelivery decodes a push body and checks its envelope: type
-// "records", a known resource, 1 to spec.MaxPushRecords records that are
-// JSON objects. The records themselves are checked one by one when saved,
-// and quarantined when invalid. It returns the problem's detail, or "".
-func parsePushDelivery(body []byte) (spec.PushDelivery, string) {
-	var d spec.PushDelivery
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&d); err != nil {
-		return d, "The body is not a push delivery: " + err.Error() + "."
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return d, "The body holds more than one JSON value."
-	}
-	switch {
-	case d.Type != spec.PushTypeRecords:
-		return d, fmt.Sprintf("type is %q; a push delivery's type is %q.", d.Type, spec.PushTypeRecords)
-	case !slices.Contains(spec.PushResources, d.Resource):
-		return d, fmt.Sprintf("resource is %q; want one of %s.", d.Resource, strings.Join(spec.PushResources, ", "))
-	case len(d.Records) == 0:
-		return d, "records is missing or empty; a delivery holds 1 to 1000 records."
-	case len(d.Records) > spec.MaxPushRecords:
-		return d, fmt.Sprintf("records holds %d records; a delivery holds at most %d.", len(d.Records), spec.MaxPushRecords)
-	}
-	return d, ""
 }
 
 // pushSeen reports whether webhook-id msgID of source sid was accepted and
