@@ -17,7 +17,7 @@ import (
 
 type providerPushFlags struct {
 	databaseURL, to, secret, tenant string
-	every                           time.Duration
+	every, lookback                 time.Duration
 	attempts                        int
 	resources                       stringList
 }
@@ -48,6 +48,7 @@ until SIGINT or SIGTERM.`,
 			fs.StringVar(&f.secret, "secret", "", "signing `SECRET` given with the receiver: whsec_ and base64 (required)")
 			fs.StringVar(&f.tenant, "tenant", "default", "`NAME` of the tenant whose records are pushed")
 			fs.DurationVar(&f.every, "every", 0, "scan again every `DURATION` until stopped; 0 pushes once and exits")
+			fs.DurationVar(&f.lookback, "lookback", 0, "start each scan `DURATION` before the watermark, to push records committed late (pushed again each scan)")
 			fs.IntVar(&f.attempts, "attempts", 10, "`N` attempts of a delivery before it is given up")
 			fs.Var(&f.resources, "resource", "`RESOURCE` to push: conversations, assistants, events or usage (repeatable; default all)")
 		},
@@ -73,6 +74,9 @@ func providerPush(ctx context.Context, e *env, f *providerPushFlags) error {
 	if f.every < 0 {
 		return usagef("%s: --every must not be negative", e.cmd)
 	}
+	if f.lookback < 0 {
+		return usagef("%s: --lookback must not be negative", e.cmd)
+	}
 	if f.attempts < 1 {
 		return usagef("%s: --attempts must be at least 1, got %d", e.cmd, f.attempts)
 	}
@@ -92,7 +96,7 @@ func providerPush(ctx context.Context, e *env, f *providerPushFlags) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	p, err := push.New(ctx, push.Config{DB: db, Source: src, Tenant: f.tenant, URL: f.to, Secret: f.secret,
-		Resources: f.resources, MaxAttempts: f.attempts, Logger: log})
+		Resources: f.resources, MaxAttempts: f.attempts, Lookback: f.lookback, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ func TestProviderPushUsage(t *testing.T) {
 		{[]string{"--to", "http://127.0.0.1:1/p"}, "--secret is required"},
 		{[]string{"--to", "http://127.0.0.1:1/p", "--secret", "whsec_abc"}, "--secret: malformed webhook secret"},
 		{[]string{"--to", "http://127.0.0.1:1/p", "--secret", pushTestSecret, "--attempts", "0"}, "--attempts must be at least 1"},
+		{[]string{"--to", "http://127.0.0.1:1/p", "--secret", pushTestSecret, "--lookback", "-1s"}, "--lookback must not be negative"},
 		{[]string{"--to", "http://127.0.0.1:1/p", "--secret", pushTestSecret, "--resource", "users"}, `--resource "users"`},
 	} {
 		r := runCLI(t, "", nil, append([]string{"provider", "push", "--database-url", "sqlite::memory:"}, tc.args...)...)

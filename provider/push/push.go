@@ -111,6 +111,14 @@ type Config struct {
 	// doubles, up to RetryMax, and is drawn at random between half of it and
 	// all of it. 0 means 1 second and 10 minutes.
 	RetryBase, RetryMax time.Duration
+	// Lookback, when positive, makes every scan of conversations,
+	// assistants and events start that long before the watermark, so a
+	// record a provider committed late, with a time behind records already
+	// pushed, is still pushed; the records of that window are pushed again on
+	// every scan, which changes nothing at the receiver. 0 starts right after
+	// the watermark: such a record is then left to the receiver's
+	// reconciliation walk.
+	Lookback time.Duration
 	// UsageBackfill is how far back the first scan pushes usage buckets; 0
 	// means 30 days.
 	UsageBackfill time.Duration
@@ -215,6 +223,9 @@ func (c *Config) check() error {
 		return fmt.Errorf("push: Config.MaxRecords %d is not between 1 and %d", c.MaxRecords, spec.MaxPushRecords)
 	}
 	setDefault(&c.MaxRecords, spec.MaxPushRecords)
+	if c.Lookback < 0 {
+		return errors.New("push: Config.Lookback must not be negative")
+	}
 	if c.MaxAttempts < 0 || c.RetryBase < 0 || c.RetryMax < 0 || c.UsageBackfill < 0 || c.PollInterval < 0 || c.Workers < 0 {
 		return errors.New("push: Config: MaxAttempts, RetryBase, RetryMax, UsageBackfill, PollInterval and Workers must not be negative")
 	}

@@ -246,3 +246,37 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		assert.Error(t, err, name)
 	}
 }
+
+// TestPushLookback commits a conversation late, behind the watermark: a scan
+// with a lookback pushes it, a scan without leaves it (to reconciliation).
+func TestPushLookback(t *testing.T) {
+	t.Parallel()
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	src := fill(t, 10)
+	rc := newReceiver()
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	cfg := config(db, src, srv.URL)
+	cfg.Resources = []string{"conversations"}
+	first, _ := run(t, cfg)
+	require.Equal(t, 10, first.Records["conversations"])
+
+	page, err := src.ListConversations(t.Context(), provider.ConversationQuery{Tenant: demodata.DefaultTenant, Limit: 1000})
+	require.NoError(t, err)
+	last := page.Items[len(page.Items)-1]
+	late := last
+	late.ID = "conv_late"
+	late.UpdatedAt = spec.NewTime(last.UpdatedAt.Add(-time.Minute))
+	require.NoError(t, src.UpsertConversation(t.Context(), demodata.DefaultTenant, late))
+
+	res, _ := run(t, cfg)
+	assert.Zero(t, res.Records["conversations"], "without a lookback the late record is behind the watermark")
+	cfg.Lookback = 2 * time.Minute
+	res, _ = run(t, cfg)
+	assert.Positive(t, res.Records["conversations"])
+	assert.Equal(t, 11, rc.count("conversations"))
+	// The watermark did not move back: without the lookback, nothing again.
+	cfg.Lookback = 0
+	res, _ = run(t, cfg)
+	assert.Zero(t, res.Records["conversations"])
+}

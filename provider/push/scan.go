@@ -107,8 +107,13 @@ func (p *Pusher) scanList(ctx context.Context, resource string, res *ScanResult)
 		return err
 	}
 	var after *provider.Key
+	best := provider.Key{Time: wm.at, ID: wm.id}
 	if ok {
 		after = &provider.Key{Time: wm.at, ID: wm.id}
+		if p.cfg.Lookback > 0 {
+			// Every id sorts after "": the window starts at the time itself.
+			after = &provider.Key{Time: wm.at.Add(-p.cfg.Lookback)}
+		}
 	}
 	for {
 		pg, err := p.fetch(ctx, resource, after)
@@ -124,8 +129,11 @@ func (p *Pusher) scanList(ctx context.Context, resource string, res *ScanResult)
 		}
 		res.Records[resource] += len(pg.records)
 		res.Deliveries[resource] += n
-		if err := p.saveWatermark(ctx, resource, watermark{at: pg.last.Time, id: pg.last.ID}); err != nil {
-			return err
+		if !ok || best.Less(pg.last) {
+			best, ok = pg.last, true
+			if err := p.saveWatermark(ctx, resource, watermark{at: best.Time, id: best.ID}); err != nil {
+				return err
+			}
 		}
 		if !pg.more {
 			return nil
