@@ -288,17 +288,10 @@ func WriteCatalogueMarkdown(w io.Writer) error {
 		}
 	}
 	b.WriteString(catalogueDocExport)
-	fmt.Fprintf(&b, "| id | level | title |\n|---|---|---|\n")
-	for _, c := range ExportCatalogue {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Level, escapeMarkdownCell(c.Title))
-	}
-	for _, c := range ExportCatalogue {
-		fmt.Fprintf(&b, "\n#### %s\n\n", c.ID)
-		fmt.Fprintf(&b, "%s: %s\n\n", c.Level, escapeMarkdown(c.Title))
-		fmt.Fprintf(&b, "- **Reads:** %s\n", escapeMarkdown(c.Sends))
-		fmt.Fprintf(&b, "- **Requires:** %s\n", escapeMarkdown(c.Requires))
-		fmt.Fprintf(&b, "- **Rule:** %s\n", escapeMarkdown(c.Rule))
-	}
+	writeChecksMarkdown(&b, ExportCatalogue, "Reads")
+	b.WriteString(catalogueDocPush)
+	fmt.Fprintf(&b, "%d checks:\n\n", len(PushCatalogue))
+	writeChecksMarkdown(&b, PushCatalogue, "Sends")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -327,6 +320,22 @@ func WriteExportCatalogueText(w io.Writer) error {
 	return err
 }
 
+// writeChecksMarkdown writes a table of checks, then each with its fields,
+// the field of Sends labelled sends.
+func writeChecksMarkdown(b *strings.Builder, checks []Check, sends string) {
+	b.WriteString("| id | level | title |\n|---|---|---|\n")
+	for _, c := range checks {
+		fmt.Fprintf(b, "| [%s](#%s) | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Level, escapeMarkdownCell(c.Title))
+	}
+	for _, c := range checks {
+		fmt.Fprintf(b, "\n#### %s\n\n", c.ID)
+		fmt.Fprintf(b, "%s: %s\n\n", c.Level, escapeMarkdown(c.Title))
+		fmt.Fprintf(b, "- **%s:** %s\n", sends, escapeMarkdown(c.Sends))
+		fmt.Fprintf(b, "- **Requires:** %s\n", escapeMarkdown(c.Requires))
+		fmt.Fprintf(b, "- **Rule:** %s\n", escapeMarkdown(c.Rule))
+	}
+}
+
 // writeChecksText writes checks as WriteCatalogueText does, the field of
 // Sends labelled sends.
 func writeChecksText(b *strings.Builder, checks []Check, sends string) {
@@ -346,6 +355,26 @@ func writeChecksText(b *strings.Builder, checks []Check, sends string) {
 		}
 	}
 }
+
+const catalogueDocPush = `
+## Push: checking a pusher
+
+The push transport (docs/push.md) is checked from the receiving end. ` + "`aiusage conformance push`" + ` listens
+for a while and checks every delivery a vendor's pusher sends it; the vendor points its pusher at the
+address it prints:
+
+~~~sh
+aiusage conformance push --secret whsec_... [--listen 127.0.0.1:0] [--for 1m]
+    [--format text|json|junit|html] [--output FILE] [--strict] [--quiet]
+~~~
+
+It answers the first attempt of the first delivery 500, and of the second 429 with Retry-After: 1,
+and expects both again under the same webhook-id before --for ends: give the pusher something to
+send (at least two deliveries) and a --for longer than its first retries. The report has the
+formats, statuses and exit codes above. In Go, conformance.NewPushReceiver is the same receiver, an
+http.Handler, and its Report the same report.
+
+`
 
 // WriteCatalogueText writes the catalogue for a terminal: per check, its
 // id, level and title on one line, then what it sends, what it requires and

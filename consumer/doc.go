@@ -34,4 +34,10 @@
 // A lease per source and resource, held in the store, keeps several pollers
 // sharing one PostgreSQL store from syncing the same thing at once, so the
 // work spreads over processes and machines.
+//
+// Records a provider pushes (the webhook transport, docs/push.md) enter the
+// same store through [SavePushed]: validated and quarantined as a page is,
+// upserted by the same rules, under the same lease, without moving the
+// poller's checkpoint; a poller's walk of the same source reconciles what
+// pushes missed.
 package consumer

@@ -28,13 +28,15 @@ const module = "github.com/aiusage/kit/"
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 var rules = map[string][]string{
 	"spec":                  {},
-	"conformance":           {"spec"},
+	"spec/webhook":          {},
+	"conformance":           {"spec", "spec/webhook"},
 	"policy":                {"spec"},
 	"policy/embeddings":     {"policy", "spec"},
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb"},
+	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
 	"consumer":              {"provider", "spec"},
@@ -46,18 +48,19 @@ var rules = map[string][]string{
 	"internal/infra/sqldb":           {},
 	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},
+	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},
 	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
-	"internal/app/reviewapi": {"spec", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
+	"internal/app/reviewapi": {"spec", "spec/webhook", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
 	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
-	"internal/app/sources": {"spec", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
+	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/orgapi", "internal/infra/"},
 
-	"internal/cli": {"spec", "provider", "provider/sqlsource", "provider/export", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
+	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
 	"cmd/aiusage": {"internal/cli"},
 

@@ -19,6 +19,10 @@
 //     specification lets fields be added at any time.
 //   - OpenAPI 3.1 documents for the three interfaces ([OpenAPI]).
 //
+// The push transport's body, records of one resource a provider POSTs to a
+// receiver, is [PushDelivery] (schema push-delivery, [DecodePushDelivery]);
+// package spec/webhook signs and verifies it.
+//
 // Validating a page received from a provider:
 //
 //	findings, err := spec.Validate("conversation-list", body)

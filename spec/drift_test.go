@@ -63,6 +63,7 @@ func wirePairs() []wirePair {
 		{schema: "review-error", typ: typeOf[spec.ReviewError](), values: []any{fullReviewError()}},
 		{schema: "export-manifest", typ: typeOf[spec.ExportManifest](), values: []any{fullExportManifest()}},
 		{schema: "export-index", typ: typeOf[spec.ExportIndex](), values: []any{fullExportIndex()}},
+		{schema: "push-delivery", typ: typeOf[spec.PushDelivery](), values: []any{fullPushDelivery()}},
 	}
 }
 

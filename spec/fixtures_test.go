@@ -392,3 +392,11 @@ func fullExportIndex() spec.ExportIndex {
 		{ID: "000000000042-20260309T101500123Z", Sequence: 42, Kind: spec.ExportIncrement, Manifest: "000000000042-20260309T101500123Z/manifest.json"},
 	}}
 }
+
+func fullPushDelivery() spec.PushDelivery {
+	conv, err := json.Marshal(fullConversation(0))
+	if err != nil {
+		panic(err)
+	}
+	return spec.PushDelivery{Type: spec.PushTypeRecords, Resource: "conversations", Records: []json.RawMessage{conv}}
+}

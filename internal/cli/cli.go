@@ -123,6 +123,15 @@ func run(ctx context.Context, e *env, args []string) int {
 
 func dispatch(ctx context.Context, e *env, c *command, path, args []string) error {
 	if c.run != nil {
+		// A command that runs may still have commands under it
+		// ("conformance push"), named by its first argument.
+		if len(args) > 0 {
+			for _, s := range c.subs {
+				if s.name == args[0] {
+					return dispatch(ctx, e, s, append(path, s.name), args[1:])
+				}
+			}
+		}
 		return runLeaf(ctx, e, c, path, args)
 	}
 	if len(args) == 0 {

@@ -28,6 +28,7 @@ type conformanceFlags struct {
 func conformanceCommand() *command {
 	f := &conformanceFlags{}
 	return &command{
+		subs:    []*command{conformancePushCommand()},
 		name:    "conformance",
 		summary: "check a provider of the AI usage data interface, or its scheduled export, against the specification",
 		args:    "[export DIR|URL]",
@@ -50,7 +51,11 @@ or over http(s) (--token, when given, is sent as a bearer token), with the
 checks EXP-01 to EXP-09, the same report formats, baselines and exit codes
 (2: the export cannot be read at all). --list with export prints those checks.
 --url, --token-without-usage, --other-tenant-token, --resources, --rate,
---page-cap and --wait do not apply to an export.`,
+--page-cap and --wait do not apply to an export.
+
+
+'aiusage conformance push' checks the other transport: a vendor's pusher,
+from the receiving end.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` that reads everything (required)")
@@ -134,7 +139,7 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		}
 		return usagef("%v", err)
 	}
-	return writeConformanceReport(e, f, rep)
+	return writeConformanceReport(e, rep, f.format, f.output, f.strict, true)
 }
 
 // runConformanceExport runs 'aiusage conformance export DIR|URL'.
@@ -190,17 +195,17 @@ func runConformanceExport(ctx context.Context, e *env, fs *flag.FlagSet, f *conf
 		}
 		return usagef("%v", err)
 	}
-	return writeConformanceReport(e, f, rep)
+	return writeConformanceReport(e, rep, f.format, f.output, f.strict, true)
 }
 
-// writeConformanceReport writes rep in the format of f and returns the exit
-// error its outcome calls for.
-func writeConformanceReport(e *env, f *conformanceFlags, rep *conformance.Report) error {
-	var err error
+// writeConformanceReport writes rep in format to output (standard output
+// when ""), with a summary line on standard error for a report that is not
+// text on standard output, and returns the exit error of a failed run.
+func writeConformanceReport(e *env, rep *conformance.Report, format, output string, strict, summary bool) error {
 	var w io.Writer = e.stdout
 	color := false
-	if f.output != "" {
-		file, err := os.Create(f.output)
+	if output != "" {
+		file, err := os.Create(output)
 		if err != nil {
 			return usagef("%s: --output: %v", e.cmd, err)
 		}
@@ -209,7 +214,8 @@ func writeConformanceReport(e *env, f *conformanceFlags, rep *conformance.Report
 	} else if file, ok := e.stdout.(*os.File); ok && isTerminal(file) && os.Getenv("NO_COLOR") == "" {
 		color = true
 	}
-	switch f.format {
+	var err error
+	switch format {
 	case "json":
 		err = rep.WriteJSON(w)
 	case "junit":
@@ -222,12 +228,12 @@ func writeConformanceReport(e *env, f *conformanceFlags, rep *conformance.Report
 	if err != nil {
 		return err
 	}
-	if f.output != "" || f.format != "text" {
+	if summary && (output != "" || format != "text") {
 		c := rep.Counts()
 		fmt.Fprintf(e.stderr, "%d checks: %d passed, %d failed, %d warned, %d skipped, %d errored\n",
 			len(rep.Results), c[conformance.StatusPass], c[conformance.StatusFail], c[conformance.StatusWarn], c[conformance.StatusSkip], c[conformance.StatusError])
 	}
-	if rep.Failed(f.strict) {
+	if rep.Failed(strict) {
 		return &exitError{code: ExitFailure}
 	}
 	return nil

@@ -63,7 +63,7 @@ var serving = []string{"demo", "provider serve", "service serve", "webhook liste
 // not for what one run does: names, ids, decisions, output files and report
 // formats are given on the command line.
 var environment = []envVar{
-	{"AIUSAGE_DATABASE_URL", "database-url", []string{"admin", "consumer", "provider serve", "provider export", "service serve"}, envSetting,
+	{"AIUSAGE_DATABASE_URL", "database-url", []string{"admin", "consumer", "provider serve", "provider export", "provider push", "service serve"}, envSetting,
 		"the database of the service (admin commands, service serve), of the consumer's store and of the provider's tables; " +
 			"not read by demo, which would otherwise fill such a database with its organisation and keys"},
 	{"AIUSAGE_ACTOR", "actor", []string{"admin"}, envSetting,
@@ -87,6 +87,8 @@ var environment = []envVar{
 		"the credentials the provider accepts for other tenants, separated by spaces"},
 	{"AIUSAGE_EMBEDDINGS_API_KEY", "embeddings-api-key", []string{"demo", "policy eval", "service serve"}, envUpstream,
 		"the key sent to the embeddings endpoint of --embeddings-url (as Authorization: Bearer, or api-key for Azure OpenAI)"},
+	{"AIUSAGE_PUSH_SECRET", "secret", []string{"provider push"}, envSent,
+		"the signing secret the pusher signs its deliveries with"},
 	{"AIUSAGE_SECRET", "secret", []string{"webhook listen"}, envAccepted,
 		"the signing secret the listener verifies deliveries with"},
 }

@@ -23,8 +23,8 @@ import (
 func providerCommand() *command {
 	return &command{
 		name:    "provider",
-		summary: "serve the AI usage data interface from the kit's own tables",
-		subs:    []*command{providerServeCommand(), providerExportCommand()},
+		summary: "serve the AI usage data interface from the kit's own tables, export it, or push it",
+		subs:    []*command{providerServeCommand(), providerExportCommand(), providerPushCommand()},
 	}
 }
 

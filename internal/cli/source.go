@@ -79,7 +79,16 @@ followed by /mcp). With --transport export, the source reads the provider's
 scheduled export (docs/export.md): --url is its base address (https, or http on
 a loopback address) or a directory of the service's host (an absolute path or
 a file:// URL), and --token is optional (sent over HTTP only; a directory takes
-none). The organisation's API keys read what was collected at
+none).
+
+With --transport push the provider pushes its records to the service (see
+docs/push.md): the JSON also holds secret, the signing secret to give the
+provider, shown this once and never again, and receiverPath, the path below the
+service's base URL it pushes to (/push/{id}). --url and --token are then
+optional, both or neither: the provider's REST address, walked every --every
+(default 1h) to reconcile pushes that were lost.
+
+The organisation's API keys read what was collected at
 /organisations/{organisationId}/sources/{id}/ (conversations, assistants,
 events, usage; MCP at .../mcp), and the sources with their sync status at
 /organisations/{organisationId}/sources.
@@ -88,12 +97,12 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 		flags: func(fs *flag.FlagSet) {
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the source, 1 to 200 characters, unique in the organisation (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required; with --transport mcp its MCP endpoint; with --transport export the export's https base address or directory)")
-			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export)")
-			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp or export")
-			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required, except with --transport push; with --transport mcp its MCP endpoint; with --transport export the export's https base address or directory)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export or push)")
+			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp, export or push")
+			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s (with --transport push: reconcile, default 1h)")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
 			org, err := f.orgID(cmd)
 			if err != nil {
@@ -107,8 +116,16 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 				if err := checkExportFlags(cmd, f.url, f.token); err != nil {
 					return err
 				}
+			case sources.TransportPush:
+				needed = needed[:1]
+				if (f.url == "") != (f.token == "") {
+					return usagef("%s: with --transport push, give --url and --token together (the REST address of the reconciliation walk) or neither", cmd)
+				}
+				if !flagSet(fs, "every") {
+					f.every = sources.DefaultReconcileEvery
+				}
 			default:
-				return usagef("%s: --transport must be rest, mcp or export, got %q", cmd, f.transport)
+				return usagef("%s: --transport must be rest, mcp, export or push, got %q", cmd, f.transport)
 			}
 			for _, r := range needed {
 				if err := required(cmd, r[0], r[1]); err != nil {
@@ -126,10 +143,30 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
 				}
+				if src.Transport == sources.TransportPush {
+					fmt.Fprintln(e.stderr, "The secret is shown this once: give it to the provider with the receiver path.")
+					return writeJSONLine(e.stdout, pushSourceJSON{sourceJSON: toSourceJSON(src), Secret: src.PushSecret,
+						ReceiverPath: sources.PushPath(src.ID)})
+				}
 				return writeJSONLine(e.stdout, toSourceJSON(src))
 			})
 		},
 	}
+}
+
+// pushSourceJSON is a push source as added: with its secret, shown once,
+// and the path it receives pushes at.
+type pushSourceJSON struct {
+	sourceJSON
+	Secret       string `json:"secret"`
+	ReceiverPath string `json:"receiverPath"`
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func adminSourceListCommand() *command {

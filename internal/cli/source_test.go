@@ -115,5 +115,43 @@ func TestAdminSourceExport(t *testing.T) {
 	}
 	r := admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "--transport must be rest, mcp or export")
+	require.Contains(t, r.stderr, "--transport must be rest, mcp, export or push")
+}
+
+func TestAdminSourcePush(t *testing.T) {
+	t.Parallel()
+	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	f := newFixture(t, dbURL)
+	var s struct {
+		adminSource
+		Secret       string `json:"secret"`
+		ReceiverPath string `json:"receiverPath"`
+	}
+	r := adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Pushed", "--transport", "push")
+	require.Equal(t, "push", s.Transport)
+	require.True(t, strings.HasPrefix(s.Secret, "whsec_"), s.Secret)
+	require.Equal(t, "/push/"+s.ID, s.ReceiverPath)
+	require.Equal(t, "1h0m0s", s.Every)
+	require.Contains(t, r.stderr, "shown this once")
+
+	// With the REST address of the reconciliation walk, and its interval.
+	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Reconciled", "--transport", "push",
+		"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--every", "30m")
+	require.Equal(t, "30m0s", s.Every)
+	require.Equal(t, "https://vendor.example/ai", s.URL)
+
+	// The secret is never listed.
+	r = adminOK(t, dbURL, nil, "source", "list", "--org", f.org.ID)
+	require.NotContains(t, r.stdout, "whsec_")
+
+	for _, args := range [][]string{
+		{"--url", "https://x.example"},
+		{"--token", "t"},
+		{"--url", "ftp://x.example", "--token", "t"},
+		{"--every", "1s"},
+	} {
+		r := admin(t, dbURL, nil, append([]string{"source", "add", "--org", f.org.ID, "--name", "x", "--transport", "push"}, args...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Empty(t, r.stdout)
+	}
 }

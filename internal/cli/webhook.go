@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 func webhookCommand() *command {
@@ -49,13 +49,13 @@ Logs one line with its URL when ready. Stops on SIGINT or SIGTERM.`,
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, "127.0.0.1:9000", 5*time.Second)
 			fs.StringVar(&f.secret, "secret", "", "the webhook's signing `SECRET` (whsec_...; required)")
-			fs.DurationVar(&f.tolerance, "tolerance", reviewapi.DefaultWebhookTolerance, "how far a delivery's timestamp may be from now")
+			fs.DurationVar(&f.tolerance, "tolerance", webhook.DefaultTolerance, "how far a delivery's timestamp may be from now")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.secret == "" {
 				return usagef("%s: --secret is required: the whsec_ secret of the webhook's registration", e.cmd)
 			}
-			if _, err := reviewapi.SignWebhook(f.secret, "msg_check", time.Now(), nil); err != nil {
+			if _, err := webhook.Sign(f.secret, "msg_check", time.Now(), nil); err != nil {
 				return usagef("%s: --secret: %v", e.cmd, err)
 			}
 			log, err := f.logger(e.cmd, e.stderr)
@@ -93,8 +93,8 @@ func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) http.
 			http.Error(w, "cannot read the body", http.StatusBadRequest)
 			return
 		}
-		line := receivedWebhook{ID: r.Header.Get(reviewapi.HeaderWebhookID), Timestamp: r.Header.Get(reviewapi.HeaderWebhookTimestamp)}
-		verr := reviewapi.VerifyWebhook(secret, r.Header, body, time.Now(), tolerance)
+		line := receivedWebhook{ID: r.Header.Get(webhook.HeaderID), Timestamp: r.Header.Get(webhook.HeaderTimestamp)}
+		verr := webhook.Verify(secret, r.Header, body, time.Now(), tolerance)
 		line.Verified = verr == nil
 		if verr != nil {
 			line.Error = verr.Error()

@@ -10,31 +10,31 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 func TestWebhookListenVerifiesAndPrints(t *testing.T) {
 	t.Parallel()
-	secret := reviewapi.NewWebhookSecret()
+	secret := webhook.NewSecret()
 	var out bytes.Buffer
 	srv := httptest.NewServer(webhookPrinter(secret, time.Minute, &out))
 	defer srv.Close()
 	body := []byte(`{"type":"task.completed","timestamp":"2026-11-21T10:00:00.000Z","data":{"id":"t1","status":"approved"}}`)
 	post := func(sec string) int {
 		now := time.Now()
-		sig, err := reviewapi.SignWebhook(sec, "msg_1", now, body)
+		sig, err := webhook.Sign(sec, "msg_1", now, body)
 		require.NoError(t, err)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks", bytes.NewReader(body))
-		req.Header.Set(reviewapi.HeaderWebhookID, "msg_1")
-		req.Header.Set(reviewapi.HeaderWebhookTimestamp, jsonInt(now.Unix()))
-		req.Header.Set(reviewapi.HeaderWebhookSignature, sig)
+		req.Header.Set(webhook.HeaderID, "msg_1")
+		req.Header.Set(webhook.HeaderTimestamp, jsonInt(now.Unix()))
+		req.Header.Set(webhook.HeaderSignature, sig)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		return resp.StatusCode
 	}
 	require.Equal(t, http.StatusNoContent, post(secret))
-	require.Equal(t, http.StatusUnauthorized, post(reviewapi.NewWebhookSecret()))
+	require.Equal(t, http.StatusUnauthorized, post(webhook.NewSecret()))
 	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
 	require.Len(t, lines, 2)
 	var good, bad receivedWebhook

@@ -17,6 +17,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 func TestAPIWebhookStandardTestVector(t *testing.T) {
@@ -43,7 +44,7 @@ func TestAPIWebhookStandardTestVector(t *testing.T) {
 			// The service signs the same.
 			sec, err := strconv.ParseInt(c.ts, 10, 64)
 			require.NoError(t, err)
-			sig, err := reviewapi.SignWebhook(secret, c.id, time.Unix(sec, 0), []byte(c.body))
+			sig, err := webhook.Sign(secret, c.id, time.Unix(sec, 0), []byte(c.body))
 			require.NoError(t, err)
 			require.Equal(t, c.sig, sig)
 
@@ -86,7 +87,7 @@ func TestAPIWebhookEveryEventSigned(t *testing.T) {
 			// The receiver verified it; verify again, with both verifiers.
 			require.NoError(t, a.Err)
 			require.NoError(t, webhooktest.Verify(hook.Secret, a.Header, a.Body))
-			require.NoError(t, reviewapi.VerifyWebhook(hook.Secret, a.Header, a.Body, a.Timestamp, time.Minute))
+			require.NoError(t, webhook.Verify(hook.Secret, a.Header, a.Body, a.Timestamp, time.Minute))
 			require.False(t, ids[a.ID], "webhook-id %s used by two events", a.ID)
 			ids[a.ID] = true
 			require.Equal(t, 1, a.Attempt)
@@ -548,7 +549,7 @@ func TestAPIWebhookFailedAttempts(t *testing.T) {
 		// A receiver that cannot verify the signature refuses every attempt.
 		wrongSecret := webhooktest.NewReceiver(t, "")
 		tn.register(t, wrongSecret, spec.EventTaskCompleted)
-		wrongSecret.SetSecret(reviewapi.NewWebhookSecret())
+		wrongSecret.SetSecret(webhook.NewSecret())
 
 		tn.submit(t, "hello")
 		ctx, cancel := context.WithTimeout(t.Context(), apiWait)

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 // WebhookUserAgent is the User-Agent of webhook deliveries.
@@ -74,13 +76,13 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 // Deliver makes one delivery attempt: it POSTs d.Body to d.URL with
 // Content-Type application/json, User-Agent [WebhookUserAgent] and the
 // Standard Webhooks headers webhook-id (d.MsgID), webhook-timestamp
-// (d.Timestamp in Unix seconds) and webhook-signature ([SignWebhook] under
+// (d.Timestamp in Unix seconds) and webhook-signature ([webhook.Sign] under
 // d.Secret).
 //
 // Any 2xx answer is success: err is nil. At most 64 KiB of the response body
 // is read and discarded. Every failure is a [*DeliveryError] with the status
 // (0 without a response) and whether to retry; it wraps the cause, such as
-// [ErrForbiddenAddress], [ErrWebhookSecret] or [context.DeadlineExceeded].
+// [ErrForbiddenAddress], [webhook.ErrSecret] or [context.DeadlineExceeded].
 //
 // c should come from [NewWebhookClient], which guards the addresses
 // connected to, does not follow redirects and bounds the attempt's time; nil
@@ -89,7 +91,7 @@ func Deliver(ctx context.Context, c *http.Client, d Delivery) (status int, err e
 	if c == nil {
 		c = defaultWebhookClient()
 	}
-	sig, err := SignWebhook(d.Secret, d.MsgID, d.Timestamp, d.Body)
+	sig, err := webhook.Sign(d.Secret, d.MsgID, d.Timestamp, d.Body)
 	if err != nil {
 		return 0, &DeliveryError{Err: err}
 	}
@@ -102,9 +104,9 @@ func Deliver(ctx context.Context, c *http.Client, d Delivery) (status int, err e
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", WebhookUserAgent)
-	req.Header.Set(HeaderWebhookID, d.MsgID)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(d.Timestamp.Unix(), 10))
-	req.Header.Set(HeaderWebhookSignature, sig)
+	req.Header.Set(webhook.HeaderID, d.MsgID)
+	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(d.Timestamp.Unix(), 10))
+	req.Header.Set(webhook.HeaderSignature, sig)
 
 	resp, err := c.Do(req)
 	if err != nil {

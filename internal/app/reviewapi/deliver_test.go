@@ -13,6 +13,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 const whBody = `{"type":"task.approved","timestamp":"2026-01-02T03:04:05.000Z","data":{"id":"t1","status":"approved"}}`
@@ -21,7 +22,7 @@ const whBody = `{"type":"task.approved","timestamp":"2026-01-02T03:04:05.000Z","
 // knows.
 func whDelivery(t *testing.T, rcv *webhooktest.Receiver, msgID string) reviewapi.Delivery {
 	t.Helper()
-	secret := reviewapi.NewWebhookSecret()
+	secret := webhook.NewSecret()
 	rcv.SetSecret(secret)
 	return reviewapi.Delivery{URL: rcv.URL(), Secret: secret, MsgID: msgID, Timestamp: time.Now(), Body: []byte(whBody)}
 }
@@ -58,7 +59,7 @@ func TestDeliverSuccess(t *testing.T) {
 	require.Equal(t, "aiusage-webhooks/1", got[0].Header.Get("User-Agent"))
 	require.Equal(t, strconv.FormatInt(d.Timestamp.Unix(), 10), got[0].Header.Get("webhook-timestamp"))
 	// The service's own verifier agrees.
-	require.NoError(t, reviewapi.VerifyWebhook(d.Secret, got[0].Header, got[0].Body, time.Now(), 0))
+	require.NoError(t, webhook.Verify(d.Secret, got[0].Header, got[0].Body, time.Now(), 0))
 	var payload map[string]any
 	require.NoError(t, json.Unmarshal(got[0].Body, &payload))
 }
@@ -131,7 +132,7 @@ func TestDeliverStatusErrors(t *testing.T) {
 				}
 				w.WriteHeader(tt.status)
 			})
-			d := reviewapi.Delivery{URL: srv.URL, Secret: reviewapi.NewWebhookSecret(), MsgID: "msg_status", Timestamp: time.Now(), Body: []byte(`{}`)}
+			d := reviewapi.Delivery{URL: srv.URL, Secret: webhook.NewSecret(), MsgID: "msg_status", Timestamp: time.Now(), Body: []byte(`{}`)}
 			status, err := reviewapi.Deliver(t.Context(), whPrivateClient(time.Second), d)
 			require.Equal(t, tt.status, status)
 			de := whDeliveryError(t, err)
@@ -160,7 +161,7 @@ func TestDeliverRetryAfterDate(t *testing.T) {
 		w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	d := reviewapi.Delivery{URL: srv.URL, Secret: reviewapi.NewWebhookSecret(), MsgID: "msg_date", Timestamp: now, Body: []byte(`{}`)}
+	d := reviewapi.Delivery{URL: srv.URL, Secret: webhook.NewSecret(), MsgID: "msg_date", Timestamp: now, Body: []byte(`{}`)}
 	_, err := reviewapi.Deliver(t.Context(), whPrivateClient(time.Second), d)
 	require.Equal(t, 90*time.Second, whDeliveryError(t, err).RetryAfter)
 }
@@ -247,14 +248,14 @@ func TestDeliverConnectionRefusedIsRetryable(t *testing.T) {
 
 func TestDeliverBadDelivery(t *testing.T) {
 	t.Parallel()
-	ok := reviewapi.Delivery{URL: "http://127.0.0.1:1/", Secret: reviewapi.NewWebhookSecret(), MsgID: "msg_1", Timestamp: time.Now()}
+	ok := reviewapi.Delivery{URL: "http://127.0.0.1:1/", Secret: webhook.NewSecret(), MsgID: "msg_1", Timestamp: time.Now()}
 	tests := []struct {
 		name string
 		edit func(*reviewapi.Delivery)
 		want error
 	}{
-		{"malformed secret", func(d *reviewapi.Delivery) { d.Secret = "secret" }, reviewapi.ErrWebhookSecret},
-		{"no message id", func(d *reviewapi.Delivery) { d.MsgID = "" }, reviewapi.ErrWebhookID},
+		{"malformed secret", func(d *reviewapi.Delivery) { d.Secret = "secret" }, webhook.ErrSecret},
+		{"no message id", func(d *reviewapi.Delivery) { d.MsgID = "" }, webhook.ErrID},
 		{"bad url", func(d *reviewapi.Delivery) { d.URL = "http://[::1" }, nil},
 		{"other scheme", func(d *reviewapi.Delivery) { d.URL = "ftp://example.com/" }, reviewapi.ErrInvalidWebhookURL},
 	}

@@ -35,7 +35,7 @@
 // known key carries the RateLimit-Policy and RateLimit headers.
 //
 // Webhook deliveries follow the Standard Webhooks specification
-// ([SignWebhook]): at least once, from the database, retried on
+// ([webhook.Sign]): at least once, from the database, retried on
 // [DefaultRetrySchedule], to URLs checked against private addresses when
 // registered and again when dialled ([AddressPolicy]).
 package reviewapi

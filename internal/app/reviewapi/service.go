@@ -15,6 +15,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -150,7 +151,7 @@ type Service struct {
 	orgs   *orgapi.Store
 	people *people.Store
 	cache  *policy.Cache
-	jobs   jobs
+	jobs   riverjobs.Client
 	client *http.Client
 }
 
@@ -199,7 +200,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			&river.PeriodicJobOpts{RunOnStart: true})}
 		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.PeriodicJobs...)
 	}
-	if s.jobs, err = newJobs(ctx, cfg.DB, rc); err != nil {
+	if s.jobs, err = riverjobs.Open(ctx, cfg.DB, rc); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -211,7 +212,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.cfg.InsertOnly {
 		return nil
 	}
-	return s.jobs.start(ctx)
+	return s.jobs.Start(ctx)
 }
 
 // Stop stops working jobs, letting those running finish until ctx ends.
@@ -219,17 +220,18 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.cfg.InsertOnly {
 		return nil
 	}
-	return s.jobs.stop(ctx)
+	return s.jobs.Stop(ctx)
 }
 
 // Enqueue queues a job of another component on the service's queue (its
 // worker registered with Config.AddWorkers).
 func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
-	return s.jobs.insert(ctx, args, opts)
+	_, err := s.jobs.Insert(ctx, args, opts)
+	return err
 }
 
 // Close releases the job queue's connections. Call it after Stop.
-func (s *Service) Close() { s.jobs.close() }
+func (s *Service) Close() { s.jobs.Close() }
 
 // RedactionMark is the text that replaces each redacted span in the
 // redacted copies of requests.

@@ -17,6 +17,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 // MaxWebhooks is the most webhooks an organisation may register: each
@@ -52,7 +53,7 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 	}
 	now := s.now()
 	w := spec.Webhook{ID: uuid.NewString(), URL: c.URL, Events: events, Description: c.Description,
-		CreatedAt: spec.NewTime(now), Secret: NewWebhookSecret()}
+		CreatedAt: spec.NewTime(now), Secret: webhook.NewSecret()}
 	ev, _ := json.Marshal(events)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO reviewapi_webhooks (id, org_id, url, events, description, secret, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.ID, orgID, w.URL, string(ev), w.Description, w.Secret, sqldb.Millis(now))
@@ -169,7 +170,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 // queued stays pending in the database and the sweep queues it again.
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
-		if err := s.jobs.insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
+		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}

@@ -89,7 +89,8 @@ func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.
 	return &provider.Principal{Name: "api-key:" + v.keyName, Tenant: v.tenant}, nil
 }
 
-// Routes adds the sources' routes to r (a mount of reviewapi.NewHandler).
+// Routes adds the sources' routes to r (a mount of reviewapi.NewHandler),
+// the push receiver's among them ([Service.PushRoutes]).
 func (s *Service) Routes(r chi.Router) {
 	r.Get("/organisations/{organisationId}/sources", s.listHandler)
 	r.Handle("/organisations/{organisationId}/sources/{sourceId}", http.HandlerFunc(s.viewHandler))
@@ -98,6 +99,7 @@ func (s *Service) Routes(r chi.Router) {
 		r.Handle("/organisations/{organisationId}/"+res, http.HandlerFunc(s.orgViewHandler))
 		r.Handle("/organisations/{organisationId}/"+res+"/*", http.HandlerFunc(s.orgViewHandler))
 	}
+	s.PushRoutes(r)
 }
 
 // orgResources are the lists of an organisation's view.

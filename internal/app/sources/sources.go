@@ -59,6 +59,7 @@ import (
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 // Component is the name under which the migrations of this package are
@@ -72,7 +73,8 @@ const (
 	DefaultEvery     = 5 * time.Minute
 	TransportREST    = "rest"
 	TransportMCP     = "mcp"
-	TransportExport  = "export"
+	TransportExport  = "export" // see export.go
+	TransportPush    = "push"   // see push.go
 	DefaultTransport = TransportREST
 )
 
@@ -94,12 +96,15 @@ type SourceCreate struct {
 	Name string
 	// URL is the provider's base address (absolute http or https); with
 	// TransportMCP its MCP endpoint (the base address followed by /mcp);
-	// with TransportExport where its scheduled export is (see export.go).
+	// with TransportExport where its scheduled export is (see export.go);
+	// with TransportPush the REST address of the reconciliation walk, or ""
+	// for a push-only source.
 	URL string
 	// Token is the provider's credential, sent as a bearer token; optional
-	// with TransportExport.
+	// with TransportExport, "" for a push-only source.
 	Token string
-	// Transport is TransportREST (default), TransportMCP or TransportExport.
+	// Transport is TransportREST (default), TransportMCP, TransportExport or
+	// TransportPush.
 	Transport string
 	// Every is the interval between syncs, at least MinEvery; 0 means
 	// DefaultEvery.
@@ -121,6 +126,9 @@ type Source struct {
 	NextSyncAt time.Time `json:"nextSyncAt"`
 	// LastSyncStartedAt is when a sync last started; nil before the first.
 	LastSyncStartedAt *time.Time `json:"lastSyncStartedAt"`
+	// PushSecret signs the pushes of a TransportPush source: set only in
+	// what Add returns, the one time it is shown.
+	PushSecret string `json:"-"`
 }
 
 // TokenHint is the token masked: its last four characters at most.
@@ -222,9 +230,14 @@ func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source
 	now := s.now()
 	src := Source{ID: uuid.NewString(), OrganisationID: org, Name: n.Name, URL: n.URL, Token: n.Token,
 		Transport: n.Transport, Every: n.Every, CreatedAt: now, NextSyncAt: now}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		src.ID, org, src.Name, src.URL, src.Token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli())
+	var secret sql.NullString
+	if src.Transport == TransportPush {
+		src.PushSecret = webhook.NewSecret()
+		secret = sql.NullString{String: src.PushSecret, Valid: true}
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, push_secret)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		src.ID, org, src.Name, src.URL, src.Token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli(), secret)
 	if sqldb.IsUniqueViolation(err) {
 		return Source{}, fmt.Errorf("organisation %s already has a source named %q: %w", org, n.Name, spec.ErrConflict)
 	}
@@ -246,11 +259,21 @@ func validate(n *SourceCreate) error {
 	if n.Transport == "" {
 		n.Transport = DefaultTransport
 	}
-	if n.Transport == TransportExport {
+	switch n.Transport {
+	case TransportREST, TransportMCP, TransportExport, TransportPush:
+	default:
+		return fmt.Errorf("transport must be rest, mcp, export or push, got %q: %w", n.Transport, spec.ErrInvalid)
+	}
+	switch n.Transport {
+	case TransportExport:
 		if err := checkExportURL(n.URL, n.Token); err != nil {
 			return err
 		}
-	} else {
+	case TransportPush:
+		if err := validatePush(n); err != nil {
+			return err
+		}
+	default:
 		u, err := url.Parse(n.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
@@ -258,9 +281,6 @@ func validate(n *SourceCreate) error {
 		if n.Token == "" {
 			return fmt.Errorf("token is required: %w", spec.ErrInvalid)
 		}
-	}
-	if n.Transport != TransportREST && n.Transport != TransportMCP && n.Transport != TransportExport {
-		return fmt.Errorf("transport must be rest, mcp or export, got %q: %w", n.Transport, spec.ErrInvalid)
 	}
 	if n.Every == 0 {
 		n.Every = DefaultEvery
@@ -398,7 +418,8 @@ func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 
 // due returns the sources whose next sync is due at now.
 func (s *Service) due(ctx context.Context, now time.Time) ([]Source, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE next_due_ms <= $1 ORDER BY next_due_ms, id`, now.UnixMilli())
+	// A push-only source (no url) has nothing to walk.
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE next_due_ms <= $1 AND url <> '' ORDER BY next_due_ms, id`, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sources: due: %w", err)
 	}
@@ -421,6 +442,9 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	src, err := s.get(ctx, id)
 	if err != nil {
 		return consumer.Result{}, err
+	}
+	if src.URL == "" {
+		return consumer.Result{}, fmt.Errorf("source %s receives pushes only; it has no REST address to walk: %w", src.ID, spec.ErrInvalid)
 	}
 	now := s.now()
 	if _, err := s.db.ExecContext(ctx, `UPDATE sources SET last_sync_started_ms = $2 WHERE id = $1`, src.ID, now.UnixMilli()); err != nil {

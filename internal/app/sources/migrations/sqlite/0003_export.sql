@@ -1,10 +1,7 @@
 -- The export transport: a source of transport 'export' reads the provider's
 -- scheduled export (docs/export.md) from url, an https or loopback http base
--- address or a directory. 'push' is the transport a parallel change adds
--- (migration 0002); it is allowed here too so that the constraint is the
--- same whichever of the two migrations a database received last. SQLite
--- cannot change a CHECK constraint, so the table is rebuilt; merged with
--- 0002, this rebuild must also carry 0002's push_secret column.
+-- address or a directory. SQLite cannot change a CHECK constraint, so the
+-- table is rebuilt, with the push_secret of migration 0002.
 CREATE TABLE sources_new (
     id                   TEXT    PRIMARY KEY,
     org_id               TEXT    NOT NULL,
@@ -16,10 +13,11 @@ CREATE TABLE sources_new (
     created_at_ms        INTEGER NOT NULL,
     next_due_ms          INTEGER NOT NULL,
     last_sync_started_ms INTEGER,
+    push_secret          TEXT,
     UNIQUE (org_id, name)
 );
-INSERT INTO sources_new (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms)
-    SELECT id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms FROM sources;
+INSERT INTO sources_new (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, push_secret)
+    SELECT id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, push_secret FROM sources;
 DROP TABLE sources;
 ALTER TABLE sources_new RENAME TO sources;
 CREATE INDEX sources_org ON sources (org_id, created_at_ms, id);

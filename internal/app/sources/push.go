@@ -1,0 +1,199 @@
+package sources
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/spec"
+	"github.com/aiusage/kit/spec/webhook"
+)
+
+// The push transport (docs/push.md): a source of transport TransportPush
+// receives the records its provider pushes at POST /push/{sourceId}, signed
+// with the secret generated when the source was added. The records are
+// written through the consumer store, as a poller writes its pages, so the
+// collected views cannot tell the transports apart. A push source that also
+// has a REST address (URL and token) is walked by the poller on its
+// schedule, which reconciles what pushes missed.
+
+// Limits of the push receiver.
+const (
+	// MaxPushBody is the largest push body accepted; a larger one is 413.
+	MaxPushBody = 5 << 20
+	// PushTolerance is how far a push's webhook-timestamp may be from the
+	// service's clock.
+	PushTolerance = 5 * time.Minute
+	// pushMessageTTL is how long an accepted webhook-id is remembered:
+	// beyond the tolerance on either side, after which a replay fails the
+	// timestamp check anyway.
+	pushMessageTTL = 2*PushTolerance + time.Minute
+	// DefaultReconcileEvery is the interval of a push source's
+	// reconciliation walk when none is given.
+	DefaultReconcileEvery = time.Hour
+	// pushRetryAfter is the Retry-After of a push that found a sync of the
+	// same resource in progress.
+	pushRetryAfter = "5"
+)
+
+// validatePush checks the fields of a push source: the REST address of the
+// reconciliation walk is optional, but a URL needs a token and a token a URL.
+func validatePush(n *SourceCreate) error {
+	switch {
+	case n.URL == "" && n.Token != "":
+		return fmt.Errorf("token given without url: a push source's url and token are the REST address of its reconciliation walk, both or neither: %w", spec.ErrInvalid)
+	case n.URL != "" && n.Token == "":
+		return fmt.Errorf("url given without token: a push source's url and token are the REST address of its reconciliation walk, both or neither: %w", spec.ErrInvalid)
+	case n.URL != "":
+		u, err := url.Parse(n.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
+		}
+	}
+	if n.Every == 0 {
+		n.Every = DefaultReconcileEvery
+	}
+	return nil
+}
+
+// PushPath returns the path, below the service's base URL, at which source
+// id receives pushes.
+func PushPath(id string) string { return "/push/" + id }
+
+// PushRoutes adds the push receiver's route to r: POST /push/{sourceId}. It
+// needs no API key; the signature authenticates the sender.
+func (s *Service) PushRoutes(r chi.Router) {
+	r.Post("/push/{sourceId}", s.pushHandler)
+}
+
+// pushSecret returns the signing secret of push source id, and
+// spec.ErrNotFound for an unknown id or a source of another transport.
+func (s *Service) pushSecret(ctx context.Context, id string) (string, string, error) {
+	sid, ok := httpx.CanonicalUUID(id)
+	if !ok {
+		return "", "", fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
+	}
+	var secret sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT push_secret FROM sources WHERE id = $1 AND transport = $2`, sid, TransportPush).Scan(&secret)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !secret.Valid {
+		return "", "", fmt.Errorf("source %s: %w", sid, spec.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("sources: push secret: %w", err)
+	}
+	return sid, secret.String, nil
+}
+
+// pushAnswer is the body of a push's 200.
+type pushAnswer struct {
+	Saved       int  `json:"saved"`
+	Quarantined int  `json:"quarantined"`
+	Duplicate   bool `json:"duplicate,omitempty"`
+}
+
+// pushHandler receives one push delivery. It answers 2xx only after the
+// records are committed (or when the webhook-id was already accepted); a
+// refused delivery writes nothing.
+func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sid, secret, err := s.pushSecret(ctx, chi.URLParam(r, "sourceId"))
+	if errors.Is(err, spec.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, "No push source with this id.")
+		return
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "sources: push", "error", err)
+		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send fewer records per delivery.", MaxPushBody))
+		return
+	case err != nil:
+		writeProblem(w, http.StatusBadRequest, "The body could not be read.")
+		return
+	}
+	now := s.cfg.Now()
+	if err := webhook.Verify(secret, r.Header, body, now, PushTolerance); err != nil {
+		// The error names the header at fault, never the expected value.
+		w.Header().Set("WWW-Authenticate", `Webhook realm="aiusage"`)
+		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
+		return
+	}
+	d, err := spec.DecodePushDelivery(body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, strings.TrimSuffix(err.Error(), ": "+spec.ErrInvalid.Error())+".")
+		return
+	}
+	msgID := r.Header.Get(webhook.HeaderID)
+	seen, err := s.pushSeen(ctx, sid, msgID, now)
+	if err != nil {
+		s.log.ErrorContext(ctx, "sources: push", "error", err)
+		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
+		return
+	}
+	if seen {
+		_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Duplicate: true})
+		return
+	}
+	res, err := consumer.SavePushed(ctx, s.store, consumer.PushedRecords{Source: sid, Resource: consumer.Resource(d.Resource),
+		Records: d.Records, Now: now.UTC().Truncate(time.Millisecond)})
+	if errors.Is(err, consumer.ErrBusy) {
+		w.Header().Set("Retry-After", pushRetryAfter)
+		writeProblem(w, http.StatusServiceUnavailable, "A sync of this source's "+d.Resource+" is in progress; retry shortly.")
+		return
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "sources: push", "source", sid, "error", err)
+		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
+		return
+	}
+	// Remembered after the commit: a crash in between makes the retry
+	// write the same records again, which changes nothing.
+	if err := s.rememberPush(ctx, sid, msgID, now); err != nil {
+		s.log.WarnContext(ctx, "sources: push: the webhook-id is not remembered", "source", sid, "error", err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "push received", slog.String("source", sid), slog.String("resource", d.Resource),
+		slog.Int("records", res.Saved), slog.Int("quarantined", res.Quarantined))
+	_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Saved: res.Saved, Quarantined: res.Quarantined})
+}
+
+// pushSeen reports whether webhook-id msgID of source sid was accepted and
+// is still remembered.
+func (s *Service) pushSeen(ctx context.Context, sid, msgID string, now time.Time) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sources_push_messages WHERE source_id = $1 AND msg_id = $2 AND expires_at_ms > $3`,
+		sid, msgID, now.UnixMilli()).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("sources: push messages: %w", err)
+	}
+	return n > 0, nil
+}
+
+// rememberPush records webhook-id msgID of source sid as accepted, and
+// forgets the ids of the source that expired.
+func (s *Service) rememberPush(ctx context.Context, sid, msgID string, now time.Time) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sources_push_messages WHERE source_id = $1 AND expires_at_ms <= $2`, sid, now.UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sources_push_messages (source_id, msg_id, expires_at_ms) VALUES ($1, $2, $3)
+			ON CONFLICT (source_id, msg_id) DO UPDATE SET expires_at_ms = excluded.expires_at_ms`,
+			sid, msgID, now.Add(pushMessageTTL).UnixMilli())
+		return err
+	})
+}
