@@ -34,7 +34,7 @@ func TestPushReceiverPassesTheKitsPusher(t *testing.T) {
 	src := memsource.New()
 	require.NoError(t, demodata.Fill(t.Context(), demodata.Config{Conversations: 30, Seed: 2, End: time.Now()}, "acme", src))
 	started := time.Now()
-	p, err := push.New(t.Context(), push.Config{DB: sqldbtest.Open(t, sqldb.SQLite), Source: src, Tenant: "acme", URL: srv.URL,
+	p, err := push.New(t.Context(), push.Config{DatabaseURL: sqldbtest.URL(t, sqldb.SQLite), Source: src, Tenant: "acme", URL: srv.URL,
 		Secret: pushSecret, MaxRecords: 50, RetryBase: 600 * time.Millisecond, RetryMax: 2 * time.Second, PollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	defer p.Close()

@@ -398,5 +398,6 @@ func fullPushDelivery() spec.PushDelivery {
 	if err != nil {
 		panic(err)
 	}
-	return spec.PushDelivery{Type: spec.PushTypeRecords, Resource: "conversations", Records: []json.RawMessage{conv}}
+	return spec.PushDelivery{Type: spec.PushTypeRecords, Resource: "conversations", Records: []json.RawMessage{conv},
+		AsOf: ts("2026-03-09T10:15:00.123Z")}
 }

@@ -32,6 +32,12 @@ type PushDelivery struct {
 	Resource string `json:"resource"`
 	// Records holds 1 to [MaxPushRecords] records of Resource.
 	Records []json.RawMessage `json:"records"`
+	// AsOf is when the pusher read the records from its data: the version
+	// of the records' content. A usage bucket has no updatedAt, so a
+	// receiver keeps, per bucket, the content with the latest AsOf, and a
+	// delivery that arrives late cannot overwrite a newer count. Optional;
+	// without it, the last delivery received wins.
+	AsOf Time `json:"asOf,omitzero"`
 }
 
 // PushRecordSchema returns the name of the schema of each record of a push

@@ -95,7 +95,7 @@ func providerPush(ctx context.Context, e *env, f *providerPushFlags) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	p, err := push.New(ctx, push.Config{DB: db, Source: src, Tenant: f.tenant, URL: f.to, Secret: f.secret,
+	p, err := push.New(ctx, push.Config{DatabaseURL: f.databaseURL, Source: src, Tenant: f.tenant, URL: f.to, Secret: f.secret,
 		Resources: f.resources, MaxAttempts: f.attempts, Lookback: f.lookback, Logger: log})
 	if err != nil {
 		return err

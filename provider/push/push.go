@@ -19,7 +19,7 @@
 //
 // Embedding it:
 //
-//	p, err := push.New(ctx, push.Config{DB: db, Source: src, Tenant: "acme",
+//	p, err := push.New(ctx, push.Config{DatabaseURL: "sqlite:vendor.db", Source: src, Tenant: "acme",
 //		URL: "https://collector.example/push/src_1", Secret: secret})
 //	if err != nil {
 //		return err
@@ -79,12 +79,14 @@ func Migrations() fs.FS {
 // refused for its size. A single record larger than that travels alone.
 const MaxBodyBytes = 4 << 20
 
-// Config configures a [Pusher]. DB, Source, Tenant, URL and Secret are
-// required.
+// Config configures a [Pusher]. DatabaseURL, Source, Tenant, URL and Secret
+// are required.
 type Config struct {
-	// DB is the vendor's database: the pusher keeps its watermarks and River
-	// its queue there.
-	DB *sqldb.DB
+	// DatabaseURL is the vendor's database, sqlite:PATH or postgres://...:
+	// the pusher keeps its watermarks and River its queue there, in tables
+	// of their own. It opens its own connections (on SQLite, River wants a
+	// pool of one), so the database may well be the one Source reads.
+	DatabaseURL string
 	// Source is read for the records that changed.
 	Source provider.DataSource
 	// Tenant is the customer whose records are pushed.
@@ -138,22 +140,33 @@ type Config struct {
 // safe for concurrent use.
 type Pusher struct {
 	cfg    Config
+	db     *sqldb.DB
 	target string // identifies the tenant and the receiver in the watermarks
 	queue  string
 	jobs   riverjobs.Client
 	client *http.Client
 }
 
-// New checks cfg, applies the pusher's migrations and River's to cfg.DB and
-// returns a Pusher that queues deliveries; [Pusher.Start] sends them.
-func New(ctx context.Context, cfg Config) (*Pusher, error) {
+// New checks cfg, opens the database at cfg.DatabaseURL, applies the
+// pusher's migrations and River's to it and returns a Pusher that queues
+// deliveries; [Pusher.Start] sends them. Close releases the connections.
+func New(ctx context.Context, cfg Config) (_ *Pusher, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
+	db, err := sqldb.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("push: DatabaseURL: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close()
+		}
+	}()
+	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("push: %w", err)
 	}
-	p := &Pusher{cfg: cfg, client: cfg.HTTPClient}
+	p := &Pusher{cfg: cfg, db: db, client: cfg.HTTPClient}
 	p.target = cfg.Tenant + " " + cfg.URL
 	sum := sha256.Sum256([]byte(p.target))
 	// A queue per target: deliveries queued for another receiver or
@@ -172,11 +185,11 @@ func New(ctx context.Context, cfg Config) (*Pusher, error) {
 		RescueStuckJobsAfter: p.timeout() + time.Minute,
 		MaxAttempts:          cfg.MaxAttempts,
 	}
-	if cfg.DB.Dialect == sqldb.SQLite {
+	if db.Dialect == sqldb.SQLite {
 		rc.FetchPollInterval = cfg.PollInterval
 		rc.FetchCooldown = min(cfg.PollInterval, river.FetchCooldownDefault)
 	}
-	jobs, err := riverjobs.Open(ctx, cfg.DB, rc)
+	jobs, err := riverjobs.Open(ctx, db, rc)
 	if err != nil {
 		return nil, fmt.Errorf("push: %w", err)
 	}
@@ -186,8 +199,8 @@ func New(ctx context.Context, cfg Config) (*Pusher, error) {
 
 func (c *Config) check() error {
 	var missing []string
-	if c.DB == nil {
-		missing = append(missing, "DB")
+	if c.DatabaseURL == "" {
+		missing = append(missing, "DatabaseURL")
 	}
 	if c.Source == nil {
 		missing = append(missing, "Source")
@@ -262,9 +275,12 @@ func (p *Pusher) Start(ctx context.Context) error { return p.jobs.Start(ctx) }
 // queued is sent after the next Start, by this process or another.
 func (p *Pusher) Stop(ctx context.Context) error { return p.jobs.Stop(ctx) }
 
-// Close releases River's connections. Call it after Stop; it does not close
-// Config.DB.
-func (p *Pusher) Close() { p.jobs.Close() }
+// Close releases the pusher's connections to the database. Call it after
+// Stop.
+func (p *Pusher) Close() {
+	p.jobs.Close()
+	_ = p.db.Close()
+}
 
 // newMessageID returns a new webhook-id: "msg_" and 26 hex digits.
 func newMessageID() string {

@@ -104,7 +104,7 @@ func fill(t *testing.T, conversations int) *memsource.Source {
 }
 
 func config(db *sqldb.DB, src *memsource.Source, url string) push.Config {
-	return push.Config{DB: db, Source: src, Tenant: demodata.DefaultTenant, URL: url, Secret: secret,
+	return push.Config{DatabaseURL: db.URL(), Source: src, Tenant: demodata.DefaultTenant, URL: url, Secret: secret,
 		RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond,
 		UsageBackfill: demodata.Span + 24*time.Hour, Now: func() time.Time { return demodata.DefaultEnd }}
 }

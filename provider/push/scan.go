@@ -189,8 +189,11 @@ func (p *Pusher) scanUsage(ctx context.Context, res *ScanResult) error {
 // returning how many it queued.
 func (p *Pusher) enqueue(ctx context.Context, resource string, records [][]byte) (int, error) {
 	n := 0
+	// The version of the records: when they were read, on the wall clock
+	// (Config.Now sets the usage windows, not this).
+	asOf := spec.NewTime(time.Now().UTC().Truncate(time.Millisecond))
 	for len(records) > 0 {
-		body, used := buildBody(resource, records[:min(len(records), p.cfg.MaxRecords)], MaxBodyBytes)
+		body, used := buildBody(resource, records[:min(len(records), p.cfg.MaxRecords)], MaxBodyBytes, asOf)
 		if _, err := p.jobs.Insert(ctx, deliveryArgs{MsgID: newMessageID(), Resource: resource, Body: body},
 			&river.InsertOpts{Queue: p.queue}); err != nil {
 			return n, fmt.Errorf("queue a delivery: %w", err)
@@ -202,9 +205,10 @@ func (p *Pusher) enqueue(ctx context.Context, resource string, records [][]byte)
 }
 
 // buildBody returns the body of a delivery of the first records of resource
-// that fit in limit bytes (at least one, even larger), and how many it took.
-func buildBody(resource string, records [][]byte, limit int) ([]byte, int) {
-	head := `{"type":"` + spec.PushTypeRecords + `","resource":"` + resource + `","records":[`
+// that fit in limit bytes (at least one, even larger), read at asOf, and how
+// many it took.
+func buildBody(resource string, records [][]byte, limit int, asOf spec.Time) ([]byte, int) {
+	head := `{"type":"` + spec.PushTypeRecords + `","resource":"` + resource + `","asOf":"` + asOf.String() + `","records":[`
 	body := append(make([]byte, 0, 1024), head...)
 	used := 0
 	for _, rec := range records {
@@ -223,7 +227,7 @@ func buildBody(resource string, records [][]byte, limit int) ([]byte, int) {
 func (p *Pusher) loadWatermark(ctx context.Context, resource string) (watermark, bool, error) {
 	var ms int64
 	var id string
-	err := p.cfg.DB.QueryRowContext(ctx, `SELECT at_ms, id FROM aiusage_push_watermarks WHERE target = $1 AND resource = $2`,
+	err := p.db.QueryRowContext(ctx, `SELECT at_ms, id FROM aiusage_push_watermarks WHERE target = $1 AND resource = $2`,
 		p.target, resource).Scan(&ms, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return watermark{}, false, nil
@@ -235,7 +239,7 @@ func (p *Pusher) loadWatermark(ctx context.Context, resource string) (watermark,
 }
 
 func (p *Pusher) saveWatermark(ctx context.Context, resource string, wm watermark) error {
-	_, err := p.cfg.DB.ExecContext(ctx, `INSERT INTO aiusage_push_watermarks (target, resource, at_ms, id) VALUES ($1, $2, $3, $4)
+	_, err := p.db.ExecContext(ctx, `INSERT INTO aiusage_push_watermarks (target, resource, at_ms, id) VALUES ($1, $2, $3, $4)
 ON CONFLICT (target, resource) DO UPDATE SET at_ms = excluded.at_ms, id = excluded.id`,
 		p.target, resource, sqldb.Millis(wm.at), wm.id)
 	if err != nil {

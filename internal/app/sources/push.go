@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -150,8 +151,17 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Duplicate: true})
 		return
 	}
-	res, err := consumer.SavePushed(ctx, s.store, consumer.PushedRecords{Source: sid, Resource: consumer.Resource(d.Resource),
-		Records: d.Records, Now: now.UTC().Truncate(time.Millisecond)})
+	records, versions, err := s.freshUsage(ctx, sid, d)
+	if err != nil {
+		s.log.ErrorContext(ctx, "sources: push", "source", sid, "error", err)
+		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
+		return
+	}
+	res := consumer.PushedResult{}
+	if len(records) > 0 {
+		res, err = consumer.SavePushed(ctx, s.store, consumer.PushedRecords{Source: sid, Resource: consumer.Resource(d.Resource),
+			Records: records, Now: now.UTC().Truncate(time.Millisecond)})
+	}
 	if errors.Is(err, consumer.ErrBusy) {
 		w.Header().Set("Retry-After", pushRetryAfter)
 		writeProblem(w, http.StatusServiceUnavailable, "A sync of this source's "+d.Resource+" is in progress; retry shortly.")
@@ -161,6 +171,9 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		s.log.ErrorContext(ctx, "sources: push", "source", sid, "error", err)
 		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
 		return
+	}
+	if err := s.saveUsageVersions(ctx, sid, versions, d.AsOf.Time); err != nil {
+		s.log.WarnContext(ctx, "sources: push: the versions of the usage buckets are not kept", "source", sid, "error", err)
 	}
 	// Remembered after the commit: a crash in between makes the retry
 	// write the same records again, which changes nothing.
@@ -196,4 +209,96 @@ func (s *Service) rememberPush(ctx context.Context, sid, msgID string, now time.
 			sid, msgID, now.Add(pushMessageTTL).UnixMilli())
 		return err
 	})
+}
+
+// usageTrailing is how far back a reconciliation walk re-pulls usage (the
+// consumer's default trailing window): buckets that recent are newer in the
+// store than any delivery read before the walk started.
+const usageTrailing = 48 * time.Hour
+
+// bucketVersion is the key of a pushed usage bucket and its start.
+type bucketVersion struct {
+	key   string
+	start time.Time
+}
+
+// freshUsage returns the records of d to write and, for usage deliveries
+// with an asOf, the buckets they version. A usage bucket is left out when
+// the store holds a version pushed with a later asOf, or when the last
+// reconciliation walk of the source's usage started after asOf and re-pulled
+// the bucket's hour: a late delivery then cannot overwrite a newer count.
+// Other resources carry their own versions (updatedAt) or never change
+// (events), and are returned as they are.
+func (s *Service) freshUsage(ctx context.Context, sid string, d spec.PushDelivery) ([]json.RawMessage, []bucketVersion, error) {
+	if d.Resource != string(consumer.Usage) || d.AsOf.IsZero() {
+		return d.Records, nil, nil
+	}
+	asOf := d.AsOf.UnixMilli()
+	var reconciled int64
+	err := s.db.QueryRowContext(ctx, `SELECT started_ms FROM sources_push_reconciled WHERE source_id = $1`, sid).Scan(&reconciled)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("sources: push reconciliation: %w", err)
+	}
+	var keep []json.RawMessage
+	var versions []bucketVersion
+	for _, raw := range d.Records {
+		var b struct {
+			StartAt    spec.Time       `json:"startAt"`
+			Dimensions json.RawMessage `json:"dimensions"`
+		}
+		if json.Unmarshal(raw, &b) != nil || b.StartAt.IsZero() {
+			keep = append(keep, raw) // SavePushed quarantines it with the reason
+			continue
+		}
+		key := b.StartAt.String() + " " + string(b.Dimensions)
+		if reconciled > asOf && b.StartAt.UnixMilli() >= reconciled-usageTrailing.Milliseconds() {
+			continue
+		}
+		var stored int64
+		err := s.db.QueryRowContext(ctx, `SELECT as_of_ms FROM sources_push_usage_versions WHERE source_id = $1 AND bucket_key = $2`,
+			sid, key).Scan(&stored)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, nil, fmt.Errorf("sources: push usage versions: %w", err)
+		case stored > asOf:
+			continue
+		}
+		keep = append(keep, raw)
+		versions = append(versions, bucketVersion{key: key, start: b.StartAt.Time})
+	}
+	return keep, versions, nil
+}
+
+// saveUsageVersions records asOf as the version of the buckets written, and
+// forgets the versions of buckets older than any delivery still sends.
+func (s *Service) saveUsageVersions(ctx context.Context, sid string, versions []bucketVersion, asOf time.Time) error {
+	if len(versions) == 0 {
+		return nil
+	}
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		for _, v := range versions {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sources_push_usage_versions (source_id, bucket_key, start_ms, as_of_ms) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (source_id, bucket_key) DO UPDATE SET as_of_ms = excluded.as_of_ms
+				WHERE sources_push_usage_versions.as_of_ms < excluded.as_of_ms`, sid, v.key, v.start.UnixMilli(), asOf.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM sources_push_usage_versions WHERE source_id = $1 AND start_ms < $2`,
+			sid, asOf.Add(-pushUsageVersionsKept).UnixMilli())
+		return err
+	})
+}
+
+// pushUsageVersionsKept is how long the version of a pushed bucket is kept:
+// a pusher re-sends only the last hours, and a delivery older than this is
+// refused by its timestamp anyway.
+const pushUsageVersionsKept = 7 * 24 * time.Hour
+
+// markReconciled records that a reconciliation walk of source sid's usage,
+// started at started, succeeded.
+func (s *Service) markReconciled(ctx context.Context, sid string, started time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sources_push_reconciled (source_id, started_ms) VALUES ($1, $2)
+		ON CONFLICT (source_id) DO UPDATE SET started_ms = excluded.started_ms`, sid, started.UnixMilli())
+	return err
 }

@@ -202,7 +202,7 @@ func TestPushChaos(t *testing.T) {
 		defer chaosSrv.Close()
 
 		vendorDB := sqldbtest.Open(t, db.Dialect)
-		p, err := push.New(ctx, push.Config{DB: vendorDB, Source: src, Tenant: "acme", URL: chaosSrv.URL, Secret: s.PushSecret, MaxRecords: 7,
+		p, err := push.New(ctx, push.Config{DatabaseURL: vendorDB.URL(), Source: src, Tenant: "acme", URL: chaosSrv.URL, Secret: s.PushSecret, MaxRecords: 7,
 			RetryBase: 5 * time.Millisecond, RetryMax: 40 * time.Millisecond, MaxAttempts: 100, PollInterval: 20 * time.Millisecond})
 		require.NoError(t, err)
 		defer p.Close()

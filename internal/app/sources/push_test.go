@@ -240,3 +240,54 @@ func TestPushReceiver(t *testing.T) {
 		require.Equal(t, 4, count(t, view, "conversations", e.key))
 	})
 }
+
+// TestPushUsageVersions: a usage bucket has no updatedAt, so the asOf of
+// its delivery versions it. A delivery read earlier than the one stored,
+// or than the last reconciliation walk, arrives late and changes nothing; a
+// later one replaces the count.
+func TestPushUsageVersions(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		ctx := t.Context()
+		s, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "pushed", Transport: "push"})
+		require.NoError(t, err)
+		u := e.url + sources.PushPath(s.ID)
+		now := time.Now().UTC()
+		hour := now.Truncate(time.Hour)
+		bucket := func(requests int) map[string]any {
+			return map[string]any{"startAt": spec.NewTime(hour).String(), "endAt": spec.NewTime(hour.Add(time.Hour)).String(),
+				"granularity": "hour", "dimensions": map[string]any{"model": "m", "assistantId": "", "userId": "u", "department": ""},
+				"metrics": map[string]any{"requests": requests, "inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}
+		}
+		send := func(id string, asOf time.Time, requests int) string {
+			d := map[string]any{"type": "records", "resource": "usage", "asOf": spec.NewTime(asOf).String(), "records": []any{bucket(requests)}}
+			body, err := json.Marshal(d)
+			require.NoError(t, err)
+			code, answer := post(t, u, signed(t, s.PushSecret, id, now, body), body)
+			require.Equal(t, http.StatusOK, code, answer)
+			return answer
+		}
+		requests := func() float64 {
+			var page struct {
+				Data []struct {
+					Metrics map[string]float64 `json:"metrics"`
+				} `json:"data"`
+			}
+			q := "/usage?granularity=hour&groupBy=model,assistantId,userId,department&startAt=" + spec.NewTime(hour).String() +
+				"&endAt=" + spec.NewTime(hour.Add(time.Hour)).String()
+			require.Equal(t, http.StatusOK, get(t, e.url+"/organisations/"+e.org.ID+"/sources/"+s.ID+q, e.key, &page))
+			require.Len(t, page.Data, 1)
+			return page.Data[0].Metrics["requests"]
+		}
+
+		assert.JSONEq(t, `{"saved":1,"quarantined":0}`, send("msg_a", now.Add(-time.Minute), 5))
+		require.Equal(t, 5.0, requests())
+		// Read later: replaces.
+		send("msg_b", now, 8)
+		require.Equal(t, 8.0, requests())
+		// Read earlier, arriving late: kept out.
+		assert.JSONEq(t, `{"saved":0,"quarantined":0}`, send("msg_c", now.Add(-30*time.Second), 6))
+		require.Equal(t, 8.0, requests())
+	})
+}

@@ -497,6 +497,15 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 			ops.Global().ObserveSync(string(r.Resource), outcome, r.Records)
 		}
 	}
+	if src.Transport == TransportPush {
+		for _, r := range res.Resources {
+			if r.Resource == consumer.Usage && r.Err == nil && r.Skipped == "" {
+				if merr := s.markReconciled(ctx, src.ID, now); merr != nil {
+					err = errors.Join(err, merr)
+				}
+			}
+		}
+	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "source synced", slog.String("source", src.ID),
 		slog.String("organisation", src.OrganisationID), slog.Int("records", res.Records()), slog.Any("error", err))
 	return res, err
