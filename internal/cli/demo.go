@@ -36,9 +36,9 @@ const demoTenant = "demo"
 
 type demoFlags struct {
 	serverFlags
-	embeddings             embeddingsFlags
-	databaseURL, accessLog string
-	conversations          int
+	embeddings                        embeddingsFlags
+	databaseURL, accessLog, exportDir string
+	conversations                     int
 }
 
 func demoCommand() *command {
@@ -53,7 +53,11 @@ func demoCommand() *command {
     and redaction, and an API key;
   - a provider of the AI usage data interface at /provider (its MCP server
     at /provider/mcp), filled with generated conversations, usage, assistants
-    and events.
+    and events;
+  - the organisation's three sources, one per transport, each with data of
+    its own: the provider over REST; a scheduled export the demo writes to
+    --export-dir every minute; and a push stream it sends to the service's
+    receiver every minute. The organisation's one view shows all three.
 
 The first start creates all of it in the database (default: the SQLite file
 aiusage-demo.db in the working directory); later starts reuse it without
@@ -73,11 +77,15 @@ docs/policy.md); the access log's first lines name the one in use.`,
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
 			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
+			fs.StringVar(&f.exportDir, "export-dir", "aiusage-demo-export", "`DIR` the demo's scheduled export is written to, and read from by its export source")
 			f.embeddings.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
 				return usagef("%s: --conversations must be at least 1, got %d", e.cmd, f.conversations)
+			}
+			if strings.TrimSpace(f.exportDir) == "" {
+				return usagef("%s: --export-dir must name a directory", e.cmd)
 			}
 			return runDemo(ctx, e, f)
 		},
@@ -130,6 +138,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
+	if err := fillDemoTenants(ctx, src, f.conversations); err != nil {
+		return fmt.Errorf("%s: %w", e.cmd, err)
+	}
 	key, err := src.CursorKey(ctx)
 	if err != nil {
 		return err
@@ -158,6 +169,14 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
+	// The export writer and the pusher stop with the server, before the
+	// service and the database close.
+	tctx, stopTransports := context.WithCancel(ctx)
+	transports := &demoTransports{exportDir: f.exportDir}
+	defer func() {
+		stopTransports()
+		transports.stop()
+	}()
 	if err := demoPeople(ctx, db, full.people, &st); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -185,7 +204,10 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		if err := demoReviewTask(ctx, db, orgs, full.review, st); err != nil {
 			log.Error(e.cmd+": a first review task", "error", err)
 		}
-		printDemo(e.stdout, base, st, accessLog)
+		if err := transports.start(tctx, base, db, src, full.sources, st.orgID, serviceLog); err != nil {
+			log.Error(e.cmd+": the export and push sources", "error", err)
+		}
+		printDemo(e.stdout, base, st, transports, accessLog)
 	}
 	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
 }
@@ -389,7 +411,7 @@ func demoReviewTask(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, svc *
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState, accessLog string) {
+func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog string) {
 	bin := "aiusage"
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
 		bin = exe
@@ -402,8 +424,11 @@ aiusage demo is ready at %[1]s/
   API key        %[4]s
                  organisation API at %[1]s/organisations, review tasks at %[1]s/review-tasks
   provider       %[1]s/provider  (token %[5]s; MCP at %[1]s/provider/mcp)
-  source         %[7]s  (the provider, synced every minute; its collected data at
+  source         %[7]s  (the provider over REST, synced every minute; its collected data at
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
+  export source  %[13]s  (tenant %[14]s, exported every minute to %[15]s)
+  push source    %[16]s  (tenant %[17]s, pushed every minute to %[1]s/push/%[16]s)
+  one view       %[1]s/organisations/%[2]s/conversations  (all three sources, each record naming its own)
   dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
   operations     %[1]s/healthz, %[1]s/readyz, %[1]s/metrics
   access log     %[8]s  (one line per request and per sync)
@@ -427,5 +452,6 @@ Try:
   {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
 
 `, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
-		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword)
+		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
+		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant)
 }

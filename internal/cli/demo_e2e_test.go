@@ -42,7 +42,8 @@ type demoRun struct {
 func startDemo(t *testing.T, bin, dbURL string) *demoRun {
 	t.Helper()
 	accessLog := filepath.Join(t.TempDir(), "access.log")
-	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60", "--access-log", accessLog)
+	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60", "--access-log", accessLog,
+		"--export-dir", filepath.Join(t.TempDir(), "export"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr := &syncBuffer{}
@@ -170,6 +171,31 @@ func TestDemoEndToEnd(t *testing.T) {
 			require.NoError(t, err, "%s", out)
 			require.Contains(t, string(out), "0 failed")
 			require.Contains(t, string(out), "0 warned")
+
+			// The one view holds the data of the three sources, one per
+			// transport: REST, the scheduled export and the push stream.
+			sourceIDs := regexp.MustCompile(`(?m)^  (?:source|export source|push source) +([0-9a-f-]{36})`).FindAllStringSubmatch(demo.block, -1)
+			require.Len(t, sourceIDs, 3, demo.block)
+			view := m[1] + "/organisations/" + m[2] + "/conversations?limit=200"
+			require.Eventually(t, func() bool {
+				out, err := exec.Command("curl", "-s", "-f", "-H", "X-API-Key: "+key, view).Output()
+				if err != nil {
+					return false
+				}
+				var page struct {
+					Data []struct {
+						SourceID string `json:"sourceId"`
+					} `json:"data"`
+				}
+				if json.Unmarshal(out, &page) != nil {
+					return false
+				}
+				seen := map[string]bool{}
+				for _, r := range page.Data {
+					seen[r.SourceID] = true
+				}
+				return len(seen) == 3 && seen[sourceIDs[0][1]] && seen[sourceIDs[1][1]] && seen[sourceIDs[2][1]]
+			}, 60*time.Second, 250*time.Millisecond, "the one view shows all three sources")
 
 			// Operations endpoints.
 			for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": "aiusage_http_requests_total"} {

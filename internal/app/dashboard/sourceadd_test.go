@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
 	"time"
 
@@ -87,5 +88,35 @@ func TestSourcesAdd(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, added)
+	})
+}
+
+// A push source added in the dashboard shows its receiver address and
+// signing secret once; a push-only source offers no "Sync now".
+func TestSourcesAddPush(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newSourcesEnv(t, db)
+		adm := e.browser()
+		adm.signIn(t, "ada@acme.test", "/sources")
+		p := adm.post(t, "/sources", url.Values{"name": {"Pushed"}, "transport": {"push"}})
+		require.Equal(t, http.StatusCreated, p.Status, p.Body)
+		listed, err := e.src.List(t.Context(), e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, listed, 1)
+		s := listed[0]
+		m := regexp.MustCompile(`id="pushsecret" class="mono" readonly value="(whsec_[^"]+)"`).FindStringSubmatch(p.Body)
+		require.Len(t, m, 2, "the secret is shown on the answer")
+		require.Contains(t, p.Body, "/push/"+s.ID)
+		page := adm.get(t, "/sources").Body
+		require.NotContains(t, page, m[1], "and never again")
+		require.NotContains(t, page, `action="/sources/`+s.ID+`/sync"`)
+		require.Contains(t, page, "none: it receives pushes only")
+
+		// An export source from a directory of the host, without a token.
+		p = adm.post(t, "/sources", url.Values{"name": {"Files"}, "transport": {"export"}, "url": {t.TempDir()}})
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		require.Contains(t, adm.get(t, "/sources").Body, "Scheduled export")
+		p = adm.post(t, "/sources", url.Values{"name": {"Relative"}, "transport": {"export"}, "url": {"exports/acme"}})
+		require.Equal(t, http.StatusBadRequest, p.Status)
 	})
 }

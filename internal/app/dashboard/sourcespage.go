@@ -45,6 +45,10 @@ type sourcesData struct {
 	// SyncError is the detail of the failed "Sync now", one line a cause.
 	SyncError []string
 	SyncedID  string // the source of SyncError
+	// Pushed is the push source just added, with its secret, shown once.
+	Pushed *sources.Source
+	// PushURL is where its provider pushes.
+	PushURL string
 }
 
 // transportChoice is a transport offered by the form that adds a source.
@@ -54,6 +58,8 @@ type transportChoice struct{ Value, Label string }
 var transports = []transportChoice{
 	{sources.TransportREST, "REST (the provider's base address)"},
 	{sources.TransportMCP, "MCP (the provider's MCP endpoint)"},
+	{sources.TransportExport, "Scheduled export (its https address or directory)"},
+	{sources.TransportPush, "Push (the provider sends; URL and token: optional REST address to reconcile)"},
 }
 
 // AuditSourceAdded is the audit action of a source added in the dashboard.
@@ -128,6 +134,9 @@ func (d *Dashboard) addSource(w http.ResponseWriter, r *http.Request) error {
 	p := &pageData{Fields: map[string]string{"name": f.Get("name"), "transport": f.Get("transport"), "url": strings.TrimSpace(f.Get("url")),
 		"every": strings.TrimSpace(f.Get("every"))}}
 	n := sources.SourceCreate{Name: strings.TrimSpace(f.Get("name")), URL: p.Fields["url"], Token: f.Get("token"), Transport: f.Get("transport")}
+	if n.Transport == sources.TransportPush && p.Fields["every"] == "" && n.URL != "" {
+		n.Every = sources.DefaultReconcileEvery
+	}
 	if e := p.Fields["every"]; e != "" {
 		dur, err := time.ParseDuration(e)
 		if err != nil {
@@ -149,6 +158,16 @@ func (d *Dashboard) addSource(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := d.cfg.Orgs.RecordAudit(r.Context(), v.Organisation.ID, v.User.Actor(), AuditSourceAdded, "source", src.ID, nil, src); err != nil {
 		return err
+	}
+	if src.Transport == sources.TransportPush {
+		// The signing secret is shown this once, on this answer.
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		p := &pageData{Notice: "The push source " + src.Name + " is added. Give its provider the address and the secret below.",
+			Data: sourcesData{Pushed: &src, PushURL: scheme + "://" + r.Host + sources.PushPath(src.ID)}}
+		return d.renderSources(w, r, http.StatusCreated, p)
 	}
 	http.Redirect(w, r, "/sources?done=added", http.StatusSeeOther)
 	return nil
