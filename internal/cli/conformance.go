@@ -122,17 +122,32 @@ func runConformance(ctx context.Context, e *env, f *conformanceFlags) error {
 		Resources: splitList(f.resources), Only: splitList(f.only), Skip: splitList(f.skip),
 		MaxRate: f.rate, PageCap: f.pageCap, RequestTimeout: f.timeout, Wait: f.wait,
 	}
+	if err := f.progressAndBaseline(e, &cfg.Progress, &cfg.Baseline); err != nil {
+		return err
+	}
+	rep, err := conformance.Run(ctx, cfg)
+	return f.report(e, rep, err)
+}
+
+// progressAndBaseline sets where a run reports its progress (standard
+// error, unless --quiet) and the check ids --baseline expects to fail.
+func (f *conformanceFlags) progressAndBaseline(e *env, progress *io.Writer, baseline *[]string) error {
 	if !f.quiet {
-		cfg.Progress = e.stderr
+		*progress = e.stderr
 	}
 	if f.baseline != "" {
 		ids, err := conformance.ReadBaseline(f.baseline)
 		if err != nil {
 			return usagef("%s: --baseline: %v", e.cmd, err)
 		}
-		cfg.Baseline = ids
+		*baseline = ids
 	}
-	rep, err := conformance.Run(ctx, cfg)
+	return nil
+}
+
+// report writes the report of a run that ended with err: a run that could
+// not check at all is a usage error (exit 2), else the report decides.
+func (f *conformanceFlags) report(e *env, rep *conformance.Report, err error) error {
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -178,24 +193,11 @@ func runConformanceExport(ctx context.Context, e *env, fs *flag.FlagSet, f *conf
 	}
 	cfg := conformance.ExportConfig{Location: loc, Token: f.token, RequestTimeout: f.timeout,
 		Only: splitList(f.only), Skip: splitList(f.skip)}
-	if !f.quiet {
-		cfg.Progress = e.stderr
-	}
-	if f.baseline != "" {
-		ids, err := conformance.ReadBaseline(f.baseline)
-		if err != nil {
-			return usagef("%s: --baseline: %v", e.cmd, err)
-		}
-		cfg.Baseline = ids
+	if err := f.progressAndBaseline(e, &cfg.Progress, &cfg.Baseline); err != nil {
+		return err
 	}
 	rep, err := conformance.RunExport(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return usagef("%v", err)
-	}
-	return writeConformanceReport(e, rep, f.format, f.output, f.strict, true)
+	return f.report(e, rep, err)
 }
 
 // writeConformanceReport writes rep in format to output (standard output

@@ -84,22 +84,31 @@ func TestProviderExportUsageErrors(t *testing.T) {
 	}
 }
 
-func TestConsumerSyncFromExport(t *testing.T) {
-	t.Parallel()
+// exportedProvider fills a provider's tables (SQLite) with conversations
+// generated from seed for tenant acme, exports them with 'aiusage provider
+// export', and returns the export's directory.
+func exportedProvider(t *testing.T, seed uint64, conversations int) string {
+	t.Helper()
 	ctx := context.Background()
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "provider.db")
 	db, err := sqldb.Open(ctx, dbURL)
 	require.NoError(t, err)
 	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
 	require.NoError(t, err)
-	require.NoError(t, demodata.Fill(ctx, demodata.Config{Seed: 5, Conversations: 25, Tenant: "acme"}, "acme", src))
+	require.NoError(t, demodata.Fill(ctx, demodata.Config{Seed: seed, Conversations: conversations, Tenant: "acme"}, "acme", src))
 	require.NoError(t, db.Close())
 	out := filepath.Join(t.TempDir(), "export")
 	res := runCLI(t, "", nil, "provider", "export", "--database-url", dbURL, "--out", out, "--tenant", "acme")
 	require.Equal(t, 0, res.code, res.stderr)
+	return out
+}
+
+func TestConsumerSyncFromExport(t *testing.T) {
+	t.Parallel()
+	out := exportedProvider(t, 5, 25)
 
 	store := "sqlite:" + filepath.Join(t.TempDir(), "consumer.db")
-	res = runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out)
+	res := runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "conversations: 25 records")
 	assert.Contains(t, res.stderr, "1 full walk(s)")
@@ -121,19 +130,9 @@ func TestConsumerSyncFromExport(t *testing.T) {
 
 func TestConformanceExport(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "provider.db")
-	db, err := sqldb.Open(ctx, dbURL)
-	require.NoError(t, err)
-	src, err := sqlsource.New(ctx, db.DB, sqlsource.Dialect(db.Dialect))
-	require.NoError(t, err)
-	require.NoError(t, demodata.Fill(ctx, demodata.Config{Seed: 6, Conversations: 40, Tenant: "acme"}, "acme", src))
-	require.NoError(t, db.Close())
-	out := filepath.Join(t.TempDir(), "export")
-	res := runCLI(t, "", nil, "provider", "export", "--database-url", dbURL, "--out", out, "--tenant", "acme")
-	require.Equal(t, 0, res.code, res.stderr)
+	out := exportedProvider(t, 6, 40)
 
-	res = runCLI(t, "", nil, "conformance", "export", out, "--format", "json", "--quiet")
+	res := runCLI(t, "", nil, "conformance", "export", out, "--format", "json", "--quiet")
 	require.Equal(t, 0, res.code, res.stderr+res.stdout)
 	var rep struct {
 		Results []struct{ ID, Status string }
