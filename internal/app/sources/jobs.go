@@ -45,8 +45,14 @@ type scheduleArgs struct{}
 
 func (scheduleArgs) Kind() string { return "aiusage_source_schedule" }
 
+// InsertOpts makes a schedule job that is not unique: only the leader
+// queues it, once an interval, and two running at once are harmless (the
+// sync jobs are unique per source and due time, and only one scheduler moves
+// a due time). Unique while running, a schedule job left "running" by a
+// process killed mid-run would keep every other process from scheduling
+// until River rescued it, minutes later.
 func (scheduleArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
+	return river.InsertOpts{MaxAttempts: 1}
 }
 
 // SyncTimeout bounds one sync job.
