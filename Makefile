@@ -8,6 +8,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 REDOCLY     ?= @redocly/cli@2.77.0
 OPENAPI     := spec/openapi/usage.yaml spec/openapi/organisation.yaml spec/openapi/review.yaml
 BENCHTIME   ?= 1s
+# RACEFLAGS are more flags of make test-race (CI passes -short: the tests
+# that build and run the binary, which the race detector does not watch, skip).
+RACEFLAGS   ?=
 
 .DEFAULT_GOAL := help
 
@@ -26,7 +29,7 @@ test: ## run every test (PostgreSQL tests run when AIUSAGE_TEST_DATABASE_URL is 
 	$(GO) test -count=1 ./...
 
 test-race: ## run every test with the race detector
-	$(GO) test -count=1 -race ./...
+	$(GO) test -count=1 -race $(RACEFLAGS) ./...
 
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
