@@ -111,6 +111,34 @@ func TestOpenPostgresForms(t *testing.T) {
 	}
 }
 
+// TestPostgresPoolBounded: a PostgreSQL pool opens at most
+// DefaultPostgresMaxConns connections (it had no bound, so a burst of
+// requests exhausted the server's connections), or the URL's
+// pool_max_conns, which is not sent to the server as a setting.
+func TestPostgresPoolBounded(t *testing.T) {
+	t.Parallel()
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	db := openURL(t, u)
+	require.Equal(t, sqldb.DefaultPostgresMaxConns, db.Stats().MaxOpenConnections)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	db = openURL(t, u+sep+"pool_max_conns=3")
+	require.Equal(t, 3, db.Stats().MaxOpenConnections)
+	require.NoError(t, db.PingContext(t.Context()), "pool_max_conns is not sent to the server")
+	pool, err := db.PgxPool(t.Context())
+	require.NoError(t, err)
+	defer pool.Close()
+	require.LessOrEqual(t, pool.Config().MaxConns, int32(3), "the pgx pool keeps the bound")
+
+	for _, bad := range []string{"0", "-1", "x", "10001"} {
+		_, err := sqldb.Open(t.Context(), u+sep+"pool_max_conns="+bad)
+		require.ErrorIs(t, err, sqldb.ErrURL, bad)
+		require.ErrorContains(t, err, "pool_max_conns must be an integer", bad)
+	}
+}
+
 func TestOpenBadURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,13 @@ const (
 // BusyTimeout is how long, in milliseconds, a SQLite connection waits for a
 // lock held by another connection before failing with SQLITE_BUSY.
 const BusyTimeout = 5000
+
+// DefaultPostgresMaxConns bounds the connections a PostgreSQL pool of [Open]
+// opens, unless the URL's pool_max_conns parameter says otherwise. Without a
+// bound, a burst of requests opened one connection each until the server
+// refused every client ("too many clients already"), other processes' too.
+// Requests beyond the bound wait for a connection, within their deadlines.
+const DefaultPostgresMaxConns = 20
 
 // ErrURL marks an error of [Open] caused by the URL itself (its form, an
 // unsupported scheme), as opposed to a database that cannot be reached.
@@ -61,6 +69,7 @@ type DB struct {
 
 	sqliteDSN string          // SQLite: what sql.Open was given
 	pgConfig  *pgx.ConnConfig // PostgreSQL: the parsed URL
+	pgMax     int             // PostgreSQL: the pool's connection bound
 }
 
 // Open opens and pings the database at rawURL, which is one of
@@ -68,6 +77,10 @@ type DB struct {
 //	sqlite:PATH                   a SQLite file, PATH relative to the working directory or absolute
 //	sqlite::memory:               a private in-memory SQLite database, shared by the pool
 //	postgres://user:pw@host/db    PostgreSQL (also postgresql://), any libpq URL parameter
+//
+// A PostgreSQL pool opens at most [DefaultPostgresMaxConns] connections, or
+// the URL's pool_max_conns (a positive integer, as pgxpool spells it), which
+// Open takes out of the URL before connecting.
 //
 // The parent directory of a SQLite file must exist. See the package
 // documentation for the settings applied to each connection.
@@ -162,18 +175,48 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 
 func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	masked := MaskURL(rawURL)
-	cfg, err := pgx.ParseConfig(rawURL)
+	connURL, maxConns, err := poolMaxConns(rawURL)
+	if err != nil {
+		return nil, urlError("sqldb: %s: %w", masked, err)
+	}
+	cfg, err := pgx.ParseConfig(connURL)
 	if err != nil {
 		// pgx redacts the password in its parse errors.
 		return nil, urlError("sqldb: %w", err)
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
-	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked, pgConfig: cfg}
+	sqlDB.SetMaxOpenConns(maxConns)
+	sqlDB.SetMaxIdleConns(maxConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	db := &DB{DB: sqlDB, Dialect: Postgres, url: masked, pgConfig: cfg, pgMax: maxConns}
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("sqldb: open %s: %w", masked, err)
 	}
 	return db, nil
+}
+
+// poolMaxConns takes the pool_max_conns parameter out of a PostgreSQL URL
+// (pgx would send it to the server as a setting, which refuses it) and
+// returns the URL without it and the bound, [DefaultPostgresMaxConns] when
+// absent.
+func poolMaxConns(rawURL string) (string, int, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.Contains(u.RawQuery, "pool_max_conns") {
+		return rawURL, DefaultPostgresMaxConns, nil // pgx reports a malformed URL
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", 0, fmt.Errorf("query: %w", err)
+	}
+	v := q.Get("pool_max_conns")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return "", 0, fmt.Errorf("pool_max_conns must be an integer from 1 to 10000, got %q", v)
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), n, nil
 }
 
 // Wrap returns a DB over sqlDB, a pool the caller opened, of dialect d:
@@ -254,6 +297,9 @@ func (db *DB) PgxPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	cfg.ConnConfig = db.pgConfig.Copy()
+	if cfg.MaxConns > int32(db.pgMax) {
+		cfg.MaxConns = int32(db.pgMax)
+	}
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sqldb: pgx pool on %s: %w", db.url, err)
