@@ -145,3 +145,24 @@ func TestVerifierConcurrent(t *testing.T) {
 }
 
 func errorsIsDuplicate(err error) bool { return errors.Is(err, webhook.ErrDuplicate) }
+
+func ExampleVerifier() {
+	secret := webhook.NewSecret()
+	v, err := webhook.NewVerifier(secret, nil)
+	if err != nil {
+		panic(err)
+	}
+	body := []byte(`{"type":"task.completed"}`)
+	now := time.Now()
+	sig, _ := webhook.Sign(secret, "msg_1", now, body)
+	h := http.Header{}
+	h.Set(webhook.HeaderID, "msg_1")
+	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	h.Set(webhook.HeaderSignature, sig)
+
+	fmt.Println(v.Verify(h, body))                                  // first delivery: process it
+	fmt.Println(errors.Is(v.Verify(h, body), webhook.ErrDuplicate)) // a retry: acknowledge only
+	// Output:
+	// <nil>
+	// true
+}
