@@ -240,7 +240,9 @@ Beyond the rules of the checks, the suite itself works by these decisions.
   provokes one and never fails a provider for one.
 - Credentials are masked. No report shows a token: in the curl commands the Authorization and
   X-API-Key headers read $TOKEN, and so do the credentials that AUTH-05 sends in the query string.
-- Redirects are answers to judge, not to follow: following one would carry the credential on.
+- Redirects are answers to judge, not to follow: following one would carry the credential on. A
+  Config.Client of your own is used through a copy that never follows a redirect to another origin
+  (scheme, host and port) or from https to http; within the origin it follows what your client does.
 - Data may change during the run. Where a live write could explain a difference (a second walk, a
   replayed cursor, a record fetched by id), the suite looks once more before it blames the provider.
 - The suite is polite: it sends at most --rate requests per second, and on a 429 it waits as

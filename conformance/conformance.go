@@ -69,7 +69,11 @@ type Config struct {
 	// up with ErrUnreachable; it tries again every 200 ms and writes a
 	// progress line. Default 0: one try. The CLI waits 5 s by default.
 	Wait time.Duration
-	// Client sends the requests; the default is a client with RequestTimeout.
+	// Client sends the requests; the default is a client with RequestTimeout
+	// that follows no redirect (a 3xx is judged as the answer). A client
+	// given here is used through a copy that never follows a redirect to
+	// another origin (scheme, host and port) or from https to http, so the
+	// token stays with the provider.
 	Client *http.Client
 	// Progress, when set, receives progress lines while collections are
 	// walked.
@@ -116,6 +120,8 @@ func (c *Config) withDefaults() (Config, error) {
 		// would also send the credential on.
 		cfg.Client = &http.Client{Timeout: cfg.RequestTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	} else {
+		cfg.Client = sameOriginOnly(cfg.Client)
 	}
 	return cfg, nil
 }

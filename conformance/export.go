@@ -95,7 +95,9 @@ type ExportConfig struct {
 	// RequestTimeout bounds each request. Default 30 s.
 	RequestTimeout time.Duration
 	// Client sends the requests; the default is a client with
-	// RequestTimeout.
+	// RequestTimeout that follows no redirect. A client given here is used
+	// through a copy that never follows a redirect to another origin or
+	// from https to http, so the token stays with the export's server.
 	Client *http.Client
 	// Baseline, Only and Skip are as in [Config], with the ids of
 	// [ExportCatalogue].
@@ -171,6 +173,8 @@ func newExportRun(cfg ExportConfig) (*exportRun, error) {
 	if x.cfg.Client == nil {
 		x.cfg.Client = &http.Client{Timeout: x.cfg.RequestTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	} else {
+		x.cfg.Client = sameOriginOnly(x.cfg.Client)
 	}
 	return x, nil
 }

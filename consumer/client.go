@@ -31,6 +31,8 @@ type ClientConfig struct {
 	APIKeyHeader bool
 	// HTTPClient sends the requests. Default: a client of its own with
 	// gzip enabled and no overall timeout (Timeout bounds each attempt).
+	// Either way, the Client uses a copy that follows redirects only within
+	// the origin of URL (see [SameOriginRedirects]).
 	HTTPClient *http.Client
 	// Timeout bounds each attempt: the request and reading its body.
 	// Default 60s.
@@ -119,6 +121,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			TLSHandshakeTimeout: 10 * time.Second,
 		}}
 	}
+	// The credential goes to the provider's origin only.
+	cfg.HTTPClient = SameOriginRedirects(cfg.HTTPClient)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
@@ -391,7 +395,7 @@ func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		retryable := err != nil || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		retryable := err != nil && !errors.Is(err, ErrRedirect) || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
 			(status >= 500 && status != http.StatusNotImplemented)
 		if !retryable || attempt >= c.cfg.MaxRetries {
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -153,6 +154,8 @@ func newRemoteBackend(baseURL, token string, c *http.Client) (*remoteBackend, er
 	if c == nil {
 		c = http.DefaultClient
 	}
+	// The token goes to the provider's origin only.
+	c = consumer.SameOriginRedirects(c)
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
 	return &remoteBackend{base: u, token: token, client: c}, nil

@@ -187,7 +187,8 @@ func NewServer(ds provider.DataSource, opts ...Option) (*Server, error) {
 
 // NewRemote returns a Server whose tools GET the REST provider at baseURL
 // (for example https://vendor.example/aiusage/v1) with "Authorization: Bearer
-// token", through httpClient (http.DefaultClient when nil). Every caller
+// token", through httpClient (http.DefaultClient when nil), following
+// redirects only within baseURL's origin. Every caller
 // reads with that one token: serve it over stdio, as aiusage mcp does, so an
 // AI tool can reach a provider written in any language.
 func NewRemote(baseURL, token string, httpClient *http.Client, opts ...Option) (*Server, error) {

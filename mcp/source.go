@@ -34,13 +34,17 @@ var _ consumer.Source = (*Source)(nil)
 
 // NewSource connects to the MCP endpoint at url (for the kit's providers,
 // the base address followed by /mcp) with token as the bearer credential,
-// and initializes the session. Close it when done.
+// and initializes the session. Redirects are followed only within url's
+// origin (see [consumer.SameOriginRedirects]). Close it when done.
 func NewSource(ctx context.Context, url, token string) (*Source, error) {
 	headers := map[string]string{}
 	if token != "" {
 		headers["Authorization"] = "Bearer " + token
 	}
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
+	// The token goes to the endpoint's origin only: mcp-go's default client
+	// follows redirects anywhere.
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers),
+		transport.WithHTTPBasicClient(consumer.SameOriginRedirects(nil)))
 	if err != nil {
 		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
 	}

@@ -71,6 +71,11 @@ func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Ad
 func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
+	// Every endpoint refuses a query string url.ParseQuery cannot parse,
+	// which r.URL.Query() would silently cut short.
+	r.Use(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
+		h.writeError(w, r, Invalid(err.Param, "%s", err.Message))
+	}))
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The endpoints are /conversations, /conversations/{id}, /assistants, /assistants/{id}, /events and /usage."}
 	}))

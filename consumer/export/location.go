@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -167,6 +168,9 @@ func (h *httpLocation) once(ctx context.Context, u string) (b []byte, retry bool
 	// have the transport decompress it.
 	req.Header.Set("Accept-Encoding", "identity")
 	res, err := h.client.Do(req)
+	if errors.Is(err, consumer.ErrRedirect) {
+		return nil, false, err // refused for good; retrying gets the same redirect
+	}
 	if err != nil {
 		return nil, true, fmt.Errorf("%w: %w", provider.ErrUnavailable, err)
 	}

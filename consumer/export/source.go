@@ -37,7 +37,8 @@ type Config struct {
 	// Token is sent as "Authorization: Bearer TOKEN" over HTTP; optional.
 	Token string
 	// HTTPClient sends the requests. Default: a client of its own whose
-	// requests time out after 5 minutes.
+	// requests time out after 5 minutes. Either way, redirects are followed
+	// only within the origin of URL (see [consumer.SameOriginRedirects]).
 	HTTPClient *http.Client
 	// MaxRetries bounds the retries of one download after a 429, a 5xx, a
 	// network error, a cut body or a file failing its checksum. Default 4;
@@ -117,6 +118,8 @@ func New(cfg Config) (*Source, error) {
 		if client == nil {
 			client = &http.Client{Timeout: 5 * time.Minute}
 		}
+		// The token goes to the export's origin only.
+		client = consumer.SameOriginRedirects(client)
 		s.loc = &httpLocation{base: base, token: cfg.Token, client: client, tries: cfg.MaxRetries,
 			min: cfg.MinBackoff, max: cfg.MaxBackoff, maxBody: cfg.MaxFileBytes, sleep: cfg.Sleep}
 	} else {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -41,7 +42,10 @@ standard output:
 
 A verified delivery is answered 204; one whose signature or timestamp does not
 verify is answered 401, printed with "verified": false and the reason, and
-retried by the service. For trying the service out locally: register the
+retried by the service. A delivery whose webhook-id was already accepted (a
+retry whose answer was lost, or a replay) is answered 204 and not printed
+again; the listener remembers the last 10,000 ids, each while its timestamp
+is within --tolerance. For trying the service out locally: register the
 webhook with an http://127.0.0.1:PORT/ URL on a service started with
 --allow-private-webhooks.
 
@@ -62,7 +66,11 @@ Logs one line with its URL when ready. Stops on SIGINT or SIGTERM.`,
 			if err != nil {
 				return err
 			}
-			return f.serve(ctx, log, webhookPrinter(f.secret, f.tolerance, e.stdout), serveHooks{}, "webhook listener ready")
+			printer, err := webhookPrinter(f.secret, f.tolerance, e.stdout)
+			if err != nil {
+				return usagef("%s: %v", e.cmd, err)
+			}
+			return f.serve(ctx, log, printer, serveHooks{}, "webhook listener ready")
 		},
 	}
 }
@@ -79,8 +87,13 @@ type receivedWebhook struct {
 	Data      json.RawMessage `json:"data,omitempty"`
 }
 
-// webhookPrinter verifies each delivery and prints it as a JSON line.
-func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) http.Handler {
+// webhookPrinter verifies each delivery and prints it as a JSON line, once
+// per webhook-id.
+func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) (http.Handler, error) {
+	v, err := webhook.NewVerifier(secret, &webhook.VerifierOptions{Tolerance: tolerance})
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -94,7 +107,11 @@ func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) http.
 			return
 		}
 		line := receivedWebhook{ID: r.Header.Get(webhook.HeaderID), Timestamp: r.Header.Get(webhook.HeaderTimestamp)}
-		verr := webhook.Verify(secret, r.Header, body, time.Now(), tolerance)
+		verr := v.Verify(r.Header, body)
+		if errors.Is(verr, webhook.ErrDuplicate) {
+			w.WriteHeader(http.StatusNoContent) // printed when first received
+			return
+		}
 		line.Verified = verr == nil
 		if verr != nil {
 			line.Error = verr.Error()
@@ -117,5 +134,5 @@ func webhookPrinter(secret string, tolerance time.Duration, out io.Writer) http.
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}), nil
 }

@@ -17,7 +17,9 @@ func TestWebhookListenVerifiesAndPrints(t *testing.T) {
 	t.Parallel()
 	secret := webhook.NewSecret()
 	var out bytes.Buffer
-	srv := httptest.NewServer(webhookPrinter(secret, time.Minute, &out))
+	printer, err := webhookPrinter(secret, time.Minute, &out)
+	require.NoError(t, err)
+	srv := httptest.NewServer(printer)
 	defer srv.Close()
 	body := []byte(`{"type":"task.completed","timestamp":"2026-11-21T10:00:00.000Z","data":{"id":"t1","status":"approved"}}`)
 	post := func(sec string) int {
@@ -35,6 +37,8 @@ func TestWebhookListenVerifiesAndPrints(t *testing.T) {
 	}
 	require.Equal(t, http.StatusNoContent, post(secret))
 	require.Equal(t, http.StatusUnauthorized, post(webhook.NewSecret()))
+	// A retry of msg_1 is acknowledged, and not printed a second time.
+	require.Equal(t, http.StatusNoContent, post(secret))
 	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
 	require.Len(t, lines, 2)
 	var good, bad receivedWebhook

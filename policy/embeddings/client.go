@@ -50,7 +50,8 @@ type Client struct {
 	// instead of Authorization with Bearer: "api-key" for Azure OpenAI.
 	APIKeyHeader string
 	// HTTPClient sends the requests. Default: a client with DefaultTimeout
-	// (30 s).
+	// (30 s). Either way, a redirect is followed only within the origin of
+	// URL; one elsewhere fails the request with [ErrRedirect].
 	HTTPClient *http.Client
 	// Threshold is the cosine similarity at which a segment matches a
 	// query. Default (0): DefaultThreshold (0.8).
@@ -242,7 +243,7 @@ func (c *Client) post(ctx context.Context, texts []string) ([][]float64, error) 
 	if hc == nil {
 		hc = defaultHTTPClient
 	}
-	resp, err := hc.Do(req)
+	resp, err := sameOriginOnly(hc).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}

@@ -141,6 +141,14 @@ func (p *Pusher) send(ctx context.Context, msgID string, body []byte) error {
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 == 3 {
+		to := "elsewhere"
+		if loc, err := resp.Location(); err == nil {
+			to = loc.Host
+		}
+		return &RefusedError{Status: resp.StatusCode, Body: "a redirect to " + to +
+			", not followed: set the push URL to the receiver's own address"}
+	}
 	if resp.StatusCode/100 != 2 {
 		return &RefusedError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(answer)),
 			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}

@@ -97,7 +97,8 @@ type Config struct {
 	// bytes.
 	Secret string
 	// HTTPClient sends the deliveries; nil means a client with a 30-second
-	// timeout.
+	// timeout. Either way, no redirect is followed: a 3xx answer is a
+	// refused attempt, retried, whose error names where it pointed.
 	HTTPClient *http.Client
 	// Resources lists the resources pushed, of [spec.PushResources]; nil
 	// means all four. A resource the Source answers [provider.ErrUnsupported]
@@ -175,6 +176,12 @@ func New(ctx context.Context, cfg Config) (_ *Pusher, err error) {
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 30 * time.Second}
 	}
+	// A redirect is an answer, never followed: a 307 would re-send the
+	// records to wherever it points, and a 302 would turn the POST into a
+	// GET whose 2xx acknowledged a delivery that never arrived.
+	noRedirects := *p.client
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p.client = &noRedirects
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &deliveryWorker{p: p})
 	rc := &river.Config{

@@ -3,6 +3,23 @@
 // signs its task events with it, a vendor's pusher signs the records it pushes
 // (see [github.com/aiusage/kit/provider/push]), and the receivers of both
 // verify with it.
+//
+// A sender signs with [Sign] under a secret from [NewSecret]. A receiver
+// checks one delivery with [Verify]; since deliveries are at least once, a
+// receiver that must not process one twice uses a [Verifier], which also
+// remembers the ids it accepted (a bounded memory) and reports a repeat as
+// [ErrDuplicate], to be acknowledged with a 2xx and not processed again:
+//
+//	v, err := webhook.NewVerifier(secret, nil)
+//	...
+//	switch err := v.Verify(r.Header, body); {
+//	case errors.Is(err, webhook.ErrDuplicate):
+//		w.WriteHeader(http.StatusOK) // processed already
+//	case err != nil:
+//		w.WriteHeader(http.StatusUnauthorized)
+//	default:
+//		// process body; on failure call v.Forget(id) and answer 5xx
+//	}
 package webhook
 
 import (

@@ -68,9 +68,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.S
 func (h *Handler) Routes(r chi.Router) {
 	// GET /organisations is a route of r itself, not of a subrouter: a
 	// subrouter is mounted for every method, which would defeat 405 and HEAD.
-	r.With(h.authenticate).Get("/organisations", h.adapt(h.listOrganisations))
+	r.With(h.authenticate, h.strictQuery).Get("/organisations", h.adapt(h.listOrganisations))
 	r.Route("/organisations/{organisationId}", func(r chi.Router) {
 		r.Use(h.authenticate, h.ownOrganisation)
+		r.Use(h.strictQuery)
 		r.Get("/instructions", h.adapt(h.listInstructions))
 		r.Post("/instructions", h.adapt(h.createInstruction))
 		r.Get("/instructions/{instructionId}", h.adapt(h.getInstruction))
@@ -116,6 +117,14 @@ func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request)
 	}
 	writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
 		Status: http.StatusMethodNotAllowed, Detail: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
+}
+
+// strictQuery answers a query string that url.ParseQuery cannot parse with a
+// 400 naming the parameter to blame; r.URL.Query() would drop it silently.
+func (h *Handler) strictQuery(next http.Handler) http.Handler {
+	return httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
+		h.writeError(w, r, httpx.FieldError(spec.ErrInvalid, detailQuery, err.Param, "%s", err.Message))
+	})(next)
 }
 
 func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
@@ -299,9 +308,10 @@ func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	bad := func(field, format string, a ...any) error {
 		return httpx.FieldError(spec.ErrInvalid, detailQuery, field, format, a...)
 	}
-	values, err := url.ParseQuery(rawQuery)
+	values, err := httpx.ParseQuery(rawQuery)
 	if err != nil {
-		return q, bad("query", "cannot be parsed: %v", err)
+		qe := err.(*httpx.QueryError)
+		return q, bad(qe.Param, "%s", qe.Message)
 	}
 	get := func(name string) (string, bool, error) {
 		v, ok := values[name]

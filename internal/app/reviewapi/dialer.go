@@ -40,7 +40,25 @@ var (
 	// error says why. It becomes a 400 naming the field url. An address the
 	// host resolves to that is forbidden wraps [ErrForbiddenAddress] too.
 	ErrInvalidWebhookURL = errors.New("invalid webhook url")
+	// ErrUnreachableHost: the URL's host name does not resolve, resolves
+	// to no address, or resolves to an address the policy forbids. It comes
+	// with [ErrInvalidWebhookURL]. Its detail (what the name resolved to,
+	// whether it did) describes the service's network, not the client's
+	// request: keep it in the server's log and answer the client
+	// [UnreachableHostMessage] instead.
+	ErrUnreachableHost = errors.New("webhook host unreachable")
 )
+
+// UnreachableHostMessage is what a client is told about a URL whose host
+// [ErrUnreachableHost] refuses, the same whatever the reason, so that
+// registering URLs cannot map which internal names exist and where they
+// point. allowPrivate is the policy's AllowPrivate.
+func UnreachableHostMessage(allowPrivate bool) string {
+	if allowPrivate {
+		return "url must be an http or https URL that this service can reach"
+	}
+	return "url must be a public https URL that this service can reach"
+}
 
 // AddressPolicy decides which IP addresses webhooks may be delivered to.
 // The zero value is the production policy: public unicast addresses only.
@@ -248,7 +266,10 @@ var defaultWebhookClient = sync.OnceValue(func() *http.Client {
 //
 // An unusable URL gives an error wrapping [ErrInvalidWebhookURL] (and
 // [ErrForbiddenAddress] for a forbidden address) whose message says what is
-// wrong, for the client. When ctx ends during resolution, the error is ctx's.
+// wrong. The message is for the client, except when the error also wraps
+// [ErrUnreachableHost] (the host name resolves badly or not at all): then it
+// is for the server's log only. When ctx ends during resolution, the error
+// is ctx's.
 //
 // Passing this check does not make later deliveries safe by itself: the
 // name may resolve elsewhere later. [NewWebhookClient] checks again at every
@@ -301,14 +322,14 @@ func CheckWebhookURL(ctx context.Context, raw string, p AddressPolicy, resolver 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w: url host %s does not resolve", ErrInvalidWebhookURL, host)
+		return fmt.Errorf("%w: %w: url host %s does not resolve", ErrInvalidWebhookURL, ErrUnreachableHost, host)
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("%w: url host %s has no address", ErrInvalidWebhookURL, host)
+		return fmt.Errorf("%w: %w: url host %s has no address", ErrInvalidWebhookURL, ErrUnreachableHost, host)
 	}
 	for _, ip := range addrs {
 		if err := p.Check(ip); err != nil {
-			return fmt.Errorf("%w: url host %s resolves to %w", ErrInvalidWebhookURL, host, err)
+			return fmt.Errorf("%w: %w: url host %s resolves to %w", ErrInvalidWebhookURL, ErrUnreachableHost, host, err)
 		}
 	}
 	return nil

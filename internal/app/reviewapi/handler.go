@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,6 +57,9 @@ func isReviewPath(p string) bool {
 func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit)
+		r.Use(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
+			s.fail(w, r, invalid(err.Param, "%s", err.Message))
+		}))
 		r.Post("/review-tasks", s.adapt(s.createTask))
 		r.Get("/review-tasks", s.adapt(s.listTasks))
 		r.Get("/review-tasks/{taskId}", s.adapt(s.getTask))
@@ -174,9 +176,10 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 // parameter is INVALID_REQUEST naming it; unknown ones are ignored.
 func ParseTaskQuery(raw string) (TaskQuery, error) {
 	q := TaskQuery{Limit: 20}
-	values, err := url.ParseQuery(raw)
+	values, err := httpx.ParseQuery(raw)
 	if err != nil {
-		return q, invalid("query", "cannot be parsed: %v", err)
+		qe := err.(*httpx.QueryError)
+		return q, invalid(qe.Param, "%s", qe.Message)
 	}
 	get := func(name string) (string, bool, error) {
 		v, ok := values[name]

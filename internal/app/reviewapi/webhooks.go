@@ -28,6 +28,11 @@ const MaxWebhooks = 20
 // answer carries the signing secret, the only time it is shown.
 func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.WebhookCreate) (spec.Webhook, error) {
 	if err := CheckWebhookURL(ctx, c.URL, AddressPolicy{AllowPrivate: s.cfg.AllowPrivateWebhooks}, s.cfg.Resolver); err != nil {
+		if errors.Is(err, ErrUnreachableHost) {
+			// What the name resolved to, or that it did not, stays here.
+			s.cfg.Logger.InfoContext(ctx, "webhook url refused", "org", orgID, "reason", err.Error())
+			return spec.Webhook{}, invalid("url", "%s", UnreachableHostMessage(s.cfg.AllowPrivateWebhooks))
+		}
 		return spec.Webhook{}, invalid("url", "%v", err)
 	}
 	if strings.IndexFunc(c.Description, unicode.IsControl) >= 0 {

@@ -92,7 +92,11 @@ func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.
 // Routes adds the sources' routes to r (a mount of reviewapi.NewHandler),
 // the push receiver's among them ([Service.PushRoutes]).
 func (s *Service) Routes(r chi.Router) {
-	r.Get("/organisations/{organisationId}/sources", s.listHandler)
+	// The collected views are provider.Handlers, which refuse a malformed
+	// query string themselves; the list of sources does the same.
+	r.With(httpx.StrictQuery(func(w http.ResponseWriter, _ *http.Request, err *httpx.QueryError) {
+		writeProblem(w, http.StatusBadRequest, err.Param+" "+err.Message)
+	})).Get("/organisations/{organisationId}/sources", s.listHandler)
 	r.Handle("/organisations/{organisationId}/sources/{sourceId}", http.HandlerFunc(s.viewHandler))
 	r.Handle("/organisations/{organisationId}/sources/{sourceId}/*", http.HandlerFunc(s.viewHandler))
 	for _, res := range orgResources {

@@ -48,6 +48,11 @@ type Delivery struct {
 	Header http.Header
 	// Attempt counts the requests with this ID so far, from 1.
 	Attempt int
+	// Duplicate is true when an earlier delivery with this ID had been
+	// acknowledged when this one arrived: a receiver deduplicating by
+	// webhook-id (as webhook.Verifier does) would not process it again.
+	// The receiver still records and answers it like any other.
+	Duplicate bool
 	// ReceivedAt is when the request arrived.
 	ReceivedAt time.Time
 	// Status is the status the receiver answered, or chose to answer while
@@ -266,6 +271,12 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.attempts[d.ID]++
 	d.Attempt = r.attempts[d.ID]
+	for _, prev := range r.deliveries {
+		if prev.ID == d.ID && prev.Acknowledged() {
+			d.Duplicate = true
+			break
+		}
+	}
 	location, delay := "", r.delay
 	switch {
 	case req.Method != http.MethodPost:

@@ -211,6 +211,13 @@ func TestReceiverFailFirst(t *testing.T) {
 	require.Len(t, ack, 2)
 	require.Equal(t, 3, ack[0].Attempt)
 	require.Equal(t, 4, ack[1].Attempt)
+	// Only what follows an acknowledged delivery of the same id is a
+	// duplicate.
+	var dup []bool
+	for _, d := range r.Deliveries() {
+		dup = append(dup, d.Duplicate)
+	}
+	require.Equal(t, []bool{false, false, false, true, false}, dup)
 }
 
 func TestReceiverRespondWithAndRedirect(t *testing.T) {
