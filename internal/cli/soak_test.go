@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -249,8 +250,8 @@ func runSoak(t *testing.T, bin, dialect, dbURL string) {
 	for _, failure := range r.failures() {
 		t.Error(failure)
 	}
-	if t.Failed() {
-		t.Logf("the service's log is kept for reading until the test ends; its last lines:\n%s", svc.tail(40))
+	if errs := svc.errors(); errs != "" {
+		t.Logf("errors the service logged, by message:\n%s", errs)
 	}
 	t.Logf("soak on %s took %s", dialect, time.Since(begin).Round(time.Second))
 }
@@ -322,6 +323,34 @@ func (p *soakService) stop(t *testing.T) {
 		}
 	})
 }
+
+var logError = regexp.MustCompile(`error="((?:[^"\\]|\\.)*)"`)
+
+// errors counts the service's ERROR lines by their error message (ids and
+// numbers blanked out), most frequent first.
+func (p *soakService) errors() string {
+	b, _ := os.ReadFile(p.log)
+	counts := map[string]int{}
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, "level=ERROR") {
+			continue
+		}
+		msg := line
+		if m := logError.FindStringSubmatch(line); m != nil {
+			msg = m[1]
+		}
+		counts[logNumbers.ReplaceAllString(msg, "N")]++
+	}
+	keys := sortedKeys(counts)
+	sort.SliceStable(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	var out strings.Builder
+	for _, k := range keys[:min(len(keys), 10)] {
+		fmt.Fprintf(&out, "%6d  %s\n", counts[k], k)
+	}
+	return out.String()
+}
+
+var logNumbers = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|\b\d+\b`)
 
 func (p *soakService) tail(n int) string {
 	b, _ := os.ReadFile(p.log)
