@@ -364,6 +364,7 @@ type rssSampler struct {
 	pid     int
 	mu      sync.Mutex
 	peak    uint64 // largest VmRSS of the current phase
+	overall uint64 // largest VmRSS of the whole run
 	abort   func()
 	aborted atomic.Bool
 	quit    chan struct{}
@@ -381,6 +382,7 @@ func startRSSSampler(t *testing.T, pid int) *rssSampler {
 			if rss, _, err := procStatus(pid); err == nil {
 				s.mu.Lock()
 				s.peak = max(s.peak, rss)
+				s.overall = max(s.overall, rss)
 				abort := s.abort
 				s.mu.Unlock()
 				if rss > soakRSSAbort && abort != nil && !s.aborted.Swap(true) {
@@ -409,7 +411,9 @@ func (s *rssSampler) phase() uint64 {
 	return p
 }
 
-// stop ends the sampling and returns the process's VmHWM (0 if unreadable).
+// stop ends the sampling and returns the process's VmHWM, or the largest
+// VmRSS sampled when that is larger (the process ended early: its VmHWM is
+// gone).
 func (s *rssSampler) stop() uint64 {
 	select {
 	case <-s.quit:
@@ -418,7 +422,9 @@ func (s *rssSampler) stop() uint64 {
 	}
 	<-s.done
 	_, hwm, _ := procStatus(s.pid)
-	return hwm
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(hwm, s.overall)
 }
 
 // procStatus reads VmRSS and VmHWM, in bytes, from /proc/PID/status.
@@ -1000,14 +1006,26 @@ func fillBigTasks(t *testing.T, c *http.Client, base, key, agent string, out *so
 			"request": map[string]any{"messages": []map[string]string{{"role": "user", "content": strings.Repeat(word, n/len(word))}}}})
 		return b
 	}
+	// post submits one task, waiting and trying again (up to 20 times)
+	// while the service answers 429 or 503: it may limit how many requests
+	// of one key run at once.
+	post := func(b []byte) (int, []byte) {
+		for try := 0; ; try++ {
+			status, resp, err := soakJSON(t.Context(), c, http.MethodPost, base+"/review-tasks", key, json.RawMessage(b))
+			require.NoError(t, err, "filling A's tasks")
+			out.add("big lists: fill", statusText(status)+" at "+strconv.Itoa(len(b))+" bytes")
+			if (status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable) || try == 20 {
+				return status, resp
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 	for {
-		status, b, err := soakJSON(t.Context(), c, http.MethodPost, base+"/review-tasks", key, json.RawMessage(body(size)))
-		require.NoError(t, err)
-		out.add("big lists: fill", strconv.Itoa(status)+" at "+strconv.Itoa(size)+" bytes")
+		status, resp := post(body(size))
 		if status == http.StatusCreated {
 			break
 		}
-		require.True(t, status == http.StatusRequestEntityTooLarge && size > 64<<10, "filling A's tasks: %d %s", status, b)
+		require.True(t, status == http.StatusRequestEntityTooLarge && size > 64<<10, "filling A's tasks: %d %s", status, resp)
 		size /= 2
 	}
 	b := body(size)
@@ -1017,15 +1035,10 @@ func fillBigTasks(t *testing.T, c *http.Client, base, key, agent string, out *so
 	for range 4 {
 		wg.Go(func() {
 			for next.Add(1) <= soakFillTasks {
-				status, resp, err := soakJSON(t.Context(), c, http.MethodPost, base+"/review-tasks", key, json.RawMessage(b))
-				if err != nil {
-					out.add("big lists: fill", classify(err))
-					continue
-				}
-				if status != http.StatusCreated {
+				if status, resp := post(b); status != http.StatusCreated {
 					t.Errorf("filling A's tasks: %d %s", status, resp)
+					return
 				}
-				out.add("big lists: fill", strconv.Itoa(status)+" at "+strconv.Itoa(size)+" bytes")
 			}
 		})
 	}
@@ -1033,11 +1046,15 @@ func fillBigTasks(t *testing.T, c *http.Client, base, key, agent string, out *so
 	return size
 }
 
-// bigLists runs soakListClients loops listing A's big tasks, 100 a page.
+// bigLists runs soakListClients loops listing A's big tasks, 100 a page,
+// asking for the tasks' requests too (include=request: a service that
+// leaves them out of lists by default serves them when asked; one that
+// does not know the parameter ignores it).
 func (a *soakAttacker) bigLists(ctx context.Context) {
 	for range soakListClients {
 		a.loop(ctx, 0, func() {
-			a.send(ctx, "big lists: GET /review-tasks?limit=100", http.MethodGet, "/review-tasks?limit=100", a.keys["list"], nil, 0, nil)
+			a.send(ctx, "big lists: GET /review-tasks?limit=100&include=request", http.MethodGet, "/review-tasks?limit=100&include=request",
+				a.keys["list"], nil, 0, nil)
 		})
 	}
 }
