@@ -202,7 +202,7 @@ func runSoak(t *testing.T, bin, dialect, dbURL string) {
 	t.Logf("setup took %s (A's %d big tasks of %d bytes)", time.Since(begin).Round(time.Millisecond), soakFillTasks, fillSize)
 
 	mem := startRSSSampler(t, svc.cmd.Process.Pid)
-	normal := &soakNormal{base: base, org: orgB.ID, key: keyB.Secret, agent: agentB.ID, created: map[string]soakCreated{},
+	normal := &soakNormal{pid: svc.cmd.Process.Pid, base: base, org: orgB.ID, key: keyB.Secret, agent: agentB.ID, created: map[string]soakCreated{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakNormalWorkers * 2}, Timeout: soakNormalTimeout}}
 	t.Cleanup(normal.client.CloseIdleConnections)
 
@@ -427,6 +427,28 @@ func (s *rssSampler) stop() uint64 {
 	return max(hwm, s.overall)
 }
 
+// cpuTimes returns the CPU time (user and system) used so far by the
+// process pid (from /proc/PID/stat, in clock ticks of 10 ms) and by this
+// test process.
+func cpuTimes(pid int) (service, self time.Duration) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// The fields after the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 13 {
+				utime, _ := strconv.ParseInt(f[11], 10, 64)
+				stime, _ := strconv.ParseInt(f[12], 10, 64)
+				service = time.Duration(utime+stime) * 10 * time.Millisecond
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return service, self
+}
+
 // procStatus reads VmRSS and VmHWM, in bytes, from /proc/PID/status.
 func procStatus(pid int) (rss, hwm uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -457,6 +479,7 @@ type soakCreated struct {
 }
 
 type soakNormal struct {
+	pid                   int // the service's, for its CPU time
 	base, org, key, agent string
 	client                *http.Client
 	mu                    sync.Mutex
@@ -470,6 +493,9 @@ type soakPhase struct {
 	all       []time.Duration
 	errors    int
 	errSample map[string]int // error description -> count
+	// wall is how long the phase ran; serviceCPU and selfCPU the CPU time
+	// the service and this test process (every client) used meanwhile.
+	wall, serviceCPU, selfCPU time.Duration
 }
 
 func (p *soakPhase) record(endpoint string, d time.Duration, failure string) {
@@ -487,7 +513,13 @@ func (p *soakPhase) record(endpoint string, d time.Duration, failure string) {
 // request under way when d ends finishes (within its own timeout) and counts.
 func (n *soakNormal) run(phase int, d time.Duration) *soakPhase {
 	p := &soakPhase{latencies: map[string][]time.Duration{}, errSample: map[string]int{}}
-	end := time.Now().Add(d)
+	start := time.Now()
+	svc0, self0 := cpuTimes(n.pid)
+	defer func() {
+		svc1, self1 := cpuTimes(n.pid)
+		p.wall, p.serviceCPU, p.selfCPU = time.Since(start), svc1-svc0, self1-self0
+	}()
+	end := start.Add(d)
 	var wg sync.WaitGroup
 	for w := range soakNormalWorkers {
 		wg.Go(func() {
@@ -1228,6 +1260,11 @@ func (r soakReport) markdown() string {
 		pass(percentile(ah, 0.99) <= r.webhookBound()))
 	row("service RSS, largest sample", mib(r.idleRSS), mib(r.attackRSS), fmt.Sprintf("×%.1f", float64(r.attackRSS)/float64(max(r.idleRSS, 1))), "", "")
 	row("service peak RSS (VmHWM)", "", mib(r.hwm), "", fmt.Sprintf("≤ %s", mib(soakPeakRSS)), pass(r.hwm <= soakPeakRSS))
+	cores := func(p *soakPhase, cpu time.Duration) string {
+		return fmt.Sprintf("%.2f", cpu.Seconds()/max(p.wall.Seconds(), 0.001))
+	}
+	row("CPU cores used by the service", cores(r.idle, r.idle.serviceCPU), cores(r.attack, r.attack.serviceCPU), "", "", "")
+	row("CPU cores used by the clients (the test)", cores(r.idle, r.idle.selfCPU), cores(r.attack, r.attack.selfCPU), "", "", "")
 	row("service healthy after the attack", "", strconv.FormatBool(r.healthy), "", "true", pass(r.healthy))
 	if r.aborted {
 		row("attack stopped by the safety stop", "", fmt.Sprintf("RSS over %s", mib(soakRSSAbort)), "", "", "**FAIL**")
