@@ -14,7 +14,7 @@ RACEFLAGS   ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-race bench lint tidy screenshots
+.PHONY: help build run test test-race bench soak lint tidy screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +33,9 @@ test-race: ## run every test with the race detector
 
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+soak: ## soak test: a normal client beside hostile ones, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SOAK_REPORT=FILE saves the figures
+	AIUSAGE_SOAK=1 $(if $(SOAK_REPORT),AIUSAGE_SOAK_REPORT=$(abspath $(SOAK_REPORT))) $(GO) test -count=1 -v -timeout 15m -run '^TestSoak$$' ./internal/cli/
 
 screenshots: ## save a PNG of each main dashboard page into docs/screenshots (needs chromium)
 	AIUSAGE_REQUIRE_CHROMIUM=1 AIUSAGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestBrowser' ./internal/app/dashboard/
