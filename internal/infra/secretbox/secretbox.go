@@ -278,3 +278,14 @@ func decode(sealed string) ([]byte, error) {
 	}
 	return raw, nil
 }
+
+// Ephemeral returns a keyring of one fresh key held only in memory: what
+// it seals cannot be read once the process ends. For tests, and for a
+// database that itself lives only in memory.
+func Ephemeral() *Keyring {
+	k, err := New(NewKey())
+	if err != nil {
+		panic(err) // a fresh key always makes a keyring
+	}
+	return k
+}
