@@ -43,10 +43,16 @@ var urlLine = regexp.MustCompile(`msg="provider serving" url=(http://\S+)`)
 // test ends, and returns its base URL once it is ready.
 func startServe(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with the environment variables environ.
+func startServeEnv(t *testing.T, environ map[string]string, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: func(string) string { return "" }}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: testGetenv(environ)}
 	go func() { done <- run(ctx, e, append([]string{"provider", "serve", "--addr", "127.0.0.1:0"}, args...)) }()
 	var once sync.Once
 	code := -1
