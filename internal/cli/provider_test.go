@@ -183,11 +183,14 @@ func TestProviderServeUsageErrors(t *testing.T) {
 
 func TestProviderServeOperations(t *testing.T) {
 	t.Parallel()
-	url, _, stop := startServe(t, "--token", "s3cret", "--database-url", "sqlite:"+t.TempDir()+"/p.db")
+	url, _, stop := startServeEnv(t, map[string]string{envMetricsToken: testMetricsToken}, "--token", "s3cret", "--database-url", "sqlite:"+t.TempDir()+"/p.db")
 	defer stop()
 	for _, c := range [][2]string{{"healthz", `"ok"`}, {"readyz", `"ready"`}, {"metrics", `aiusage_http_requests_total{method="GET",route="/healthz",status="200"} 1`}} {
 		path, want := c[0], c[1]
-		resp, err := http.Get(url + path)
+		req, err := http.NewRequest(http.MethodGet, url+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testMetricsToken)
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
