@@ -192,8 +192,8 @@ func TestSecretsRotation(t *testing.T) {
 		list, err := after.List(ctx, org.ID)
 		require.NoError(t, err)
 		require.Len(t, list, 3)
-		for i, s := range list {
-			require.Equal(t, restToken+[]string{"a", "b", "c"}[i], s.Token)
+		for _, s := range list {
+			require.Equal(t, restToken+s.Name, s.Token)
 		}
 
 		// The old key alone: a clear error at start, naming the key.
