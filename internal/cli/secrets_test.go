@@ -313,3 +313,21 @@ func TestSecretsHelp(t *testing.T) {
 		require.Contains(t, strings.ReplaceAll(out, "\n", " "), "mode 0600", args)
 	}
 }
+
+// TestServiceServeWarnsOfFileModes: a key file made on this start, and a
+// database file others may read (one made by an older release), are
+// logged as warnings; the file's mode is left as it is.
+func TestServiceServeWarnsOfFileModes(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "old.db")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	require.NoError(t, os.Chmod(path, 0o644))
+	_, logs, stop := startServiceEnv(t, noKey, serviceURLText, "--database-url", "sqlite:"+path)
+	require.Equal(t, ExitOK, stop())
+	require.Contains(t, logs.String(), "created the key file of the stored secrets")
+	require.Contains(t, logs.String(), "key_file="+path+".key")
+	require.Contains(t, logs.String(), "the database file is readable by other users")
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), info.Mode().Perm())
+}
