@@ -49,6 +49,7 @@ var rules = map[string][]string{
 	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
+	"internal/infra/secretbox":       {},
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "internal/infra/"},

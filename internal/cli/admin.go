@@ -40,13 +40,14 @@ func adminCommand() *command {
 		name:    "admin",
 		summary: "administer the service's database: organisations, agents, API keys, people, audit trail",
 		subs: []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand(),
-			adminSourceCommand(), adminUserCommand()},
+			adminRotateSecretKeyCommand(), adminSourceCommand(), adminUserCommand()},
 	}
 }
 
 // adminFlags are the flags every admin command takes.
 type adminFlags struct {
 	databaseURL, actor string
+	secrets            secretFlags
 }
 
 // register declares --database-url and --actor on fs. changes says whether
@@ -58,6 +59,7 @@ func (a *adminFlags) register(fs *flag.FlagSet, changes bool) {
 		usage = "`NAME` of the administrator (default: $USER, else admin); accepted by every admin command, unused here since nothing changes"
 	}
 	fs.StringVar(&a.actor, "actor", "", usage)
+	a.secrets.register(fs)
 }
 
 // actorOf returns who the audit trail records for the changes of the

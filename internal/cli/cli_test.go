@@ -28,7 +28,7 @@ func runCLI(t *testing.T, stdin string, environ map[string]string, args ...strin
 		stdin:  strings.NewReader(stdin),
 		stdout: &out,
 		stderr: &errOut,
-		getenv: func(k string) string { return environ[k] },
+		getenv: testGetenv(environ),
 	}
 	code := run(context.Background(), e, args)
 	return result{code, out.String(), errOut.String()}

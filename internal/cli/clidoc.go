@@ -78,7 +78,11 @@ func writeEnvironment(b *bytes.Buffer, r *command) {
 			}
 			cmds = append(cmds, name)
 		}
-		fmt.Fprintf(b, "| `%s` | `--%s` | %s | %s | %s |\n", v.name, v.flag, strings.Join(cmds, ", "), v.role, markdownEscaper.Replace(v.doc))
+		flagName := "none"
+		if v.flag != "" {
+			flagName = "`--" + v.flag + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", v.name, flagName, strings.Join(cmds, ", "), v.role, markdownEscaper.Replace(v.doc))
 	}
 }
 

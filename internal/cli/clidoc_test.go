@@ -52,7 +52,11 @@ func TestCLIReference(t *testing.T) {
 	// The environment variables, every one of the list, with its flag.
 	require.Contains(t, got, "\n## Environment variables\n")
 	for _, v := range environment {
-		require.Contains(t, got, "| `"+v.name+"` | `--"+v.flag+"` |")
+		flagName := "`--" + v.flag + "`"
+		if v.flag == "" {
+			flagName = "none"
+		}
+		require.Contains(t, got, "| `"+v.name+"` | "+flagName+" |")
 	}
 
 	if *update {

@@ -30,7 +30,7 @@ func TestConformancePush(t *testing.T) {
 	stderr := &syncBuffer{}
 	var stdout bytes.Buffer
 	done := make(chan int, 1)
-	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: stderr, getenv: func(string) string { return "" }}
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: stderr, getenv: testGetenv(nil)}
 	go func() {
 		done <- run(context.Background(), e, []string{"conformance", "push", "--secret", pushTestSecret, "--for", "6s", "--format", "json"})
 	}()

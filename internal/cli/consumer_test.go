@@ -217,7 +217,7 @@ func TestConsumerSyncEvery(t *testing.T) {
 	store := "sqlite:" + filepath.Join(t.TempDir(), "c.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: func(string) string { return "" }}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: testGetenv(nil)}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, e, []string{"consumer", "sync", "--database-url", store, "--source", "v", "--url", base, "--token", "tok", "--every", "50ms", "--quiet", "--resources", "events"})

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -24,7 +23,6 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
@@ -39,6 +37,8 @@ type demoFlags struct {
 	embeddings                        embeddingsFlags
 	databaseURL, accessLog, exportDir string
 	conversations                     int
+	secrets                           secretFlags
+	metrics                           metricsFlags
 }
 
 func demoCommand() *command {
@@ -71,7 +71,14 @@ Stops on SIGINT or SIGTERM.
 
 Semantic instructions are evaluated by the built-in matcher, or by the
 embeddings endpoint at --embeddings-url as in 'service serve' (see
-docs/policy.md); the access log's first lines name the one in use.`,
+docs/policy.md); the access log's first lines name the one in use.
+
+` + metricsHelp + `
+
+The demo's keys, passwords and the sources' secrets are stored encrypted, as
+in 'service serve': under $AIUSAGE_SECRET_KEY, else --secret-key-file, else,
+for a SQLite file, the key file beside it (aiusage-demo.db.key by default),
+created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", "sqlite:aiusage-demo.db", "database `URL`: sqlite:PATH or postgres://...")
@@ -79,6 +86,8 @@ docs/policy.md); the access log's first lines name the one in use.`,
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
 			fs.StringVar(&f.exportDir, "export-dir", "aiusage-demo-export", "`DIR` the demo's scheduled export is written to, and read from by its export source")
 			f.embeddings.register(fs)
+			f.secrets.register(fs)
+			f.metrics.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
@@ -126,6 +135,15 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return err
 	}
 	defer db.Close()
+	ring, keySrc, err := f.secrets.keyring(e.cmd, e, db)
+	if err != nil {
+		return err
+	}
+	opsToken, err := metricsToken(e.cmd, e)
+	if err != nil {
+		return err
+	}
+	logKeyring(ctx, serviceLog, keySrc, db)
 	orgs, err := orgapi.NewStore(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
@@ -134,7 +152,8 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	st, err := demoSetUp(ctx, db, orgs, src, f.conversations)
+	ds := &demoStore{db: db, ring: ring}
+	st, err := demoSetUp(ctx, ds, orgs, src, f.conversations)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -163,12 +182,17 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true, semantic: matcher,
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
+	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, full.metrics)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	// The export writer and the pusher stop with the server, before the
 	// service and the database close.
 	tctx, stopTransports := context.WithCancel(ctx)
@@ -177,7 +201,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		stopTransports()
 		transports.stop()
 	}()
-	if err := demoPeople(ctx, db, full.people, &st); err != nil {
+	if err := demoPeople(ctx, ds, full.people, &st); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	ready := func(base string) {
@@ -192,7 +216,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 				return
 			}
 			st.sourceID = s.ID
-			if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('source', $1)`, s.ID); err != nil {
+			if err := ds.set(ctx, "source", s.ID); err != nil {
 				log.Error(e.cmd+": remember the source", "error", err)
 			}
 		} else if err := full.sources.SetURL(ctx, st.orgID, st.sourceID, base+"/provider"); err != nil {
@@ -201,13 +225,20 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		if _, err := full.sources.SyncNow(ctx, st.sourceID); err != nil {
 			log.Error(e.cmd+": first sync", "error", err)
 		}
-		if err := demoReviewTask(ctx, db, orgs, full.review, st); err != nil {
+		if err := demoReviewTask(ctx, ds, orgs, full.review, st); err != nil {
 			log.Error(e.cmd+": a first review task", "error", err)
 		}
-		if err := transports.start(tctx, base, db, src, full.sources, st.orgID, serviceLog); err != nil {
+		if err := transports.start(tctx, base, ds, src, full.sources, st.orgID, serviceLog); err != nil {
 			log.Error(e.cmd+": the export and push sources", "error", err)
 		}
-		printDemo(e.stdout, base, st, transports, accessLog)
+		metricsNote := "off: set " + envMetricsToken + " or --metrics-addr"
+		switch {
+		case f.metrics.url != "":
+			metricsNote = f.metrics.url
+		case opsToken != "":
+			metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
+		}
+		printDemo(e.stdout, base, st, transports, accessLog, metricsNote)
 	}
 	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
 }
@@ -282,33 +313,31 @@ func (t teeHandler) WithGroup(name string) slog.Handler {
 
 // demoSetUp creates the demo's organisation, agent, instructions, key,
 // provider token and data the first time, and reads them back afterwards.
-func demoSetUp(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, src *sqlsource.Source, conversations int) (demoState, error) {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+func demoSetUp(ctx context.Context, ds *demoStore, orgs *orgapi.Store, src *sqlsource.Source, conversations int) (demoState, error) {
+	if err := ds.init(ctx); err != nil {
 		return demoState{}, err
 	}
 	var st demoState
 	fields := map[string]*string{"org": &st.orgID, "agent": &st.agentID, "api_key": &st.apiKey, "provider_token": &st.providerToken}
 	complete := true
 	for name, dst := range fields {
-		err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, name).Scan(dst)
-		if errors.Is(err, sql.ErrNoRows) {
-			complete = false
-			continue
-		}
+		v, err := ds.get(ctx, name)
 		if err != nil {
 			return st, err
 		}
+		complete = complete && v != ""
+		*dst = v
 	}
-	if err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = 'source'`).Scan(&st.sourceID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var err error
+	if st.sourceID, err = ds.get(ctx, "source"); err != nil {
 		return st, err
 	}
 	if !complete {
-		var err error
 		if st, err = demoCreate(ctx, orgs); err != nil {
 			return st, err
 		}
 		for name, v := range map[string]string{"org": st.orgID, "agent": st.agentID, "api_key": st.apiKey, "provider_token": st.providerToken} {
-			if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ($1, $2)`, name, v); err != nil {
+			if err := ds.set(ctx, name, v); err != nil {
 				return st, err
 			}
 		}
@@ -360,7 +389,7 @@ func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 
 // demoPeople creates, the first time, an Administrator and a Reviewer of
 // the demo organisation with random passwords, and reads them back after.
-func demoPeople(ctx context.Context, db *sqldb.DB, ppl *people.Store, st *demoState) error {
+func demoPeople(ctx context.Context, ds *demoStore, ppl *people.Store, st *demoState) error {
 	st.adminEmail, st.reviewerEmail = demoAdminEmail, demoReviewerEmail
 	for _, u := range []struct {
 		state, email, name string
@@ -370,19 +399,20 @@ func demoPeople(ctx context.Context, db *sqldb.DB, ppl *people.Store, st *demoSt
 		{"admin_password", demoAdminEmail, "Demo administrator", people.RoleAdministrator, &st.adminPassword},
 		{"reviewer_password", demoReviewerEmail, "Demo reviewer", people.RoleReviewer, &st.reviewerPassword},
 	} {
-		err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, u.state).Scan(u.password)
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		v, err := ds.get(ctx, u.state)
+		if err != nil {
 			return err
+		}
+		if v != "" {
+			*u.password = v
+			continue
 		}
 		*u.password = rand.Text()
 		if _, err := ppl.CreateUser(ctx, people.UserCreate{OrganisationID: st.orgID, Email: u.email, Name: u.name,
 			Role: u.role, Password: *u.password}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}); err != nil {
 			return fmt.Errorf("create the demo's %s: %w", u.role, err)
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ($1, $2)`, u.state, *u.password); err != nil {
+		if err := ds.set(ctx, u.state, *u.password); err != nil {
 			return err
 		}
 	}
@@ -391,10 +421,9 @@ func demoPeople(ctx context.Context, db *sqldb.DB, ppl *people.Store, st *demoSt
 
 // demoReviewTask submits, the first time, a request that waits for a
 // person, so that the dashboard's review queue has a task to decide.
-func demoReviewTask(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, svc *reviewapi.Service, st demoState) error {
-	var done string
-	err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = 'review_task'`).Scan(&done)
-	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+func demoReviewTask(ctx context.Context, ds *demoStore, orgs *orgapi.Store, svc *reviewapi.Service, st demoState) error {
+	done, err := ds.get(ctx, "review_task")
+	if err != nil || done != "" {
 		return err
 	}
 	p, err := orgs.Authenticate(ctx, st.apiKey)
@@ -406,12 +435,11 @@ func demoReviewTask(ctx context.Context, db *sqldb.DB, orgs *orgapi.Store, svc *
 	if err != nil {
 		return err
 	}
-	_, err = db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('review_task', $1)`, t.ID)
-	return err
+	return ds.set(ctx, "review_task", t.ID)
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog string) {
+func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote string) {
 	bin := "aiusage"
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
 		bin = exe
@@ -430,7 +458,7 @@ aiusage demo is ready at %[1]s/
   push source    %[16]s  (tenant %[17]s, pushed every minute to %[1]s/push/%[16]s)
   one view       %[1]s/organisations/%[2]s/conversations  (all three sources, each record naming its own)
   dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
-  operations     %[1]s/healthz, %[1]s/readyz, %[1]s/metrics
+  operations     %[1]s/healthz, %[1]s/readyz; metrics %[18]s
   access log     %[8]s  (one line per request and per sync)
 
 Try:
@@ -453,5 +481,5 @@ Try:
 
 `, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
 		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
-		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant)
+		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote)
 }

@@ -44,6 +44,7 @@ func startDemo(t *testing.T, bin, dbURL string) *demoRun {
 	accessLog := filepath.Join(t.TempDir(), "access.log")
 	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60", "--access-log", accessLog,
 		"--export-dir", filepath.Join(t.TempDir(), "export"))
+	cmd.Env = append(os.Environ(), envMetricsToken+"="+testMetricsToken)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr := &syncBuffer{}
@@ -199,10 +200,15 @@ func TestDemoEndToEnd(t *testing.T) {
 
 			// Operations endpoints.
 			for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": "aiusage_http_requests_total"} {
-				out, err := exec.Command("curl", "-s", "-f", m[1]+path).CombinedOutput()
+				out, err := exec.Command("curl", "-s", "-f", "-H", "Authorization: Bearer "+testMetricsToken, m[1]+path).CombinedOutput()
 				require.NoError(t, err, "%s: %s", path, out)
 				require.Contains(t, string(out), want, path)
 			}
+			// /metrics only with the operations token, as the block says.
+			out, err = exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", m[1]+"/metrics").Output()
+			require.NoError(t, err)
+			require.Equal(t, "401", string(out))
+			require.Contains(t, demo.block, "/metrics with Authorization: Bearer $"+envMetricsToken)
 
 			// Requests and syncs are logged to the access log, which the
 			// block names; the terminal keeps the block in view.

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/export"
 	"github.com/aiusage/kit/provider/push"
@@ -60,28 +57,13 @@ func fillDemoTenants(ctx context.Context, src *sqlsource.Source, conversations i
 	return nil
 }
 
-// demoValue reads a value the demo keeps in demo_state, "" when none.
-func demoValue(ctx context.Context, db *sqldb.DB, name string) (string, error) {
-	var v string
-	err := db.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, name).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return v, err
-}
-
-func setDemoValue(ctx context.Context, db *sqldb.DB, name, value string) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, name, value)
-	return err
-}
-
 // start writes a first export set, connects the export and push sources
 // (once: later starts find them in demo_state), syncs the export source,
 // and runs the export writer and the pusher every demoTransportEvery until
 // ctx ends; stop waits for them.
-func (t *demoTransports) start(ctx context.Context, base string, db *sqldb.DB, src *sqlsource.Source, svc *sources.Service,
+func (t *demoTransports) start(ctx context.Context, base string, ds *demoStore, src *sqlsource.Source, svc *sources.Service,
 	orgID string, log *slog.Logger) error {
+	db := ds.db
 	dir, err := filepath.Abs(t.exportDir)
 	if err != nil {
 		return fmt.Errorf("--export-dir: %w", err)
@@ -94,7 +76,7 @@ func (t *demoTransports) start(ctx context.Context, base string, db *sqldb.DB, s
 	if _, err := x.Write(ctx, export.Auto); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if t.exportID, err = demoSource(ctx, db, svc, orgID, "export_source",
+	if t.exportID, err = demoSource(ctx, ds, svc, orgID, "export_source",
 		sources.SourceCreate{Name: "Demo export", URL: dir, Transport: sources.TransportExport, Every: demoTransportEvery}, nil); err != nil {
 		return err
 	}
@@ -111,15 +93,15 @@ func (t *demoTransports) start(ctx context.Context, base string, db *sqldb.DB, s
 
 	secretName := "push_secret"
 	var secret string
-	if t.pushID, err = demoSource(ctx, db, svc, orgID, "push_source",
+	if t.pushID, err = demoSource(ctx, ds, svc, orgID, "push_source",
 		sources.SourceCreate{Name: "Demo push", Transport: sources.TransportPush}, func(s sources.Source) error {
 			secret = s.PushSecret
-			return setDemoValue(ctx, db, secretName, s.PushSecret)
+			return ds.set(ctx, secretName, s.PushSecret)
 		}); err != nil {
 		return err
 	}
 	if secret == "" {
-		if secret, err = demoValue(ctx, db, secretName); err != nil {
+		if secret, err = ds.get(ctx, secretName); err != nil {
 			return err
 		}
 	}
@@ -146,9 +128,9 @@ func (t *demoTransports) stop() { t.wg.Wait() }
 
 // demoSource returns the source the demo remembers as name, adding it with
 // n the first time (and calling created with it).
-func demoSource(ctx context.Context, db *sqldb.DB, svc *sources.Service, orgID, name string, n sources.SourceCreate,
+func demoSource(ctx context.Context, ds *demoStore, svc *sources.Service, orgID, name string, n sources.SourceCreate,
 	created func(sources.Source) error) (string, error) {
-	id, err := demoValue(ctx, db, name)
+	id, err := ds.get(ctx, name)
 	if err != nil || id != "" {
 		return id, err
 	}
@@ -161,5 +143,5 @@ func demoSource(ctx context.Context, db *sqldb.DB, svc *sources.Service, orgID, 
 			return "", err
 		}
 	}
-	return s.ID, setDemoValue(ctx, db, name, s.ID)
+	return s.ID, ds.set(ctx, name, s.ID)
 }

@@ -21,6 +21,9 @@ const (
 	// on, serving or not (the embeddings endpoint); no client sends it to
 	// the kit's servers and no server accepts it.
 	envUpstream
+	// envKept is a key the command keeps to itself: the key that encrypts
+	// the secrets stored in the database, never sent nor accepted.
+	envKept
 )
 
 func (r envRole) String() string {
@@ -31,15 +34,19 @@ func (r envRole) String() string {
 		return "credential accepted"
 	case envUpstream:
 		return "credential sent upstream"
+	case envKept:
+		return "key kept"
 	}
 	return "setting"
 }
 
 // envVar is one environment variable of the command line: the fallback of
 // --flag in each of commands, read when the flag is not on the command line.
+// A variable without a flag is read by the commands themselves: it holds a
+// secret that must not sit on a command line.
 type envVar struct {
 	name string
-	flag string
+	flag string // "" for none
 	// commands are paths in the command tree without the program ("provider
 	// serve"); a group ("admin") stands for every command under it.
 	commands []string
@@ -91,6 +98,15 @@ var environment = []envVar{
 		"the signing secret the pusher signs its deliveries with"},
 	{"AIUSAGE_SECRET", "secret", []string{"webhook listen"}, envAccepted,
 		"the signing secret the listener verifies deliveries with"},
+	{envSecretKey, "", []string{"admin", "demo", "service serve"}, envKept,
+		"the key (or keys, \"ID:BASE64\" separated by commas, the first current) that encrypts the secrets stored in the database; " +
+			"base64 of 32 random bytes; required on PostgreSQL unless --secret-key-file (docs/security.md)"},
+	{"AIUSAGE_SECRET_KEY_FILE", "secret-key-file", []string{"admin", "demo", "service serve"}, envKept,
+		"the file holding that key, when AIUSAGE_SECRET_KEY is not set (default for a SQLite file: PATH.key beside it)"},
+	{envMetricsToken, "", metricsServing, envAccepted,
+		"the operations token /metrics on the main address asks for, as Authorization: Bearer"},
+	{"AIUSAGE_METRICS_ADDR", "metrics-addr", metricsServing, envSetting,
+		"the separate address /metrics is served on, without a token"},
 }
 
 // under says whether the command at path is cmd or under the group cmd.

@@ -46,6 +46,7 @@ type providerServeFlags struct {
 	tokens, tenantTokens stringList
 	demo                 int
 	seed                 uint64
+	metrics              metricsFlags
 }
 
 func providerServeCommand() *command {
@@ -73,6 +74,8 @@ list_assistants, get_assistant, list_events and get_usage.
 Cursors are sealed with a key kept in the database, so several processes
 serving one PostgreSQL database accept each other's cursors.
 
+` + metricsHelp + `
+
 Logs one line with the base URL when ready, then one line per request. Stops
 cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 		flags: func(fs *flag.FlagSet) {
@@ -83,6 +86,7 @@ cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 			fs.Var(&f.tenantTokens, "tenant-token", "credential `TENANT:TOKEN[=SCOPE,SCOPE...]` reading another tenant's data (repeatable), e.g. for the conformance suite's --other-tenant-token")
 			fs.IntVar(&f.demo, "demo", 0, "fill an empty database with `N` generated conversations")
 			fs.Uint64Var(&f.seed, "seed", 1, "`SEED` of the --demo data")
+			f.metrics.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return providerServe(ctx, e, f)
@@ -122,6 +126,10 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 	if err != nil {
 		return err
 	}
+	opsToken, err := metricsToken(e.cmd, e)
+	if err != nil {
+		return err
+	}
 	db, err := sqldb.Open(ctx, f.databaseURL)
 	if err != nil {
 		return usagef("%s: --database-url: %v", e.cmd, err)
@@ -157,10 +165,15 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 	r := chi.NewRouter()
 	r.Use(metrics.Middleware)
 	r.Group(ops.Health(ops.DBCheck(db, map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()})))
-	r.Method(http.MethodGet, "/metrics", metrics.Handler())
+	r.Method(http.MethodGet, "/metrics", guardMetrics(opsToken, metrics.Handler()))
 	r.Handle("/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
 	}))
+	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, metrics.Handler())
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	return f.serve(ctx, log, r, serveHooks{}, "provider serving",
 		slog.String("database", db.URL()), slog.Int("tokens", len(tokens)), slog.String("mcp", "/mcp"))
 }

@@ -43,10 +43,16 @@ var urlLine = regexp.MustCompile(`msg="provider serving" url=(http://\S+)`)
 // test ends, and returns its base URL once it is ready.
 func startServe(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with the environment variables environ.
+func startServeEnv(t *testing.T, environ map[string]string, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: func(string) string { return "" }}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: testGetenv(environ)}
 	go func() { done <- run(ctx, e, append([]string{"provider", "serve", "--addr", "127.0.0.1:0"}, args...)) }()
 	var once sync.Once
 	code := -1
@@ -177,11 +183,14 @@ func TestProviderServeUsageErrors(t *testing.T) {
 
 func TestProviderServeOperations(t *testing.T) {
 	t.Parallel()
-	url, _, stop := startServe(t, "--token", "s3cret", "--database-url", "sqlite:"+t.TempDir()+"/p.db")
+	url, _, stop := startServeEnv(t, map[string]string{envMetricsToken: testMetricsToken}, "--token", "s3cret", "--database-url", "sqlite:"+t.TempDir()+"/p.db")
 	defer stop()
 	for _, c := range [][2]string{{"healthz", `"ok"`}, {"readyz", `"ready"`}, {"metrics", `aiusage_http_requests_total{method="GET",route="/healthz",status="200"} 1`}} {
 		path, want := c[0], c[1]
-		resp, err := http.Get(url + path)
+		req, err := http.NewRequest(http.MethodGet, url+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testMetricsToken)
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

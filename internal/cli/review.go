@@ -17,9 +17,14 @@ import (
 // withService is withStore with the review-task service on the same
 // database. The service only queues its jobs (webhook deliveries): the
 // running "service serve" works them.
-func (a *adminFlags) withService(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store, *reviewapi.Service) error) error {
+func (a *adminFlags) withService(ctx context.Context, e *env, now time.Time, fn func(*orgapi.Store, *reviewapi.Service) error) error {
+	cmd := e.cmd
 	return a.withStore(ctx, cmd, now, func(store *orgapi.Store) error {
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: store.DB(), Orgs: store, InsertOnly: true,
+		ring, _, err := a.secrets.keyring(cmd, e, store.DB())
+		if err != nil {
+			return err
+		}
+		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: store.DB(), Orgs: store, InsertOnly: true, Secrets: ring,
 			Now: func() time.Time { return now }})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
@@ -91,7 +96,7 @@ final states never change.
 			if strings.TrimSpace(f.as) == "" {
 				return usagef("%s: --as is required: the email of a Reviewer or Administrator of the task's organisation", cmd)
 			}
-			return f.withService(ctx, cmd, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
+			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
 				ppl, err := people.New(ctx, people.Config{DB: store.DB(), Orgs: store})
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
@@ -175,7 +180,7 @@ change in the organisation's audit trail with --actor:
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, cmd, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
+			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
 				if _, err := store.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -228,7 +233,7 @@ requires_intervention, oldest first, each with its request, the reasons
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, cmd, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
+			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
 				if _, err := store.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -43,6 +44,8 @@ type serviceFlags struct {
 	databaseURL          string
 	allowPrivateWebhooks bool
 	reviewTimeout        time.Duration
+	secrets              secretFlags
+	metrics              metricsFlags
 }
 
 func serviceServeCommand() *command {
@@ -67,7 +70,7 @@ func serviceServeCommand() *command {
     collected data as a provider of the AI usage data interface (MCP at
     .../mcp);
   - operations: /healthz, /readyz (database reachable, migrations applied)
-    and /metrics (Prometheus).
+    and /metrics (Prometheus; see below).
 
 Every request needs an API key of type API, sent as "X-API-Key: KEY" or
 "Authorization: Bearer KEY" (the review-task API also takes
@@ -94,6 +97,10 @@ several processes serving one database share it, and work queued survives a
 restart. Webhook URLs must be https and must not resolve to private,
 loopback or link-local addresses, unless --allow-private-webhooks.
 
+` + metricsHelp + `
+
+` + secretKeyHelp + `
+
 Logs one line with the base URL when ready, then one line per request. Stops
 cleanly on SIGINT or SIGTERM, letting requests in flight and running jobs
 finish.
@@ -107,6 +114,8 @@ that cannot be listened on).`,
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
+			f.secrets.register(fs)
+			f.metrics.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -130,25 +139,43 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return err
 	}
 	defer db.Close()
+	if f.reviewTimeout <= 0 {
+		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
+	}
+	ring, keySrc, err := f.secrets.keyring(e.cmd, e, db)
+	if err != nil {
+		return err
+	}
+	opsToken, err := metricsToken(e.cmd, e)
+	if err != nil {
+		return err
+	}
+	logKeyring(ctx, log, keySrc, db)
 	store, err := orgapi.NewStore(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
-	if f.reviewTimeout <= 0 {
-		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
-	}
-	full, err := newFullService(ctx, db, store, log, serviceOptions{
+	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
 		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
 	defer full.close()
+	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, full.metrics)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	return full.run(ctx, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks)}, matcherAttrs...)...)
 }
 
 // serviceOptions are what "service serve" and "demo" set differently.
 type serviceOptions struct {
+	// secrets encrypts the stored secrets (required).
+	secrets *secretbox.Keyring
+	// metricsToken opens /metrics on the main address ("": 404).
+	metricsToken         string
 	allowPrivateWebhooks bool
 	reviewTimeout        time.Duration // 0: the default
 	// semantic evaluates Semantic instructions (nil: the built-in matcher).
@@ -170,6 +197,8 @@ type fullService struct {
 	sources *sources.Service
 	review  *reviewapi.Service
 	handler http.Handler
+	// metrics serves the metrics without a token, for --metrics-addr.
+	metrics http.Handler
 }
 
 func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
@@ -182,11 +211,11 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, err
 	}
 	// The sources: their syncs run on the review-task API's job queue.
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Logger: log})
+	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Logger: log,
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log,
 		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic},
 		AddWorkers: src.AddWorkers, PeriodicJobs: src.PeriodicJobs()})
 	if err != nil {
@@ -217,11 +246,11 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	r := chi.NewRouter()
 	r.Use(metrics.Middleware) // first, so that every answer is measured
 	r.Group(ops.Health(ops.DBCheck(db, components)))
-	r.Method(http.MethodGet, "/metrics", metrics.Handler())
+	r.Method(http.MethodGet, "/metrics", guardMetrics(o.metricsToken, metrics.Handler()))
 	// The dashboard's pages sit at the root of the address, beside the JSON
 	// APIs' paths.
 	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes, dash.Routes}, o.mounts...)...))
-	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r}, nil
+	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r, metrics: metrics.Handler()}, nil
 }
 
 // queueDepth counts River's jobs by state.

@@ -32,10 +32,16 @@ var (
 // code.
 func startService(t *testing.T, ready *regexp.Regexp, args ...string) (string, *syncBuffer, func() int) {
 	t.Helper()
+	return startServiceEnv(t, nil, ready, args...)
+}
+
+// startServiceEnv is startService with the environment variables environ.
+func startServiceEnv(t *testing.T, environ map[string]string, ready *regexp.Regexp, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: func(string) string { return "" }}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, getenv: testGetenv(environ)}
 	go func() { done <- run(ctx, e, append([]string{"service", "serve", "--addr", "127.0.0.1:0"}, args...)) }()
 	var once sync.Once
 	code := -1

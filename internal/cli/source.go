@@ -38,9 +38,14 @@ func toSourceJSON(s sources.Source) sourceJSON {
 }
 
 // withSources runs fn with the sources service on the command's database.
-func (a *adminFlags) withSources(ctx context.Context, cmd string, fn func(*orgapi.Store, *sources.Service) error) error {
+func (a *adminFlags) withSources(ctx context.Context, e *env, fn func(*orgapi.Store, *sources.Service) error) error {
+	cmd := e.cmd
 	return a.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-		src, err := sources.New(ctx, sources.Config{DB: s.DB(), Orgs: s})
+		ring, _, err := a.secrets.keyring(cmd, e, s.DB())
+		if err != nil {
+			return err
+		}
+		src, err := sources.New(ctx, sources.Config{DB: s.DB(), Orgs: s, Secrets: ring})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
@@ -138,7 +143,7 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			if _, err := f.actorOf(cmd, e); err != nil {
 				return err
 			}
-			return f.withSources(ctx, cmd, func(_ *orgapi.Store, s *sources.Service) error {
+			return f.withSources(ctx, e, func(_ *orgapi.Store, s *sources.Service) error {
 				src, err := s.Add(ctx, org, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
@@ -186,7 +191,7 @@ func adminSourceListCommand() *command {
 			if err != nil {
 				return err
 			}
-			return f.withSources(ctx, cmd, func(o *orgapi.Store, s *sources.Service) error {
+			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
 				if _, err := o.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -237,7 +242,7 @@ records collected stay in the database.
 			if _, err := f.actorOf(cmd, e); err != nil {
 				return err
 			}
-			return f.withSources(ctx, cmd, func(o *orgapi.Store, s *sources.Service) error {
+			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
 				if _, err := o.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}

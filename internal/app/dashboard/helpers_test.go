@@ -20,6 +20,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, AllowPrivateWebhooks: true,
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
 		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour,
 		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}})
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/mcp"
@@ -47,10 +48,10 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB) *sourcesEnv {
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: orgs})
+	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, AllowPrivateWebhooks: true,
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
 		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour, AddWorkers: src.AddWorkers})
 	require.NoError(t, err)
 	src.SetEnqueue(svc.Enqueue)

@@ -24,6 +24,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
@@ -45,7 +46,7 @@ type usageEnv struct {
 func newUsageEnv(t *testing.T, db *sqldb.DB) *usageEnv {
 	t.Helper()
 	e := newEnv(t, db)
-	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs})
+	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: secretbox.Ephemeral()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	d, err := dashboard.New(dashboard.Config{People: e.people, Orgs: e.orgs, Review: e.review, Sources: src,

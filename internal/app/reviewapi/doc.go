@@ -12,7 +12,8 @@
 // stopped process left behind. On PostgreSQL, several processes share the
 // work.
 //
-//	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore})
+//	ring, err := secretbox.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
+//	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore, Secrets: ring})
 //	if err != nil {
 //		return err
 //	}
@@ -33,6 +34,9 @@
 // process on the database: its plan's requests in any hour, counted in a
 // sliding window of one-minute buckets (see ratelimit.go). Every answer to a
 // known key carries the RateLimit-Policy and RateLimit headers.
+//
+// A webhook's signing secret is stored encrypted under Config.Secrets
+// (package secretbox), bound to its row; see secrets.go.
 //
 // Webhook deliveries follow the Standard Webhooks specification
 // ([webhook.Sign]): at least once, from the database, retried on

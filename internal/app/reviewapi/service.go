@@ -16,6 +16,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	DB *sqldb.DB
 	// Orgs authenticates keys and gives the agents' instructions.
 	Orgs *orgapi.Store
+	// Secrets encrypts the webhooks' signing secrets in the database (see
+	// secrets.go). Required; every process sharing DB must hold the keys of
+	// the rows it reads.
+	Secrets *secretbox.Keyring
 	// People are the organisations' users, of whom the Reviewers and
 	// Administrators decide tasks. Default: a people.Store on DB.
 	People *people.Store
@@ -98,6 +103,8 @@ func (c *Config) withDefaults() (*Config, error) {
 		return nil, errors.New("reviewapi: Config.DB is required")
 	case out.Orgs == nil:
 		return nil, errors.New("reviewapi: Config.Orgs is required")
+	case out.Secrets == nil:
+		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
 	}
 	if out.Resolver == nil {
 		out.Resolver = net.DefaultResolver
@@ -164,6 +171,12 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, err
+	}
+	if _, err := secretTable.Reseal(ctx, cfg.DB.DB, cfg.Secrets, true); err != nil {
+		return nil, fmt.Errorf("reviewapi: encrypt the webhook secrets stored in plaintext: %w", err)
+	}
+	if err := secretTable.Check(ctx, cfg.DB.DB, cfg.Secrets); err != nil {
+		return nil, fmt.Errorf("reviewapi: the key of the stored secrets: %w", err)
 	}
 	if cfg.People == nil {
 		if cfg.People, err = people.New(ctx, people.Config{DB: cfg.DB, Orgs: cfg.Orgs, Now: cfg.Now}); err != nil {

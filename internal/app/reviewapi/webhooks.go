@@ -60,8 +60,12 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 	w := spec.Webhook{ID: uuid.NewString(), URL: c.URL, Events: events, Description: c.Description,
 		CreatedAt: spec.NewTime(now), Secret: webhook.NewSecret()}
 	ev, _ := json.Marshal(events)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO reviewapi_webhooks (id, org_id, url, events, description, secret, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.ID, orgID, w.URL, string(ev), w.Description, w.Secret, sqldb.Millis(now))
+	keyID, sealed, err := s.cfg.Secrets.Seal(w.Secret, secretTable.Binding("secret", w.ID))
+	if err != nil {
+		return spec.Webhook{}, err
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO reviewapi_webhooks (id, org_id, url, events, description, secret, secret_key_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.ID, orgID, w.URL, string(ev), w.Description, sealed, keyID, sqldb.Millis(now))
 	return w, err
 }
 
@@ -191,11 +195,12 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 	var state, target, secret, body string
 	var deleted sql.NullInt64
 	var attempts int
-	err := s.db.QueryRowContext(ctx, `SELECT d.state, d.attempts, w.url, w.secret, w.deleted_at, e.body
+	var keyID sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT d.state, d.attempts, w.url, w.secret, w.secret_key_id, w.deleted_at, e.body
 		FROM reviewapi_deliveries d
 		JOIN reviewapi_webhooks w ON w.id = d.webhook_id
 		JOIN reviewapi_events e ON e.id = d.event_id
-		WHERE d.event_id = $1 AND d.webhook_id = $2`, eventID, webhookID).Scan(&state, &attempts, &target, &secret, &deleted, &body)
+		WHERE d.event_id = $1 AND d.webhook_id = $2`, eventID, webhookID).Scan(&state, &attempts, &target, &secret, &keyID, &deleted, &body)
 	switch {
 	case errors.Is(err, sql.ErrNoRows), err == nil && state != "pending":
 		return nil
@@ -205,6 +210,9 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 		_, err := s.db.ExecContext(ctx, `UPDATE reviewapi_deliveries SET state = 'cancelled', updated_at = $1
 			WHERE event_id = $2 AND webhook_id = $3 AND state = 'pending'`, sqldb.Millis(s.now()), eventID, webhookID)
 		return err
+	}
+	if secret, err = s.openSecret(keyID, webhookID, secret); err != nil {
+		return err // retried: the key may be given back
 	}
 	attempt := attempts + 1
 	var status int

@@ -85,15 +85,16 @@ func (s *Service) pushSecret(ctx context.Context, id string) (string, string, er
 	if !ok {
 		return "", "", fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
 	}
-	var secret sql.NullString
-	err := s.db.QueryRowContext(ctx, `SELECT push_secret FROM sources WHERE id = $1 AND transport = $2`, sid, TransportPush).Scan(&secret)
+	var secret, keyID sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT push_secret, secret_key_id FROM sources WHERE id = $1 AND transport = $2`, sid, TransportPush).Scan(&secret, &keyID)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !secret.Valid {
 		return "", "", fmt.Errorf("source %s: %w", sid, spec.ErrNotFound)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("sources: push secret: %w", err)
 	}
-	return sid, secret.String, nil
+	plain, err := s.openSecret(keyID, "push_secret", sid, secret.String)
+	return sid, plain, err
 }
 
 // pushAnswer is the body of a push's 200.

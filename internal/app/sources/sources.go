@@ -55,6 +55,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -145,6 +146,10 @@ type Config struct {
 	DB *sqldb.DB
 	// Orgs checks organisations and authenticates API keys. Required.
 	Orgs *orgapi.Store
+	// Secrets encrypts the sources' tokens and push secrets in the
+	// database (see secrets.go). Required; every process sharing DB must
+	// hold the keys of the rows it reads.
+	Secrets *secretbox.Keyring
 	// HTTPClient reaches the providers. Default: the consumer's own.
 	HTTPClient *http.Client
 	// ScheduleInterval is how often the scheduler looks for sources due.
@@ -177,6 +182,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.Orgs == nil {
 		return nil, errors.New("sources: Config.DB and Config.Orgs are required")
 	}
+	if cfg.Secrets == nil {
+		return nil, fmt.Errorf("sources: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -189,6 +197,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sources: migrate: %w", err)
+	}
+	if _, err := secretTable.Reseal(ctx, cfg.DB.DB, cfg.Secrets, true); err != nil {
+		return nil, fmt.Errorf("sources: encrypt the secrets stored in plaintext: %w", err)
+	}
+	if err := secretTable.Check(ctx, cfg.DB.DB, cfg.Secrets); err != nil {
+		return nil, fmt.Errorf("sources: the key of the stored secrets: %w", err)
 	}
 	store, err := sqlstore.New(ctx, cfg.DB.DB, sqlstore.Dialect(cfg.DB.Dialect))
 	if err != nil {
@@ -230,14 +244,16 @@ func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source
 	now := s.now()
 	src := Source{ID: uuid.NewString(), OrganisationID: org, Name: n.Name, URL: n.URL, Token: n.Token,
 		Transport: n.Transport, Every: n.Every, CreatedAt: now, NextSyncAt: now}
-	var secret sql.NullString
 	if src.Transport == TransportPush {
 		src.PushSecret = webhook.NewSecret()
-		secret = sql.NullString{String: src.PushSecret, Valid: true}
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, push_secret)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		src.ID, org, src.Name, src.URL, src.Token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli(), secret)
+	keyID, token, secret, err := s.sealSecrets(src)
+	if err != nil {
+		return Source{}, err
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, push_secret, secret_key_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		src.ID, org, src.Name, src.URL, token, src.Transport, src.Every.Milliseconds(), now.UnixMilli(), now.UnixMilli(), secret, keyID)
 	if sqldb.IsUniqueViolation(err) {
 		return Source{}, fmt.Errorf("organisation %s already has a source named %q: %w", org, n.Name, spec.ErrConflict)
 	}
@@ -291,13 +307,19 @@ func validate(n *SourceCreate) error {
 	return nil
 }
 
-const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms`
+const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, secret_key_id`
 
-func scanSource(row interface{ Scan(...any) error }) (Source, error) {
+// scanSource scans a row of sourceColumns, decrypting its token.
+func (s *Service) scanSource(row interface{ Scan(...any) error }) (Source, error) {
 	var src Source
 	var every, created, next int64
 	var last sql.NullInt64
-	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last); err != nil {
+	var keyID sql.NullString
+	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last, &keyID); err != nil {
+		return Source{}, err
+	}
+	var err error
+	if src.Token, err = s.openSecret(keyID, "token", src.ID, src.Token); err != nil {
 		return Source{}, err
 	}
 	src.Every = time.Duration(every) * time.Millisecond
@@ -324,7 +346,7 @@ func (s *Service) List(ctx context.Context, orgID string) ([]Source, error) {
 	defer rows.Close()
 	out := []Source{}
 	for rows.Next() {
-		src, err := scanSource(rows)
+		src, err := s.scanSource(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sources: list: %w", err)
 		}
@@ -371,7 +393,7 @@ func (s *Service) get(ctx context.Context, id string) (Source, error) {
 	if !ok {
 		return Source{}, fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
 	}
-	src, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE id = $1`, sid))
+	src, err := s.scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE id = $1`, sid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Source{}, fmt.Errorf("source %s: %w", sid, spec.ErrNotFound)
 	}
@@ -426,7 +448,7 @@ func (s *Service) due(ctx context.Context, now time.Time) ([]Source, error) {
 	defer rows.Close()
 	var out []Source
 	for rows.Next() {
-		src, err := scanSource(rows)
+		src, err := s.scanSource(rows)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
+	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/mcp"
@@ -26,6 +27,10 @@ import (
 )
 
 const providerToken = "provider-secret-token"
+
+// testRing encrypts the stored secrets of every environment of the tests,
+// so that several environments may share a database.
+var testRing = secretbox.Ephemeral()
 
 // newProvider serves a demo dataset for tenant acme over REST and MCP.
 func newProvider(t *testing.T, conversations int) string {
@@ -78,10 +83,10 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	}
 	e.org, e.key = mk("Acme")
 	e.other, e.otherKy = mk("Other")
-	e.src, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, ScheduleInterval: time.Second})
+	e.src, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: testRing, ScheduleInterval: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.src.Close() })
-	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, AddWorkers: e.src.AddWorkers,
+	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: testRing, AddWorkers: e.src.AddWorkers,
 		PeriodicJobs: e.src.PeriodicJobs(), PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(e.svc.Close)

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	mrand "math/rand/v2"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,9 +69,10 @@ type DB struct {
 	url  string    // the URL given to Open, password masked
 	keep *sql.Conn // SQLite memory database: holds it alive
 
-	sqliteDSN string          // SQLite: what sql.Open was given
-	pgConfig  *pgx.ConnConfig // PostgreSQL: the parsed URL
-	pgMax     int             // PostgreSQL: the pool's connection bound
+	sqliteDSN  string          // SQLite: what sql.Open was given
+	sqlitePath string          // SQLite file: its path ("" in memory)
+	pgConfig   *pgx.ConnConfig // PostgreSQL: the parsed URL
+	pgMax      int             // PostgreSQL: the pool's connection bound
 }
 
 // Open opens and pings the database at rawURL, which is one of
@@ -82,8 +85,11 @@ type DB struct {
 // the URL's pool_max_conns (a positive integer, as pgxpool spells it), which
 // Open takes out of the URL before connecting.
 //
-// The parent directory of a SQLite file must exist. See the package
-// documentation for the settings applied to each connection.
+// The parent directory of a SQLite file must exist. A SQLite file that does
+// not exist is created with mode 0600 (owner only; SQLite gives its -wal and
+// -shm files the mode of the database file); the mode of an existing file is
+// left as it is. See the package documentation for the settings applied to
+// each connection.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(rawURL, "sqlite:"):
@@ -151,6 +157,9 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		// Not a file: URI, so modernc passes the path to SQLite verbatim and
 		// strips the query it consumes.
 		dsn = path + "?" + params.Encode()
+		if err := createPrivate(path); err != nil {
+			return nil, fmt.Errorf("sqldb: open %s: %w", rawURL, err)
+		}
 	}
 
 	sqlDB, err := sql.Open("sqlite", dsn)
@@ -158,6 +167,9 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("sqldb: open %s: %w", rawURL, err)
 	}
 	db := &DB{DB: sqlDB, Dialect: SQLite, url: rawURL, sqliteDSN: dsn}
+	if !memory {
+		db.sqlitePath = path
+	}
 	if memory {
 		db.keep, err = sqlDB.Conn(ctx)
 		if err == nil {
@@ -172,6 +184,24 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// createPrivate creates the SQLite file at path, empty (which SQLite takes
+// for a new database), with mode 0600, unless it exists. SQLite would
+// create it with mode 0644, letting every local user read the database.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// SQLitePath returns the path of a SQLite database file as given in its
+// URL, and "" for a memory database, PostgreSQL or a DB from [Wrap].
+func (db *DB) SQLitePath() string { return db.sqlitePath }
 
 func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	masked := MaskURL(rawURL)
