@@ -20,9 +20,9 @@ const (
 	MaxPatternLength = 1000
 	// MaxPatternProgram is the most instructions a pattern may compile to:
 	// Go's regexp/syntax program after Simplify, where a counted repetition
-	// x{n,m} is m copies of x. A pattern of this size searches 1 MiB of the
-	// worst text in about 20 s of CPU on a 2025 laptop core; the evaluation
-	// budget ([Options.Budget]) stops it well before.
+	// x{n,m} is m copies of x. A pattern of this size may search 1 MiB of
+	// the worst text for tens of seconds of CPU (BenchmarkBudget); the
+	// evaluation budget ([Options.Budget]) stops it well before.
 	MaxPatternProgram = 2000
 	// MaxNestedRepeat is the largest maximum of a counted repetition that
 	// may sit inside another repetition (x{0,200} inside (...)+ or

@@ -174,8 +174,8 @@ func TestEvaluateStopsAtBudget(t *testing.T) {
 	require.NotErrorIs(t, err, ErrBudgetExceeded)
 }
 
-// The interruptible search stops within stopCheckRunes runes of being told
-// to: counted, not timed.
+// The interruptible search stops as soon as it is told to: counted, not
+// timed.
 func TestFindAllStopStopsPromptly(t *testing.T) {
 	t.Parallel()
 	ri, err := compileRegex(heavyPatterns[0], true)

@@ -316,7 +316,7 @@ var ErrMessageTooLong = errors.New("policy: message too long")
 // range; the error then means the evaluation could not run. It fails with a
 // [*BudgetError] (errors.Is ErrBudgetExceeded) when the evaluation takes
 // longer than [Options.Budget] (it is stopped: between messages, between
-// patterns, every few kilobytes within a long pattern search, and every 64
+// patterns, every 256 runes within a long pattern search, and every 64
 // sentences of a built-in semantic matcher), or when the set holds a pattern
 // over the limits of [CheckPattern]: a result that evaluating again would
 // not change.

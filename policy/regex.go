@@ -604,7 +604,7 @@ const (
 	fastSearchCost = 1 << 22
 	// stopCheckRunes is how many runes an interruptible search reads
 	// between two calls of its stop function.
-	stopCheckRunes = 1024
+	stopCheckRunes = 256
 )
 
 // run emits the non-empty matches in s[from:to], as FindAllStringIndex
