@@ -79,6 +79,7 @@ docs/policy.md); the access log's first lines name the one in use.`,
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
 			fs.StringVar(&f.exportDir, "export-dir", "aiusage-demo-export", "`DIR` the demo's scheduled export is written to, and read from by its export source")
 			f.embeddings.register(fs)
+			f.embeddings.registerBudget(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
@@ -113,6 +114,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	}
 	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
 	if err != nil {
+		return err
+	}
+	if err := f.embeddings.checkBudget(e.cmd); err != nil {
 		return err
 	}
 	serviceLog, accessLog, closeLog, err := f.serviceLogger(e.cmd, e.stderr)
@@ -163,7 +167,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true, semantic: matcher,
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{allowPrivateWebhooks: true, semantic: matcher, budget: f.embeddings.budget,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
