@@ -3,7 +3,9 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,4 +296,49 @@ func FuzzRegexStop(f *testing.F) {
 		require.False(t, stopped)
 		require.Equal(t, want, got, "pattern %q text %q (valid %v)", pattern, text, utf8.ValidString(text))
 	})
+}
+
+// Over a text long enough for the interruptible search, Evaluate finds
+// exactly the matches of FindAllStringIndex.
+func TestEvaluateLongTextMatchesFindAll(t *testing.T) {
+	t.Parallel()
+	line := "Mail jane.doe@example.com re card 4111 1111 1111 1111, IBAN DE89370400440532013000; ſecret Ünïcode 123-45-6789\nid-42\n"
+	text := strings.Repeat(line, 3000) + "\xff\xfe tail id-7"
+	patterns := append(slices.Clone(realPatterns[:18]), `\w+`, `[^ ]@[^ ]`, `(?i)secret|password`, `x*`, `\B\d+\B`, `(?m)^id-\d+$`, `Ü\pL+`, `\S+$`)
+	runeAt := make([]int, len(text)+1) // the rune offset of each byte offset
+	n := 0
+	for i := range text {
+		runeAt[i] = n
+		n++
+	}
+	runeAt[len(text)] = n
+	for _, fold := range []bool{false, true} {
+		var ins []spec.Instruction
+		for i, p := range patterns {
+			ins = append(ins, spec.Instruction{ID: fmt.Sprint(i), Action: spec.ActionBlock, Trigger: spec.RegexTrigger(p, !fold)})
+		}
+		set, err := Compile(ins, Options{Budget: -1})
+		require.NoError(t, err)
+		res, err := set.Evaluate(context.Background(), []string{text})
+		require.NoError(t, err)
+		got := reasonSpans(res)
+		long := 0
+		for i, p := range patterns {
+			full := p
+			if fold {
+				full = "(?i)" + p
+			}
+			var want []spec.MatchSpan
+			for _, m := range regexp.MustCompile(full).FindAllStringIndex(text, -1) {
+				if m[1] > m[0] {
+					want = append(want, spec.MatchSpan{Start: runeAt[m[0]], End: runeAt[m[1]]})
+				}
+			}
+			require.Equal(t, want, got[fmt.Sprint(i)], "pattern %q", full)
+			if len(text)*set.regexes[i].size > fastSearchCost {
+				long++
+			}
+		}
+		require.Greater(t, long, len(patterns)/2, "most patterns must take the interruptible path over the text")
+	}
 }

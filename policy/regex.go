@@ -630,10 +630,22 @@ func (ri *regexInstr) run(s string, from, to int, stop func() bool, emit func(st
 // the previous match is skipped and moves pos one rune on. A search from pos
 // > 0 sees the rune before pos as its context (for \b, ^ in (?m) ...): the
 // reader gives that rune first and the resume expression skips it.
+//
+// When every match starts with a literal prefix, each search starts at the
+// prefix's next occurrence (found by strings.Index, as regexp does for a
+// string): no match starts before it.
 func (ri *regexInstr) findAllStop(s string, stop func() bool, emit func(start, end int)) bool {
 	rd := &stopReader{stop: stop}
+	prefix, _ := ri.re.LiteralPrefix()
 	prevEnd := -1
 	for pos := 0; pos <= len(s); {
+		if prefix != "" {
+			i := strings.Index(s[pos:], prefix)
+			if i < 0 {
+				return false
+			}
+			pos += i
+		}
 		var start, end int
 		if pos == 0 {
 			rd.reset(s, 0, 0, 0)
