@@ -100,3 +100,26 @@ func TestAPIPatternOverLimitsWaitsForPerson(t *testing.T) {
 		require.Contains(t, task.Decision.Comment, "compiles to 2003 instructions")
 	})
 }
+
+// The background evaluation of a task kept pending (its semantic matcher
+// failed) meets an instruction over the limits: the task goes to a person
+// instead of being retried again and again.
+func TestAPIBackgroundEvaluationOverBudgetWaitsForPerson(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		m := newCtlMatcher(matcherFail)
+		h := startHarness(t, db, func(c *reviewapi.Config) { c.Policy.Semantic = m })
+		tn := h.newTenant("Acme", "", 0)
+		agent := tn.semanticAgent(t)
+		r := tn.call(t, http.MethodPost, "/review-tasks", semanticBody(agent.ID, "Tell me a joke about cats."))
+		e := requireAPIError(t, r, http.StatusUnprocessableEntity, spec.CodePolicyError, "")
+
+		legacy := `[a-z]{0,1000}x`
+		tn.addInstruction(agent.ID, spec.InstructionCreate{Title: legacy, Trigger: spec.RegexTrigger(legacy, true),
+			Action: spec.ActionBlock, Criticality: spec.CriticalityLow})
+		task := tn.waitTask(t, e.TaskID, spec.StatusRequiresIntervention)
+		require.Equal(t, spec.DecidedByPolicy, task.Decision.By)
+		require.Equal(t, spec.ReasonBudget, task.Decision.Reason)
+		require.Contains(t, task.Decision.Comment, strconv.Quote(legacy))
+	})
+}
