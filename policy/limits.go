@@ -163,14 +163,16 @@ func programEstimate(re *syntax.Regexp) int {
 	case syntax.OpCapture:
 		return sat(programEstimate(re.Sub[0]) + 2)
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
-		return sat(programEstimate(re.Sub[0]) + 1)
+		return sat(programEstimate(re.Sub[0]) + 2)
 	case syntax.OpRepeat:
+		// Simplify makes x{n,m} n copies of x and m-n nested (x...)?, and
+		// x{n,} n-1 copies and x+; x{0} an empty match.
 		sub := programEstimate(re.Sub[0])
 		n := re.Max
 		if n == -1 {
 			n = re.Min + 1
 		}
-		return sat(sub*n + n)
+		return sat((sub+1)*max(n, 1) + 1)
 	case syntax.OpConcat, syntax.OpAlternate:
 		n := len(re.Sub)
 		for _, sub := range re.Sub {

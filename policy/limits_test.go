@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"testing"
@@ -341,4 +342,39 @@ func TestEvaluateLongTextMatchesFindAll(t *testing.T) {
 		}
 		require.Greater(t, long, len(patterns)/2, "most patterns must take the interruptible path over the text")
 	}
+}
+
+// FuzzCheckPattern checks that CheckPattern never panics, that a pattern it
+// accepts compiles as an instruction, and that its quick estimate never
+// refuses a program within the limit.
+func FuzzCheckPattern(f *testing.F) {
+	for _, p := range append(slices.Clone(realPatterns), `[a-z]{0,1000}x`, `(?:x.{0,200})+`, `(a{1,100}){1,100}`, `\Q(a`, `(?i)ſ{3,}`,
+		`((a{0,10}){0,10}){0,10}`, `(?:(?:a|b|c){0,9}d){0,99}`, `x{0}{1000}`, `(?:){1000}`) {
+		f.Add(p, true)
+	}
+	f.Fuzz(func(t *testing.T, pattern string, caseSensitive bool) {
+		err := CheckPattern(pattern, caseSensitive)
+		flags := syntax.Perl
+		if !caseSensitive {
+			flags |= syntax.FoldCase
+		}
+		tree, perr := syntax.Parse(pattern, flags)
+		if perr == nil && programEstimate(tree) <= 16*MaxPatternProgram {
+			prog, cerr := syntax.Compile(tree.Simplify())
+			require.NoError(t, cerr)
+			require.LessOrEqual(t, len(prog.Inst), programEstimate(tree)+4, "the estimate is from above")
+			if len(prog.Inst) <= MaxPatternProgram && err != nil {
+				require.NotContains(t, err.Error(), "compiles to", "a program within the limit")
+			}
+		}
+		if err != nil {
+			var pe *PatternError
+			require.ErrorAs(t, err, &pe)
+			require.NotEmpty(t, pe.Msg)
+			return
+		}
+		require.NoError(t, perr)
+		_, err = compileRegex(pattern, caseSensitive)
+		require.NoError(t, err)
+	})
 }
