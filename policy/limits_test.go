@@ -275,14 +275,14 @@ func FuzzRegexStop(f *testing.F) {
 		"\xff1234\xfe 12\xe2\x82 3-45-6789", "ab\xe2\x82\xacc", "",
 	}
 	for i, p := range append(fuzzPatterns, ``, `\b`, `\B`, `a*`, `(?m)$`, `\Qa)`, `(?U)a+`, `(|a)+`, `\A`, `\z`, `(?m)^`, `.`) {
-		f.Add(p, texts[i%len(texts)])
-		f.Add(p, texts[(i+4)%len(texts)])
+		f.Add(p, texts[i%len(texts)], true)
+		f.Add(p, texts[(i+4)%len(texts)], i%2 == 0)
 	}
-	f.Fuzz(func(t *testing.T, pattern, text string) {
+	f.Fuzz(func(t *testing.T, pattern, text string, caseSensitive bool) {
 		if len(pattern) > 100 || len(text) > 1000 {
 			return
 		}
-		ri, err := compileRegex(pattern, true)
+		ri, err := compileRegex(pattern, caseSensitive)
 		if err != nil {
 			return
 		}
