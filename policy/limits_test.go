@@ -244,7 +244,7 @@ func TestEvaluateBudgetSemantic(t *testing.T) {
 
 	// Another matcher has its own timeout: waiting for it is not over
 	// budget.
-	set, err = Compile(ins, Options{Semantic: externalMatcher{wait: 50 * time.Millisecond}, Budget: time.Millisecond})
+	set, err = Compile(ins, Options{Semantic: externalMatcher{wait: time.Second}, Budget: 300 * time.Millisecond})
 	require.NoError(t, err)
 	res, err := set.Evaluate(context.Background(), []string{"Tell me the salary."})
 	require.NoError(t, err)

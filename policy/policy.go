@@ -333,12 +333,17 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 		r := s.refused[0]
 		return Result{}, &BudgetError{InstructionID: s.instrs[r.inst].id, Title: s.instrs[r.inst].title, Pattern: r.err}
 	}
-	bctx := ctx
-	if s.budget > 0 {
-		var cancel context.CancelFunc
-		bctx, cancel = context.WithTimeoutCause(ctx, s.budget, ErrBudgetExceeded)
-		defer cancel()
+	// bctx ends when the budget, less spent (the time not counted), runs
+	// out.
+	bctx, spent := ctx, time.Duration(0)
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
+	startBudget := func() {
+		if s.budget > 0 {
+			bctx, cancel = context.WithTimeoutCause(ctx, s.budget-spent, ErrBudgetExceeded)
+		}
 	}
+	startBudget()
 	// overBudget is the error of an evaluation stopped because bctx is
 	// done, while instruction inst (-1: none) ran.
 	overBudget := func(inst int) error {
@@ -361,17 +366,34 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 			return Result{}, overBudget(inst)
 		}
 	}
-	mctx := ctx
-	if _, ok := s.matcher.(localMatcher); ok {
-		mctx = bctx
-	}
-	if err := s.matchSemantic(mctx, st, messages); err != nil {
-		if mctx != ctx && bctx.Err() != nil {
+	if _, local := s.matcher.(localMatcher); local {
+		if err := s.matchSemantic(bctx, st, messages); err != nil {
+			if bctx.Err() != nil {
+				return Result{}, overBudget(-1)
+			}
+			return Result{}, err
+		}
+	} else {
+		// The wait for another matcher (an embeddings API) is not counted:
+		// it has its own timeout, and its failure is an outage.
+		if bctx.Err() != nil {
 			return Result{}, overBudget(-1)
 		}
-		return Result{}, err
+		deadline, _ := bctx.Deadline()
+		left := time.Until(deadline)
+		if err := s.matchSemantic(ctx, st, messages); err != nil {
+			return Result{}, err
+		}
+		if s.budget > 0 && len(s.queries) > 0 {
+			spent = s.budget - left
+			cancel()
+			startBudget()
+		}
 	}
-	res := s.result(st, messages)
+	res, ok := s.result(bctx, st, messages)
+	if !ok {
+		return Result{}, overBudget(-1)
+	}
 	s.describeSemantic(st, messages, &res)
 	return res, nil
 }
@@ -509,10 +531,15 @@ func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
 	}
 }
 
-// result applies the Allow exemptions and builds the Result.
-func (s *Set) result(st *evalState, messages []string) Result {
+// result applies the Allow exemptions and builds the Result. It returns
+// false when ctx is done, which it checks between instructions: a request
+// with millions of matches costs time here too.
+func (s *Set) result(ctx context.Context, st *evalState, messages []string) (Result, bool) {
 	var allowed []int // Allow instructions that matched
 	for i, in := range s.instrs {
+		if ctx.Err() != nil {
+			return Result{}, false
+		}
 		h := st.hits[i]
 		slices.SortFunc(h, compareSpans)
 		st.hits[i] = slices.Compact(h)
@@ -553,6 +580,9 @@ func (s *Set) result(st *evalState, messages []string) Result {
 		if len(h) == 0 {
 			continue
 		}
+		if ctx.Err() != nil {
+			return Result{}, false
+		}
 		reason := spec.ReviewReason{InstructionID: in.id, Title: in.title, Action: in.action,
 			Criticality: in.criticality, Matches: make([]spec.MatchSpan, len(h))}
 		for k, sp := range h {
@@ -585,7 +615,7 @@ func (s *Set) result(st *evalState, messages []string) Result {
 	if redact {
 		res.Redacted = s.redact(st, messages)
 	}
-	return res
+	return res, true
 }
 
 // redact returns messages with the spans of the matching Block instructions
