@@ -17,6 +17,9 @@
 //		return err // a pattern that does not compile: a *policy.CompileError
 //	}
 //	res, err := set.Evaluate(ctx, []string{"Mail jane@example.com the report"})
+//	if errors.Is(err, policy.ErrBudgetExceeded) {
+//		return escalate(err) // over its time budget: the same again next time, a person decides
+//	}
 //	if err != nil {
 //		return err // the semantic matcher failed: POLICY_ERROR, retry later
 //	}
@@ -40,4 +43,9 @@
 // package policy/embeddings asks an OpenAI-compatible embeddings API. A
 // matcher that is also a [SemanticScorer] gives each match its similarity, and
 // package policy/semeval measures matchers on a labelled set.
+//
+// Every pattern is checked by [CheckPattern] (the organisation API refuses one
+// over its limits), and every evaluation has a time budget
+// ([Options.Budget], [DefaultBudget]): past it, Evaluate stops and fails
+// with a [*BudgetError].
 package policy

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/spec"
@@ -46,6 +47,13 @@ type Options struct {
 	// RedactionMark replaces each redacted span. Default: DefaultRedactionMark
 	// ("[REDACTED]").
 	RedactionMark string
+	// Budget bounds the time of one [Set.Evaluate]: the literal scan, the
+	// Regex patterns and the built-in semantic matchers ([LexicalMatcher],
+	// [NGramMatcher]) stop when it runs out, and Evaluate fails with a
+	// [*BudgetError]. Another SemanticMatcher (an embeddings API) is not
+	// counted: it has its own timeout, and its failure is an outage to retry.
+	// Default: DefaultBudget (2 s); negative: no budget.
+	Budget time.Duration
 
 	// denseEntries overrides defaultDenseEntries (tests).
 	denseEntries int
@@ -57,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RedactionMark == "" {
 		o.RedactionMark = DefaultRedactionMark
+	}
+	if o.Budget == 0 {
+		o.Budget = DefaultBudget
 	}
 	return o
 }
@@ -92,6 +103,8 @@ type Set struct {
 	queries  []string   // their texts
 	matcher  SemanticMatcher
 	mark     string
+	budget   time.Duration
+	refused  []refusal // Regex instructions over the limits of CheckPattern, not compiled
 	ringLen  int
 	pool     sync.Pool // *evalState
 }
@@ -100,6 +113,12 @@ type Set struct {
 type instr struct {
 	id, title, action, criticality string
 	block, high, redact            bool
+}
+
+// refusal is a Regex instruction whose pattern is over the limits.
+type refusal struct {
+	inst int
+	err  error
 }
 
 // patInfo tells what a pattern of an automaton stands for.
@@ -113,10 +132,12 @@ type patInfo struct {
 // not compile, or whose trigger type or action is unknown, is a
 // [*CompileError] naming it. Criticality High is high, anything else low. A
 // StringMatch with no values, a Regex that matches only empty strings and a
-// Semantic trigger with blank text never match.
+// Semantic trigger with blank text never match. A valid pattern over the
+// limits of [CheckPattern] (stored before they applied) is not compiled:
+// every evaluation of the set then fails with a [*BudgetError] naming it.
 func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 	opts = opts.withDefaults()
-	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, instrs: make([]instr, len(instructions))}
+	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, budget: opts.Budget, instrs: make([]instr, len(instructions))}
 	folded, exact := newACBuilder(true), newACBuilder(false)
 	addPattern := func(b *acBuilder, infos *[]patInfo, p string) *patInfo {
 		id := b.add(p)
@@ -145,6 +166,13 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 		s.instrs[i] = c
 		switch t := in.Trigger; t.Type {
 		case spec.TriggerRegex:
+			var pe *PatternError
+			if err := checkPatternCost(t.Pattern, t.CaseSensitive()); errors.As(err, &pe) && !pe.Syntax {
+				// Stored before the limits applied: never run, so that no
+				// evaluation spends what it would cost.
+				s.refused = append(s.refused, refusal{i, err})
+				continue
+			}
 			ri, err := compileRegex(t.Pattern, t.CaseSensitive())
 			if err != nil {
 				return fail(err)
@@ -285,7 +313,13 @@ var ErrMessageTooLong = errors.New("policy: message too long")
 // Spans are half-open, in Unicode code points of the message (an invalid
 // UTF-8 byte counts as one). Evaluate fails when ctx is done, when a message
 // is 2 GiB or longer, or when the SemanticMatcher fails or answers out of
-// range; the error then means the evaluation could not run.
+// range; the error then means the evaluation could not run. It fails with a
+// [*BudgetError] (errors.Is ErrBudgetExceeded) when the evaluation takes
+// longer than [Options.Budget] (it is stopped: between messages, between
+// patterns, every 256 runes within a long pattern search, and every 64
+// sentences of a built-in semantic matcher), or when the set holds a pattern
+// over the limits of [CheckPattern]: a result that evaluating again would
+// not change.
 func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -295,21 +329,79 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 			return Result{}, ErrMessageTooLong
 		}
 	}
+	if len(s.refused) > 0 {
+		r := s.refused[0]
+		return Result{}, &BudgetError{InstructionID: s.instrs[r.inst].id, Title: s.instrs[r.inst].title, Pattern: r.err}
+	}
+	// bctx ends when the budget, less spent (the time not counted), runs
+	// out.
+	bctx, spent := ctx, time.Duration(0)
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
+	startBudget := func() {
+		if s.budget > 0 {
+			bctx, cancel = context.WithTimeoutCause(ctx, s.budget-spent, ErrBudgetExceeded)
+		}
+	}
+	startBudget()
+	// overBudget is the error of an evaluation stopped because bctx is
+	// done, while instruction inst (-1: none) ran.
+	overBudget := func(inst int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := &BudgetError{Budget: s.budget}
+		if inst >= 0 {
+			e.InstructionID, e.Title = s.instrs[inst].id, s.instrs[inst].title
+		}
+		return e
+	}
 	st := s.getState()
 	defer s.putState(st)
 	for mi, msg := range messages {
-		s.scanMessage(st, mi, msg)
+		if bctx.Err() != nil {
+			return Result{}, overBudget(-1)
+		}
+		if inst, stopped := s.scanMessage(bctx, st, mi, msg); stopped {
+			return Result{}, overBudget(inst)
+		}
 	}
-	if err := s.matchSemantic(ctx, st, messages); err != nil {
-		return Result{}, err
+	if _, local := s.matcher.(localMatcher); local {
+		if err := s.matchSemantic(bctx, st, messages); err != nil {
+			if bctx.Err() != nil {
+				return Result{}, overBudget(-1)
+			}
+			return Result{}, err
+		}
+	} else {
+		// The wait for another matcher (an embeddings API) is not counted:
+		// it has its own timeout, and its failure is an outage.
+		if bctx.Err() != nil {
+			return Result{}, overBudget(-1)
+		}
+		deadline, _ := bctx.Deadline()
+		left := time.Until(deadline)
+		if err := s.matchSemantic(ctx, st, messages); err != nil {
+			return Result{}, err
+		}
+		if s.budget > 0 && len(s.queries) > 0 {
+			spent = s.budget - left
+			cancel()
+			startBudget()
+		}
 	}
-	res := s.result(st, messages)
+	res, ok := s.result(bctx, st, messages)
+	if !ok {
+		return Result{}, overBudget(-1)
+	}
 	s.describeSemantic(st, messages, &res)
 	return res, nil
 }
 
-// scanMessage finds the StringMatch and Regex matches of message mi.
-func (s *Set) scanMessage(st *evalState, mi int, msg string) {
+// scanMessage finds the StringMatch and Regex matches of message mi. It
+// stops when ctx is done, returning the instruction whose pattern it was
+// running (-1: none) and true.
+func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string) (int, bool) {
 	for r := range st.occ {
 		st.occ[r] = st.occ[r][:0]
 	}
@@ -333,12 +425,21 @@ func (s *Set) scanMessage(st *evalState, mi int, msg string) {
 	if s.exact != nil {
 		s.exact.scan(msg, st.ring, func(id int32, start, end int) { addTerm(&s.epats[id], start, end) })
 	}
+	stop := func() bool { return ctx.Err() != nil }
 	for r, ri := range s.regexes {
 		inst := ri.inst
-		st.windows = ri.findAll(msg, st.occ[r], st.windows, func(start, end int) {
+		if stop() {
+			return inst, true
+		}
+		var stopped bool
+		st.windows, stopped = ri.findAll(msg, st.occ[r], st.windows, stop, func(start, end int) {
 			st.hits[inst] = append(st.hits[inst], span{mi, start, end})
 		})
+		if stopped {
+			return inst, true
+		}
 	}
+	return -1, false
 }
 
 // matchSemantic asks the SemanticMatcher about the messages' segments. When
@@ -430,10 +531,15 @@ func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
 	}
 }
 
-// result applies the Allow exemptions and builds the Result.
-func (s *Set) result(st *evalState, messages []string) Result {
+// result applies the Allow exemptions and builds the Result. It returns
+// false when ctx is done, which it checks between instructions: a request
+// with millions of matches costs time here too.
+func (s *Set) result(ctx context.Context, st *evalState, messages []string) (Result, bool) {
 	var allowed []int // Allow instructions that matched
 	for i, in := range s.instrs {
+		if ctx.Err() != nil {
+			return Result{}, false
+		}
 		h := st.hits[i]
 		slices.SortFunc(h, compareSpans)
 		st.hits[i] = slices.Compact(h)
@@ -474,6 +580,9 @@ func (s *Set) result(st *evalState, messages []string) Result {
 		if len(h) == 0 {
 			continue
 		}
+		if ctx.Err() != nil {
+			return Result{}, false
+		}
 		reason := spec.ReviewReason{InstructionID: in.id, Title: in.title, Action: in.action,
 			Criticality: in.criticality, Matches: make([]spec.MatchSpan, len(h))}
 		for k, sp := range h {
@@ -506,7 +615,7 @@ func (s *Set) result(st *evalState, messages []string) Result {
 	if redact {
 		res.Redacted = s.redact(st, messages)
 	}
-	return res
+	return res, true
 }
 
 // redact returns messages with the spans of the matching Block instructions

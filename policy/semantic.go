@@ -374,3 +374,10 @@ func checkSemantic(out [][]int, segments, queries int) error {
 	}
 	return nil
 }
+
+// localMatcher is implemented by the built-in matchers: they run on this
+// process's CPU, so their time counts against the evaluation budget.
+type localMatcher interface{ local() }
+
+func (LexicalMatcher) local() {}
+func (NGramMatcher) local()   {}

@@ -183,6 +183,11 @@ const (
 	// ReasonExemption: approved by policy because an Allow instruction of
 	// High criticality exempted what a Block instruction matched.
 	ReasonExemption = "exemption"
+	// ReasonBudget: the policy could not decide within its evaluation time
+	// budget (or an instruction's pattern is over the cost limits), so the
+	// task waits for a person (requires_intervention, by policy); the
+	// decision's comment says where the budget ran out.
+	ReasonBudget = "budget"
 )
 
 // ReviewTaskList is the answer of GET /review-tasks.

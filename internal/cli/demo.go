@@ -86,6 +86,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
 			fs.StringVar(&f.exportDir, "export-dir", "aiusage-demo-export", "`DIR` the demo's scheduled export is written to, and read from by its export source")
 			f.embeddings.register(fs)
+			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 		},
@@ -122,6 +123,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	}
 	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
 	if err != nil {
+		return err
+	}
+	if err := f.embeddings.checkBudget(e.cmd); err != nil {
 		return err
 	}
 	serviceLog, accessLog, closeLog, err := f.serviceLogger(e.cmd, e.stderr)
@@ -182,7 +186,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher,
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher, budget: f.embeddings.budget,
 		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)

@@ -31,6 +31,25 @@ type embeddingsFlags struct {
 	url, model, apiKey, auth string
 	threshold                float64
 	timeout                  time.Duration
+	// budget is --evaluation-budget, of the commands that evaluate tasks
+	// (registerBudget).
+	budget time.Duration
+}
+
+// registerBudget adds --evaluation-budget, the time budget of one
+// evaluation, to "service serve" and "demo".
+func (f *embeddingsFlags) registerBudget(fs *flag.FlagSet) {
+	fs.DurationVar(&f.budget, "evaluation-budget", policy.DefaultBudget, "how long the evaluation of one task may take "+
+		"(Regex patterns, terms and the built-in semantic matcher; not the wait for --embeddings-url); past it the task waits for a person, "+
+		"with decision reason budget")
+}
+
+// checkBudget refuses an --evaluation-budget that is not positive.
+func (f *embeddingsFlags) checkBudget(cmd string) error {
+	if f.budget <= 0 {
+		return usagef("%s: --evaluation-budget must be positive, got %s", cmd, f.budget)
+	}
+	return nil
 }
 
 func (f *embeddingsFlags) register(fs *flag.FlagSet) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -139,16 +140,6 @@ func keyIDsTotal(a, b map[string]int) {
 	for k, v := range b {
 		a[k] += v
 	}
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // --- admin rotate-secret-key
@@ -306,7 +297,7 @@ func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *secretbox.Keyring) (
 		}
 		keyIDsTotal(out.KeysInUse, ids)
 	}
-	for _, id := range sortedKeys(out.KeysInUse) {
+	for _, id := range slices.Sorted(maps.Keys(out.KeysInUse)) {
 		if id != ring.Current() {
 			out.Remaining += out.KeysInUse[id]
 		}

@@ -89,7 +89,11 @@ embeddings of the instructions' texts are cached in memory. When the
 endpoint fails or takes longer than --embeddings-timeout, the task stays
 pending, POST /review-tasks answers 422 POLICY_ERROR naming it, and it is
 evaluated again in the background (after 1, 2, 4 ... seconds, at most 5
-minutes apart) until the endpoint answers.
+minutes apart) until the endpoint answers. The rest of an evaluation (Regex
+patterns, terms, the built-in matcher) has a time budget,
+--evaluation-budget: a task whose evaluation does not finish within it is
+not retried but waits for a person (requires_intervention, decision reason
+budget).
 
 Background work (source syncs, evaluation retries, webhook deliveries with
 retries, timeouts) runs on a job queue (River) in the same database: on PostgreSQL,
@@ -114,6 +118,7 @@ that cannot be listened on).`,
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
+			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 		},
@@ -142,6 +147,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if f.reviewTimeout <= 0 {
 		return usagef("%s: --review-timeout must be positive, got %s", e.cmd, f.reviewTimeout)
 	}
+	if err := f.embeddings.checkBudget(e.cmd); err != nil {
+		return err
+	}
 	ring, keySrc, err := f.secrets.keyring(e.cmd, e, db)
 	if err != nil {
 		return err
@@ -156,7 +164,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
-		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher})
+		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -180,6 +188,8 @@ type serviceOptions struct {
 	reviewTimeout        time.Duration // 0: the default
 	// semantic evaluates Semantic instructions (nil: the built-in matcher).
 	semantic policy.SemanticMatcher
+	// budget is the time budget of one evaluation (0: policy.DefaultBudget).
+	budget time.Duration
 	// mounts are more routes (the demo's provider).
 	mounts []func(chi.Router)
 	// readiness adds migration components to /readyz.
@@ -216,7 +226,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, fmt.Errorf("sources: %w", err)
 	}
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log,
-		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic},
+		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic, Budget: o.budget},
 		AddWorkers: src.AddWorkers, PeriodicJobs: src.PeriodicJobs()})
 	if err != nil {
 		src.Close()

@@ -285,6 +285,8 @@ func TestServiceServeErrors(t *testing.T) {
 		{[]string{"--log-format", "xml"}, ExitUsage, "--log-format must be text or json"},
 		{[]string{"extra"}, ExitUsage, `service serve takes no arguments, got "extra"`},
 		{[]string{"--shutdown-timeout", "0s"}, ExitUsage, "--shutdown-timeout must be positive"},
+		{[]string{"--evaluation-budget", "0s"}, ExitUsage, "--evaluation-budget must be positive"},
+		{[]string{"--evaluation-budget", "-1s"}, ExitUsage, "--evaluation-budget must be positive"},
 		{[]string{"--addr", "127.0.0.1:99999"}, ExitUsage, "--addr"},
 		{[]string{"--database-url", "mysql://x"}, ExitUsage, "service serve: --database-url: bad database URL"},
 		{[]string{"--database-url", "postgres://u:secret@[::1"}, ExitUsage, "service serve: --database-url: bad database URL"},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -341,7 +343,7 @@ func (p *soakService) errors() string {
 		}
 		counts[logNumbers.ReplaceAllString(msg, "N")]++
 	}
-	keys := sortedKeys(counts)
+	keys := slices.Sorted(maps.Keys(counts))
 	sort.SliceStable(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
 	var out strings.Builder
 	for _, k := range keys[:min(len(keys), 10)] {
@@ -1271,14 +1273,14 @@ func (r soakReport) markdown() string {
 	}
 	if len(r.attack.errSample) > 0 {
 		b.WriteString("\nNormal client's errors under attack:\n\n| request: error | count |\n|---|---|\n")
-		for _, k := range sortedKeys(r.attack.errSample) {
+		for _, k := range slices.Sorted(maps.Keys(r.attack.errSample)) {
 			fmt.Fprintf(&b, "| %s | %d |\n", k, r.attack.errSample[k])
 		}
 	}
 	b.WriteString("\nHostile tenant's outcomes:\n\n| attack | outcome | count |\n|---|---|---|\n")
 	r.hostile.mu.Lock()
-	for _, attack := range sortedKeys(r.hostile.counts) {
-		for _, outcome := range sortedKeys(r.hostile.counts[attack]) {
+	for _, attack := range slices.Sorted(maps.Keys(r.hostile.counts)) {
+		for _, outcome := range slices.Sorted(maps.Keys(r.hostile.counts[attack])) {
 			fmt.Fprintf(&b, "| %s | %s | %d |\n", attack, outcome, r.hostile.counts[attack][outcome])
 		}
 		if n, ok := r.hostile.largest[attack]; ok {
@@ -1295,13 +1297,4 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

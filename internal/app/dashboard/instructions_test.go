@@ -240,6 +240,8 @@ func TestInstructionFormErrors(t *testing.T) {
 		}{
 			{"invalid regex", regexForm("Codes", `FALCON-(\d+`, e.agent.ID), "trigger.pattern",
 				[]string{"invalid RE2 syntax", `value="FALCON-(\d&#43;"`, `aria-invalid="true" aria-describedby="e-pattern"`}},
+			{"costly regex", regexForm("Words", `[a-z]{0,1000}x`, e.agent.ID), "trigger.pattern",
+				[]string{"compiles to 2003 instructions", "at most 2000 are allowed"}},
 			{"empty title", regexForm("", "x"), "title", []string{"minLength"}},
 			{"no pattern", regexForm("Codes", ""), "trigger.pattern", []string{"required property"}},
 			{"redaction of a semantic trigger", semantic, "allowRedaction", []string{"talk of mergers"}},

@@ -167,3 +167,25 @@ func TestReviewSettingsPage(t *testing.T) {
 		require.Equal(t, reviewapi.TimeoutReject, st.TimeoutOutcome)
 	})
 }
+
+// A task the policy could not decide within its budget (here: an instruction
+// stored before the pattern limits, never run) shows why it waits.
+func TestReviewQueueShowsBudgetOverrun(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+			Title: "Legacy words", Trigger: spec.RegexTrigger(`[a-z]{0,1000}x`, true), Action: spec.ActionBlock,
+			Criticality: spec.CriticalityLow, UsedBy: []string{e.agent.ID}}, admin)
+		require.NoError(t, err)
+		task := e.submitWaiting(t, "Hello")
+		require.Equal(t, spec.ReasonBudget, task.Decision.Reason)
+
+		rev := e.browser()
+		rev.signIn(t, "rex@acme.test", "/review")
+		q := rev.get(t, "/review")
+		require.Equal(t, http.StatusOK, q.Status)
+		require.Contains(t, q.Body, "The policy could not decide in time")
+		require.Contains(t, q.Body, "Legacy words")
+		require.Contains(t, q.Body, "compiles to 2003 instructions")
+	})
+}

@@ -2,17 +2,18 @@ package orgapi
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
 
 // ParseInstructionCreate parses and checks the body of a create request: JSON,
-// the instruction-create schema, an RE2 pattern that compiles, usedBy without
+// the instruction-create schema, an RE2 pattern that compiles within the
+// limits of policy.CheckPattern, usedBy without
 // repeats. It returns the body with ids in lowercase and, for Regex and
 // StringMatch triggers, isCaseSensitive explicit. Every failure is an
 // [*httpx.Error] of kind spec.ErrInvalid naming the fields to blame. Whether the agents of
@@ -130,18 +131,14 @@ func normaliseTrigger(t spec.Trigger) spec.Trigger {
 	return t
 }
 
-// checkTrigger compiles a Regex trigger's pattern as the policy engine will.
+// checkTrigger checks a Regex trigger's pattern as the policy engine will
+// run it: valid RE2 syntax and within the cost limits of policy.CheckPattern.
 func checkTrigger(t spec.Trigger) error {
 	if t.Type != spec.TriggerRegex {
 		return nil
 	}
-	p := t.Pattern
-	if !t.CaseSensitive() {
-		p = "(?i)" + p
-	}
-	if _, err := regexp.Compile(p); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-		return httpx.InvalidBody("trigger.pattern", "invalid RE2 syntax: %s", msg)
+	if err := policy.CheckPattern(t.Pattern, t.CaseSensitive()); err != nil {
+		return httpx.InvalidBody("trigger.pattern", "%s", err.Error())
 	}
 	return nil
 }

@@ -55,7 +55,10 @@ type Config struct {
 	// Administrators decide tasks. Default: a people.Store on DB.
 	People *people.Store
 	// Policy configures evaluation (the semantic matcher, the redaction
-	// mark). Default: policy's defaults (the built-in lexical matcher).
+	// mark, the time budget of one evaluation). Default: policy's defaults
+	// (the built-in lexical matcher, a budget of 2 s). A task whose
+	// evaluation overruns the budget waits for a person (decision reason
+	// budget).
 	Policy policy.Options
 	// AllowPrivateWebhooks lets webhook URLs be http and resolve to
 	// private, loopback and link-local addresses: for local use only.

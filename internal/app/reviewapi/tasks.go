@@ -165,35 +165,61 @@ func (s *Service) CreateTask(ctx context.Context, p orgapi.Principal, c spec.Rev
 	return t, nil
 }
 
+// evaluation is the outcome of a task's evaluation: the policy's result,
+// or, when overBudget is set, an evaluation that did not fit its budget,
+// which sends the task to a person.
+type evaluation struct {
+	policy.Result
+	overBudget *policy.BudgetError
+}
+
 // evaluateRequest evaluates the task's request against the instructions
-// of its agent.
-func (s *Service) evaluateRequest(ctx context.Context, orgID string, t spec.ReviewTask) (policy.Result, error) {
+// of its agent. An evaluation over its budget is no error: it is decided
+// (fail closed) as requires_intervention.
+func (s *Service) evaluateRequest(ctx context.Context, orgID string, t spec.ReviewTask) (evaluation, error) {
 	instructions, err := s.orgs.AgentInstructions(ctx, orgID, t.AgentID)
 	if err != nil {
-		return policy.Result{}, err
+		return evaluation{}, err
 	}
 	set, err := s.cache.Get(t.AgentID, instructions)
 	if err != nil {
-		return policy.Result{}, &policyError{msg: "the agent's instructions do not compile", cause: err}
+		return evaluation{}, &policyError{msg: "the agent's instructions do not compile", cause: err}
 	}
 	texts := make([]string, len(t.Request.Messages))
 	for i, m := range t.Request.Messages {
 		texts[i] = m.Content
 	}
 	res, err := set.Evaluate(ctx, texts)
+	var over *policy.BudgetError
+	if errors.As(err, &over) {
+		return evaluation{Result: policy.Result{Outcome: policy.OutcomeRequiresIntervention}, overBudget: over}, nil
+	}
 	if err != nil {
-		return res, &policyError{msg: "evaluation failed", cause: err}
+		return evaluation{Result: res}, &policyError{msg: "evaluation failed", cause: err}
 	}
 	switch res.Outcome {
 	case policy.OutcomeApproved, policy.OutcomeRedacted, policy.OutcomeChangeRequested, policy.OutcomeRequiresIntervention:
-		return res, nil
+		return evaluation{Result: res}, nil
 	}
-	return res, fmt.Errorf("reviewapi: unknown policy outcome %q", res.Outcome)
+	return evaluation{Result: res}, fmt.Errorf("reviewapi: unknown policy outcome %q", res.Outcome)
+}
+
+// budgetComment explains an evaluation over its budget to the reviewer.
+func budgetComment(e *policy.BudgetError) string {
+	switch {
+	case e.Pattern != nil:
+		return fmt.Sprintf("Not evaluated: the pattern of instruction %s (%q) %v. Fix the instruction; until then every task of the agent waits for a person.",
+			e.InstructionID, e.Title, e.Pattern)
+	case e.InstructionID != "":
+		return fmt.Sprintf("The evaluation exceeded its time budget of %s while matching the pattern of instruction %s (%q).",
+			e.Budget, e.InstructionID, e.Title)
+	}
+	return fmt.Sprintf("The evaluation exceeded its time budget of %s.", e.Budget)
 }
 
 // applyOutcome moves t to the outcome of its evaluation and returns the
 // event to send.
-func applyOutcome(t *spec.ReviewTask, res policy.Result, now time.Time, timeout time.Duration) event {
+func applyOutcome(t *spec.ReviewTask, res evaluation, now time.Time, timeout time.Duration) event {
 	t.Reasons = res.Reasons
 	if res.Redacted != nil {
 		red := *t.Request
@@ -211,6 +237,10 @@ func applyOutcome(t *spec.ReviewTask, res policy.Result, now time.Time, timeout 
 	case policy.OutcomeRequiresIntervention:
 		t.Status = spec.StatusRequiresIntervention
 		t.ReviewDeadline = spec.NewTime(now.Add(timeout))
+		if res.overBudget != nil {
+			t.Decision = &spec.ReviewDecision{By: spec.DecidedByPolicy, Reason: spec.ReasonBudget,
+				Comment: budgetComment(res.overBudget), DecidedAt: spec.NewTime(now)}
+		}
 		return event{spec.EventTaskRequiresIntervention, *t}
 	default:
 		t.Status = spec.StatusApproved
