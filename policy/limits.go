@@ -189,8 +189,8 @@ const DefaultBudget = 2 * time.Second
 // ErrBudgetExceeded is matched (errors.Is) by the error of [Set.Evaluate]
 // when the evaluation did not finish within its time budget
 // ([Options.Budget]), or when an instruction's pattern is over the limits of
-// [CheckPattern] (one stored before they applied) and so is not run at all.
-// Either is a property of the request and the instructions, not an outage:
+// [CheckPattern] (one stored before they applied) and so is not run at all,
+// or when it found more than [Options.MaxMatches] matches. Each is a property of the request and the instructions, not an outage:
 // evaluating again gives the same answer, so the review-task API sends such a
 // task to a person instead of retrying it.
 var ErrBudgetExceeded = errors.New("policy: evaluation exceeded its time budget")
@@ -198,8 +198,11 @@ var ErrBudgetExceeded = errors.New("policy: evaluation exceeded its time budget"
 // BudgetError is the error of [Set.Evaluate] that matches
 // [ErrBudgetExceeded].
 type BudgetError struct {
-	// Budget is the budget that ran out (0 when Pattern is set).
+	// Budget is the budget that ran out (0 when Pattern or Matches is set).
 	Budget time.Duration
+	// Matches, when set, is the bound on the matches of one evaluation
+	// ([Options.MaxMatches]) that the request went over: it was stopped there.
+	Matches int
 	// InstructionID and Title name the Regex instruction that was running
 	// when the budget ran out, or whose pattern is over the limits; empty
 	// when the budget ran out elsewhere (the literal scan, the semantic
@@ -217,7 +220,11 @@ func (e *BudgetError) Error() string {
 		fmt.Fprintf(&b, "policy: instruction %s (%q) was not evaluated: its pattern %v", e.InstructionID, e.Title, e.Pattern)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "policy: evaluation exceeded its time budget of %s", e.Budget)
+	if e.Matches > 0 {
+		fmt.Fprintf(&b, "policy: evaluation stopped after more than %d matches", e.Matches)
+	} else {
+		fmt.Fprintf(&b, "policy: evaluation exceeded its time budget of %s", e.Budget)
+	}
 	if e.InstructionID != "" {
 		fmt.Fprintf(&b, " while matching the pattern of instruction %s (%q)", e.InstructionID, e.Title)
 	}

@@ -177,6 +177,39 @@ func TestEvaluateStopsAtBudget(t *testing.T) {
 	require.NotErrorIs(t, err, ErrBudgetExceeded)
 }
 
+// An evaluation records at most Options.MaxMatches matches: a request of 1 MiB of
+// "x 1 " held a million matches of two instructions, each kept in memory
+// until the result was built, and all written into the task.
+func TestEvaluateStopsAtMatchBound(t *testing.T) {
+	t.Parallel()
+	ins := []spec.Instruction{
+		{ID: "word", Title: "x", Action: spec.ActionBlock, Trigger: spec.StringMatchTrigger([]string{"x"}, false)},
+		{ID: "digit", Title: "digit", Action: spec.ActionBlock, Trigger: spec.RegexTrigger(`\d`, true)},
+	}
+	set, err := Compile(ins, Options{Budget: -1})
+	require.NoError(t, err)
+	under := strings.Repeat("x 1 ", DefaultMaxMatches/2)
+	res, err := set.Evaluate(context.Background(), []string{under})
+	require.NoError(t, err, "exactly DefaultMaxMatches matches are recorded")
+	require.Len(t, res.Reasons, 2)
+	require.Len(t, res.Reasons[0].Matches, DefaultMaxMatches/2)
+
+	for _, msgs := range [][]string{
+		{under + "x 1 "},                                // one message over the bound
+		{under, "x"},                                    // over it across messages
+		{strings.Repeat("x 1 ", 1<<18)},                 // 1 MiB
+		{strings.Repeat("x ", DefaultMaxMatches+1)},     // string matches only
+		{strings.Repeat("1", DefaultMaxMatches+1), "x"}, // regex matches only
+	} {
+		_, err = set.Evaluate(context.Background(), msgs)
+		require.ErrorIs(t, err, ErrBudgetExceeded)
+		var be *BudgetError
+		require.ErrorAs(t, err, &be)
+		require.Equal(t, DefaultMaxMatches, be.Matches)
+		require.Contains(t, be.Error(), "more than 10000 matches")
+	}
+}
+
 // The interruptible search stops as soon as it is told to: counted, not
 // timed.
 func TestFindAllStopStopsPromptly(t *testing.T) {
@@ -318,7 +351,7 @@ func TestEvaluateLongTextMatchesFindAll(t *testing.T) {
 		for i, p := range patterns {
 			ins = append(ins, spec.Instruction{ID: fmt.Sprint(i), Action: spec.ActionBlock, Trigger: spec.RegexTrigger(p, !fold)})
 		}
-		set, err := Compile(ins, Options{Budget: -1})
+		set, err := Compile(ins, Options{Budget: -1, MaxMatches: -1})
 		require.NoError(t, err)
 		res, err := set.Evaluate(context.Background(), []string{text})
 		require.NoError(t, err)

@@ -54,6 +54,11 @@ type Options struct {
 	// counted: it has its own timeout, and its failure is an outage to retry.
 	// Default: DefaultBudget (2 s); negative: no budget.
 	Budget time.Duration
+	// MaxMatches bounds the matches one [Set.Evaluate] records, all
+	// instructions together; an evaluation that finds more fails with a
+	// [*BudgetError] (Matches set). Default: DefaultMaxMatches; negative: no
+	// bound.
+	MaxMatches int
 
 	// denseEntries overrides defaultDenseEntries (tests).
 	denseEntries int
@@ -68,6 +73,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Budget == 0 {
 		o.Budget = DefaultBudget
+	}
+	if o.MaxMatches == 0 {
+		o.MaxMatches = DefaultMaxMatches
+	}
+	if o.MaxMatches < 0 {
+		o.MaxMatches = math.MaxInt
 	}
 	return o
 }
@@ -104,6 +115,7 @@ type Set struct {
 	matcher  SemanticMatcher
 	mark     string
 	budget   time.Duration
+	maxMatch int       // Options.MaxMatches
 	refused  []refusal // Regex instructions over the limits of CheckPattern, not compiled
 	ringLen  int
 	pool     sync.Pool // *evalState
@@ -137,7 +149,7 @@ type patInfo struct {
 // every evaluation of the set then fails with a [*BudgetError] naming it.
 func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 	opts = opts.withDefaults()
-	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, budget: opts.Budget, instrs: make([]instr, len(instructions))}
+	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, budget: opts.Budget, maxMatch: opts.MaxMatches, instrs: make([]instr, len(instructions))}
 	folded, exact := newACBuilder(true), newACBuilder(false)
 	addPattern := func(b *acBuilder, infos *[]patInfo, p string) *patInfo {
 		id := b.add(p)
@@ -252,6 +264,7 @@ func compareSpans(a, b span) int {
 type evalState struct {
 	ring    []int32
 	hits    [][]span     // per instruction
+	total   int          // matches in hits, all instructions
 	occ     [][][2]int32 // per regex: required literal occurrences in the current message
 	windows [][2]int
 	// similarity holds the scores of the Semantic matches, when the matcher
@@ -274,9 +287,24 @@ func (s *Set) putState(st *evalState) {
 	for i := range st.hits {
 		st.hits[i] = st.hits[i][:0]
 	}
+	st.total = 0
 	clear(st.similarity)
 	s.pool.Put(st)
 }
+
+// add records a match of instruction in.
+func (st *evalState) add(in int, sp span) {
+	st.hits[in] = append(st.hits[in], sp)
+	st.total++
+}
+
+// DefaultMaxMatches is the default of [Options.MaxMatches]: the matches one
+// evaluation records, all instructions together. Each is kept until the
+// result is built, and a request of 1 MiB can hold a million matches of one
+// short pattern. An evaluation that finds more stops with a [*BudgetError]
+// (Matches set), as one over its time budget does: its result would be too
+// large to record or to review.
+const DefaultMaxMatches = 10_000
 
 // ErrMessageTooLong is returned by [Set.Evaluate] for a message of 2 GiB or
 // more.
@@ -346,20 +374,23 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 	startBudget()
 	// overBudget is the error of an evaluation stopped because bctx is
 	// done, while instruction inst (-1: none) ran.
+	st := s.getState()
+	defer s.putState(st)
 	overBudget := func(inst int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		e := &BudgetError{Budget: s.budget}
+		if st.total > s.maxMatch {
+			e = &BudgetError{Matches: s.maxMatch}
+		}
 		if inst >= 0 {
 			e.InstructionID, e.Title = s.instrs[inst].id, s.instrs[inst].title
 		}
 		return e
 	}
-	st := s.getState()
-	defer s.putState(st)
 	for mi, msg := range messages {
-		if bctx.Err() != nil {
+		if bctx.Err() != nil || st.total > s.maxMatch {
 			return Result{}, overBudget(-1)
 		}
 		if inst, stopped := s.scanMessage(bctx, st, mi, msg); stopped {
@@ -390,6 +421,9 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 			startBudget()
 		}
 	}
+	if st.total > s.maxMatch {
+		return Result{}, overBudget(-1)
+	}
 	res, ok := s.result(bctx, st, messages)
 	if !ok {
 		return Result{}, overBudget(-1)
@@ -406,11 +440,11 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 		st.occ[r] = st.occ[r][:0]
 	}
 	addTerm := func(p *patInfo, start, end int) {
-		if len(p.terms) == 0 || wordBefore(msg, start) || wordAt(msg, end) {
+		if len(p.terms) == 0 || st.total > s.maxMatch || wordBefore(msg, start) || wordAt(msg, end) {
 			return
 		}
 		for _, in := range p.terms {
-			st.hits[in] = append(st.hits[in], span{mi, start, end})
+			st.add(int(in), span{mi, start, end})
 		}
 	}
 	if s.folded != nil {
@@ -425,7 +459,7 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 	if s.exact != nil {
 		s.exact.scan(msg, st.ring, func(id int32, start, end int) { addTerm(&s.epats[id], start, end) })
 	}
-	stop := func() bool { return ctx.Err() != nil }
+	stop := func() bool { return ctx.Err() != nil || st.total > s.maxMatch }
 	for r, ri := range s.regexes {
 		inst := ri.inst
 		if stop() {
@@ -433,7 +467,7 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 		}
 		var stopped bool
 		st.windows, stopped = ri.findAll(msg, st.occ[r], st.windows, stop, func(start, end int) {
-			st.hits[inst] = append(st.hits[inst], span{mi, start, end})
+			st.add(inst, span{mi, start, end})
 		})
 		if stopped {
 			return inst, true
@@ -484,7 +518,7 @@ func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []strin
 		in := s.semantic[qi]
 		for _, j := range idx {
 			sp := span(segs[j])
-			st.hits[in] = append(st.hits[in], sp)
+			st.add(in, sp)
 			if scores != nil {
 				if st.similarity == nil {
 					st.similarity = map[semanticHit]float64{}
