@@ -160,7 +160,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 				VALUES ($1, $2, 'pending', $3, $3)`, id, h.id, sqldb.Millis(now)); err != nil {
 				return nil, err
 			}
-			out = append(out, delivery{id, h.id})
+			out = append(out, delivery{id, h.id, orgID})
 		}
 	}
 	return out, nil
@@ -170,7 +170,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 // queued stays pending in the database and the sweep queues it again.
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
-		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
+		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, nil); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}
@@ -209,6 +209,7 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 		derr = &DeliveryError{Err: errors.New("the webhook URL is not https and private webhooks are not allowed")}
 	} else {
 		status, derr = Deliver(ctx, s.client, Delivery{URL: target, Secret: secret, MsgID: eventID, Timestamp: s.cfg.Now(), Body: []byte(body)})
+		s.noteAttempt(ctx, webhookID, derr)
 	}
 	now := sqldb.Millis(s.now())
 	newState, msg := "pending", ""
