@@ -91,12 +91,19 @@ func TestAPIWebhookFairness(t *testing.T) {
 
 		busy := measure(10)
 		idleP99, busyP99 := p99(idle), p99(busy)
-		t.Logf("%s: the fast organisation's delivery latency p99 %s idle, %s beside the slow organisation (max %s); the slow receiver got %d requests",
-			db.Dialect, idleP99, busyP99, slices.Max(busy), len(slow.Deliveries()))
+		t.Logf("%s: the fast organisation's delivery latency p99 %s idle, %s beside the slow organisation (median %s); the slow receiver got %d requests",
+			db.Dialect, idleP99, busyP99, median(busy), len(slow.Deliveries()))
 		// Well below one attempt at the slow receiver, let alone the
 		// minute it holds each request.
 		require.Less(t, busyP99, deliveryTimeout/2, "p99 with the slow organisation busy")
 	})
+}
+
+// median is the median (lower middle) of ds.
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
 }
 
 // p99 is the 99th percentile (nearest rank) of ds.
@@ -123,12 +130,19 @@ func TestAPIWebhookFailingEndpoint(t *testing.T) {
 		tn := h.newTenant("Acme", "", 0)
 		rcv := webhooktest.NewReceiver(t, "")
 		hook := tn.register(t, rcv, spec.EventTaskCreated)
+		// failures reads the count in GET /webhooks.
 		failures := func() int {
-			var n int
-			require.NoError(t, db.QueryRowContext(t.Context(),
-				`SELECT consecutive_failures FROM reviewapi_webhooks WHERE id = $1`, hook.ID).Scan(&n))
-			return n
+			r := tn.call(t, http.MethodGet, "/webhooks", nil)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			requireSchema(t, "webhook-list", r.Body)
+			var l spec.WebhookList
+			require.NoError(t, json.Unmarshal(r.Body, &l))
+			require.Len(t, l.Data, 1)
+			require.Equal(t, hook.ID, l.Data[0].ID)
+			require.NotNil(t, l.Data[0].ConsecutiveFailures, "%s", r.Body)
+			return *l.Data[0].ConsecutiveFailures
 		}
+		require.Zero(t, failures())
 		settled := func(n int) func([]reviewapi.DeliveryState) bool {
 			return func(ds []reviewapi.DeliveryState) bool {
 				return len(ds) == n && !slices.ContainsFunc(ds, func(d reviewapi.DeliveryState) bool { return d.State == "pending" })

@@ -43,3 +43,20 @@ func TestDeliverWorkerNextRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestOrgVolumePriority: an organisation that queues a burst gets lower
+// priorities as it goes; another organisation keeps the highest; a quiet
+// minute restores it.
+func TestOrgVolumePriority(t *testing.T) {
+	t.Parallel()
+	v := orgVolume{limit: 4}
+	now := time.Date(2027, 3, 2, 9, 0, 0, 0, time.UTC)
+	count := map[int]int{}
+	for range 400 {
+		count[v.priority("burst", now)]++
+	}
+	require.Equal(t, map[int]int{1: 8, 2: 24, 3: 96, 4: 272}, count)
+	require.Equal(t, 1, v.priority("quiet", now))
+	require.Equal(t, 4, v.priority("burst", now.Add(10*time.Second)), "halved to about 200: still beyond 128")
+	require.Equal(t, 1, v.priority("burst", now.Add(2*time.Minute)), "about 0.1 left")
+}

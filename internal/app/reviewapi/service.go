@@ -205,6 +205,8 @@ type Service struct {
 	client *http.Client
 	// orgDeliveries bounds the deliveries of one organisation in progress.
 	orgDeliveries *riverjobs.KeyLimiter
+	// orgVolume sets the priority of the deliveries queued.
+	orgVolume orgVolume
 }
 
 // New applies the migrations (the service's and River's) and returns the
@@ -223,7 +225,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		}
 	}
 	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, people: cfg.People, cache: policy.NewCache(cfg.Policy, 1000),
-		orgDeliveries: riverjobs.NewKeyLimiter(cfg.OrgDeliveryLimit)}
+		orgDeliveries: riverjobs.NewKeyLimiter(cfg.OrgDeliveryLimit), orgVolume: orgVolume{limit: cfg.OrgDeliveryLimit}}
 	s.client = NewWebhookClient(AddressPolicy{AllowPrivate: cfg.AllowPrivateWebhooks}, cfg.DeliveryTimeout)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &deliverWorker{s: s})

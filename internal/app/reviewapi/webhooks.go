@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -62,7 +63,7 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 
 // Webhooks lists the organisation's webhooks, oldest first, without secrets.
 func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, url, events, description, created_at FROM reviewapi_webhooks
+	rows, err := s.db.QueryContext(ctx, `SELECT id, url, events, description, created_at, consecutive_failures FROM reviewapi_webhooks
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, orgID)
 	if err != nil {
 		return nil, err
@@ -73,7 +74,8 @@ func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, e
 		var w spec.Webhook
 		var events string
 		var created int64
-		if err := rows.Scan(&w.ID, &w.URL, &events, &w.Description, &created); err != nil {
+		w.ConsecutiveFailures = new(int)
+		if err := rows.Scan(&w.ID, &w.URL, &events, &w.Description, &created, w.ConsecutiveFailures); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
@@ -170,7 +172,8 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 // queued stays pending in the database and the sweep queues it again.
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
-		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, nil); err != nil {
+		opts := &river.InsertOpts{Priority: s.orgVolume.priority(d.orgID, time.Now())}
+		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, opts); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}
