@@ -152,11 +152,11 @@ type Config struct {
 	// Default 10 s.
 	ScheduleInterval time.Duration
 	// SyncWorkers is how many syncs run at once in this process, on the
-	// job queue SyncQueue (see Queues). Default 4.
+	// job queue SyncQueue (see Queues). Default 8.
 	SyncWorkers int
 	// OrgSyncLimit is how many syncs of one organisation run at once in
 	// this process; its other syncs wait (snoozed) while the other
-	// organisations' run. Default 2.
+	// organisations' run. Default 4.
 	OrgSyncLimit int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -194,10 +194,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.ScheduleInterval = 10 * time.Second
 	}
 	if cfg.SyncWorkers <= 0 {
-		cfg.SyncWorkers = 4
+		cfg.SyncWorkers = 8
 	}
 	if cfg.OrgSyncLimit <= 0 {
-		cfg.OrgSyncLimit = 2
+		cfg.OrgSyncLimit = 4
 	}
 	log := cfg.Logger
 	if log == nil {
