@@ -324,18 +324,21 @@ func fullWebhookCreate() spec.WebhookCreate {
 // fullWebhook is a registered webhook as listed: without its secret.
 func fullWebhook() spec.Webhook {
 	return spec.Webhook{
-		ID:          webhookID,
-		URL:         "https://hooks.example.com/aiusage/review",
-		Events:      []string{spec.EventTaskRequiresIntervention, spec.EventTaskCompleted},
-		Description: "Review notifications for the support tooling",
-		CreatedAt:   ts("2026-03-01T12:00:00.000Z"),
+		ID:                  webhookID,
+		URL:                 "https://hooks.example.com/aiusage/review",
+		Events:              []string{spec.EventTaskRequiresIntervention, spec.EventTaskCompleted},
+		Description:         "Review notifications for the support tooling",
+		CreatedAt:           ts("2026-03-01T12:00:00.000Z"),
+		ConsecutiveFailures: new(int),
 	}
 }
 
-// fullWebhookCreated is the answer of the creation, with the secret.
+// fullWebhookCreated is the answer of the creation, with the secret and
+// without the failure count.
 func fullWebhookCreated() spec.Webhook {
 	w := fullWebhook()
 	w.Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	w.ConsecutiveFailures = nil
 	return w
 }
 

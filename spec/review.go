@@ -206,7 +206,7 @@ type WebhookCreate struct {
 }
 
 // Webhook is a registered webhook receiver. Secret is set only in the answer
-// of its creation.
+// of its creation, ConsecutiveFailures only in listings.
 type Webhook struct {
 	ID          string   `json:"id"`
 	URL         string   `json:"url"`
@@ -214,6 +214,10 @@ type Webhook struct {
 	Description string   `json:"description,omitempty"`
 	CreatedAt   Time     `json:"createdAt"`
 	Secret      string   `json:"secret,omitempty"`
+	// ConsecutiveFailures counts the delivery attempts to the webhook that
+	// failed in a row, since its last success; past a few, its attempts
+	// have a shorter timeout and its retries wait longer.
+	ConsecutiveFailures *int `json:"consecutiveFailures,omitempty"`
 }
 
 // WebhookList is the answer of GET /webhooks.

@@ -227,7 +227,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log,
 		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic, Budget: o.budget},
-		AddWorkers: src.AddWorkers, PeriodicJobs: src.PeriodicJobs()})
+		AddWorkers: src.AddWorkers, Queues: src.Queues(), PeriodicJobs: src.PeriodicJobs()})
 	if err != nil {
 		src.Close()
 		return nil, err

@@ -52,7 +52,7 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB) *sourcesEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
-		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour, AddWorkers: src.AddWorkers})
+		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour, AddWorkers: src.AddWorkers, Queues: src.Queues()})
 	require.NoError(t, err)
 	src.SetEnqueue(svc.Enqueue)
 	require.NoError(t, svc.Start(context.WithoutCancel(ctx)))

@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -18,6 +21,9 @@ import (
 type deliverArgs struct {
 	EventID   string `json:"eventId"`
 	WebhookID string `json:"webhookId"`
+	// OrgID is the webhook's organisation, for its concurrency limit;
+	// looked up when empty (jobs queued by an older version).
+	OrgID string `json:"orgId,omitempty"`
 }
 
 func (deliverArgs) Kind() string { return "aiusage_webhook_delivery" }
@@ -31,27 +37,67 @@ var uniqueWhileQueued = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobS
 }}
 
 func (deliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: uniqueWhileQueued}
+	return river.InsertOpts{Queue: QueueDeliveries, UniqueOpts: uniqueWhileQueued}
 }
 
 type deliverWorker struct {
 	river.WorkerDefaults[deliverArgs]
 	s *Service
+	// failing holds, by job id, the jobs whose last attempt failed at a
+	// failing webhook, for NextRetry.
+	failing sync.Map
 }
 
+// Work makes one attempt, when the organisation has a delivery slot free in
+// this process; otherwise it snoozes the job, which costs no attempt.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
-	err := w.s.deliver(ctx, job.Args.EventID, job.Args.WebhookID)
+	s := w.s
+	org := job.Args.OrgID
+	if org == "" {
+		var err error
+		if org, _, err = s.webhookHealth(ctx, job.Args.WebhookID); errors.Is(err, sql.ErrNoRows) {
+			return nil // the webhook is gone, and its deliveries with it
+		} else if err != nil {
+			return err
+		}
+	}
+	release, ok := s.orgDeliveries.Acquire(ctx, org, orgSlotWait)
+	if !ok {
+		return river.JobSnooze(riverjobs.SnoozeFor(job.Metadata, orgSnoozeBase, orgSnoozeMax))
+	}
+	defer release()
+	_, failures, err := s.webhookHealth(ctx, job.Args.WebhookID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	failing := failures >= s.cfg.FailingAfter
+	if failing {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.FailingDeliveryTimeout)
+		defer cancel()
+	}
+	err = s.deliver(ctx, job.Args.EventID, job.Args.WebhookID)
 	if errors.Is(err, errGiveUp) {
 		return river.JobCancel(err)
+	}
+	if err != nil && (failing || failures+1 >= s.cfg.FailingAfter) {
+		w.failing.Store(job.ID, true)
 	}
 	return err
 }
 
-// NextRetry follows the service's retry schedule.
+// NextRetry follows the service's retry schedule; for a failing webhook it
+// waits four times as long, at most the schedule's longest wait.
 func (w *deliverWorker) NextRetry(job *river.Job[deliverArgs]) time.Time {
 	sched := w.s.cfg.RetrySchedule
 	i := min(max(job.Attempt-1, 0), len(sched)-1)
-	return time.Now().Add(sched[i])
+	d := sched[i]
+	if _, failing := w.failing.LoadAndDelete(job.ID); failing {
+		d = max(d, min(4*d, slices.Max(sched)))
+	}
+	return time.Now().Add(d)
 }
 
 func (w *deliverWorker) Timeout(*river.Job[deliverArgs]) time.Duration {
@@ -67,7 +113,7 @@ type evaluateArgs struct {
 func (evaluateArgs) Kind() string { return "aiusage_review_evaluate" }
 
 func (evaluateArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 1000, UniqueOpts: uniqueWhileQueued}
+	return river.InsertOpts{Queue: QueueEvaluations, MaxAttempts: 1000, UniqueOpts: uniqueWhileQueued}
 }
 
 type evaluateWorker struct {
@@ -151,15 +197,16 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	// Deliveries never attempted: their job was not queued (a process
 	// stopped between the commit and the queue). Those attempted have a job
 	// waiting for its retry.
-	rows, err = s.db.QueryContext(ctx, `SELECT event_id, webhook_id FROM reviewapi_deliveries
-		WHERE state = 'pending' AND attempts = 0 AND updated_at < $1 ORDER BY updated_at LIMIT 500`, stale)
+	rows, err = s.db.QueryContext(ctx, `SELECT d.event_id, d.webhook_id, e.org_id FROM reviewapi_deliveries d
+		JOIN reviewapi_events e ON e.id = d.event_id
+		WHERE d.state = 'pending' AND d.attempts = 0 AND d.updated_at < $1 ORDER BY d.updated_at LIMIT 500`, stale)
 	if err != nil {
 		return n, err
 	}
 	var ds []delivery
 	for rows.Next() {
 		var d delivery
-		if err := rows.Scan(&d.eventID, &d.webhookID); err != nil {
+		if err := rows.Scan(&d.eventID, &d.webhookID, &d.orgID); err != nil {
 			rows.Close()
 			return n, err
 		}

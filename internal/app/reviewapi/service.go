@@ -77,11 +77,37 @@ type Config struct {
 	// SweepInterval is how often timeouts are applied and lost work is
 	// picked up again. Default 30 s.
 	SweepInterval time.Duration
-	// PollInterval is how often the job queue looks for new jobs when it
-	// has not been notified (SQLite has no notifications). Default 50 ms.
+	// PollInterval is how often the job queue looks for jobs it was not
+	// notified of: on SQLite, which has no notifications, every job (default
+	// 50 ms); on PostgreSQL, which notifies inserts, the jobs that became due
+	// (retries, snoozed deliveries), when set (default River's, 1 s).
 	PollInterval time.Duration
-	// Workers is how many jobs run at once in this process. Default 10.
+	// Workers is how many jobs of the default queue run at once in this
+	// process: the sweep, the schedules of other components, and the jobs an
+	// older version queued there. Default 10.
 	Workers int
+	// DeliveryWorkers is how many webhook deliveries run at once in this
+	// process, on a queue of their own (QueueDeliveries). Default 20.
+	DeliveryWorkers int
+	// EvaluationWorkers is how many queued evaluations run at once in this
+	// process, on a queue of their own (QueueEvaluations). Default 5.
+	EvaluationWorkers int
+	// OrgDeliveryLimit is how many deliveries of one organisation run at
+	// once in this process; the organisation's other deliveries wait
+	// (snoozed) while the other organisations' are worked. Default 4; it
+	// should stay well below DeliveryWorkers.
+	OrgDeliveryLimit int
+	// FailingAfter is how many consecutive failed attempts make a webhook
+	// failing: its attempts are then bounded by FailingDeliveryTimeout and
+	// its retries wait four times as long (at most the schedule's longest
+	// wait), until an attempt succeeds. Default 3.
+	FailingAfter int
+	// FailingDeliveryTimeout bounds one attempt to a failing webhook.
+	// Default 2 s (never more than DeliveryTimeout).
+	FailingDeliveryTimeout time.Duration
+	// Queues are more job queues, for the jobs of other components
+	// (AddWorkers) that ask for queues of their own.
+	Queues map[string]river.QueueConfig
 	// InsertOnly makes a service that queues jobs but never works them: the
 	// admin commands, which leave the work to the running service.
 	InsertOnly bool
@@ -130,6 +156,22 @@ func (c *Config) withDefaults() (*Config, error) {
 	if out.Workers == 0 {
 		out.Workers = 10
 	}
+	if out.DeliveryWorkers == 0 {
+		out.DeliveryWorkers = 20
+	}
+	if out.EvaluationWorkers == 0 {
+		out.EvaluationWorkers = 5
+	}
+	if out.OrgDeliveryLimit == 0 {
+		out.OrgDeliveryLimit = 4
+	}
+	if out.FailingAfter == 0 {
+		out.FailingAfter = 3
+	}
+	if out.FailingDeliveryTimeout == 0 {
+		out.FailingDeliveryTimeout = 2 * time.Second
+	}
+	out.FailingDeliveryTimeout = min(out.FailingDeliveryTimeout, out.DeliveryTimeout)
 	if out.Now == nil {
 		out.Now = time.Now
 	}
@@ -139,8 +181,16 @@ func (c *Config) withDefaults() (*Config, error) {
 	switch {
 	case out.ReviewTimeout < 0:
 		return nil, fmt.Errorf("reviewapi: Config.ReviewTimeout %s is negative", out.ReviewTimeout)
-	case out.DeliveryTimeout < 0, out.SweepInterval < 0, out.PollInterval < 0, out.Workers < 0:
-		return nil, errors.New("reviewapi: Config durations and Workers must be positive")
+	case out.DeliveryTimeout < 0, out.SweepInterval < 0, out.PollInterval < 0, out.FailingDeliveryTimeout < 0:
+		return nil, errors.New("reviewapi: Config durations must be positive")
+	case out.Workers < 0, out.DeliveryWorkers < 0, out.EvaluationWorkers < 0, out.OrgDeliveryLimit < 0, out.FailingAfter < 0:
+		return nil, errors.New("reviewapi: Config worker counts and limits must be positive")
+	}
+	for name := range out.Queues {
+		switch name {
+		case river.QueueDefault, QueueDeliveries, QueueEvaluations:
+			return nil, fmt.Errorf("reviewapi: Config.Queues names %q, a queue of the service's own", name)
+		}
 	}
 	for _, d := range out.RetrySchedule {
 		if d <= 0 {
@@ -163,6 +213,10 @@ type Service struct {
 	cache  *policy.Cache
 	jobs   riverjobs.Client
 	client *http.Client
+	// orgDeliveries bounds the deliveries of one organisation in progress.
+	orgDeliveries *riverjobs.KeyLimiter
+	// orgVolume sets the priority of the deliveries queued.
+	orgVolume orgVolume
 }
 
 // New applies the migrations (the service's and River's) and returns the
@@ -186,7 +240,8 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			return nil, err
 		}
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, people: cfg.People, cache: policy.NewCache(cfg.Policy, 1000)}
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, people: cfg.People, cache: policy.NewCache(cfg.Policy, 1000),
+		orgDeliveries: riverjobs.NewKeyLimiter(cfg.OrgDeliveryLimit), orgVolume: orgVolume{limit: cfg.OrgDeliveryLimit}}
 	s.client = NewWebhookClient(AddressPolicy{AllowPrivate: cfg.AllowPrivateWebhooks}, cfg.DeliveryTimeout)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &deliverWorker{s: s})
@@ -208,9 +263,23 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		// PostgreSQL notifies River of each insert.
 		rc.FetchPollInterval = cfg.PollInterval
 		rc.FetchCooldown = min(cfg.PollInterval, river.FetchCooldownDefault)
+	} else if c.PollInterval > 0 {
+		rc.FetchPollInterval = c.PollInterval
+		rc.FetchCooldown = min(c.PollInterval, river.FetchCooldownDefault)
 	}
 	if !cfg.InsertOnly {
-		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		// Deliveries and evaluations have queues of their own, so a backlog
+		// of one never delays the other nor the sweep. Every worker is
+		// registered for every queue: jobs an older version queued on the
+		// default queue are still worked there.
+		rc.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.Workers},
+			QueueDeliveries:    {MaxWorkers: cfg.DeliveryWorkers},
+			QueueEvaluations:   {MaxWorkers: cfg.EvaluationWorkers},
+		}
+		for name, q := range cfg.Queues {
+			rc.Queues[name] = q
+		}
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})}
@@ -239,8 +308,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	return s.jobs.Stop(ctx)
 }
 
-// Enqueue queues a job of another component on the service's queue (its
-// worker registered with Config.AddWorkers).
+// Enqueue queues a job of another component on the service's job queue (its
+// worker registered with Config.AddWorkers), on the queue its options name
+// (one of Config.Queues, or the default queue).
 func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
 	_, err := s.jobs.Insert(ctx, args, opts)
 	return err

@@ -24,7 +24,7 @@ type event struct {
 }
 
 // delivery names one (event, webhook) delivery to queue after the commit.
-type delivery struct{ eventID, webhookID string }
+type delivery struct{ eventID, webhookID, orgID string }
 
 func (s *Service) forUpdate() string {
 	if s.db.Dialect == sqldb.Postgres {

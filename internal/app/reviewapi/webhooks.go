@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -71,7 +72,7 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 
 // Webhooks lists the organisation's webhooks, oldest first, without secrets.
 func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, url, events, description, created_at FROM reviewapi_webhooks
+	rows, err := s.db.QueryContext(ctx, `SELECT id, url, events, description, created_at, consecutive_failures FROM reviewapi_webhooks
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, orgID)
 	if err != nil {
 		return nil, err
@@ -82,7 +83,8 @@ func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, e
 		var w spec.Webhook
 		var events string
 		var created int64
-		if err := rows.Scan(&w.ID, &w.URL, &events, &w.Description, &created); err != nil {
+		w.ConsecutiveFailures = new(int)
+		if err := rows.Scan(&w.ID, &w.URL, &events, &w.Description, &created, w.ConsecutiveFailures); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
@@ -169,7 +171,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 				VALUES ($1, $2, 'pending', $3, $3)`, id, h.id, sqldb.Millis(now)); err != nil {
 				return nil, err
 			}
-			out = append(out, delivery{id, h.id})
+			out = append(out, delivery{id, h.id, orgID})
 		}
 	}
 	return out, nil
@@ -179,7 +181,8 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 // queued stays pending in the database and the sweep queues it again.
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
-		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID}, nil); err != nil {
+		opts := &river.InsertOpts{Priority: s.orgVolume.priority(d.orgID, time.Now())}
+		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, opts); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}
@@ -222,6 +225,7 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 		derr = &DeliveryError{Err: errors.New("the webhook URL is not https and private webhooks are not allowed")}
 	} else {
 		status, derr = Deliver(ctx, s.client, Delivery{URL: target, Secret: secret, MsgID: eventID, Timestamp: s.cfg.Now(), Body: []byte(body)})
+		s.noteAttempt(ctx, webhookID, derr)
 	}
 	now := sqldb.Millis(s.now())
 	newState, msg := "pending", ""

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -37,7 +38,25 @@ func (SyncArgs) Kind() string { return "aiusage_source_sync" }
 // back: the next due time queues another, which takes the dead process's
 // leases over.
 func (SyncArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
+	return river.InsertOpts{Queue: SyncQueue, MaxAttempts: 1, UniqueOpts: uniqueWhileQueued}
+}
+
+// SyncQueue is the job queue of the syncs, worked by Config.SyncWorkers
+// workers (Queues), so that syncs and webhook deliveries do not wait for
+// each other.
+const SyncQueue = "syncs"
+
+// A sync whose organisation is at its limit (Config.OrgSyncLimit) is snoozed
+// for syncSnoozeBase, doubled for each earlier snooze, at most
+// syncSnoozeMax, with jitter.
+const (
+	syncSnoozeBase = time.Second
+	syncSnoozeMax  = 30 * time.Second
+)
+
+// Queues returns the job queue of the syncs (reviewapi.Config.Queues).
+func (s *Service) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{SyncQueue: {MaxWorkers: s.cfg.SyncWorkers}}
 }
 
 // scheduleArgs is the periodic job that queues the syncs of the sources due.
@@ -63,9 +82,22 @@ type syncWorker struct {
 	s *Service
 }
 
+// Work syncs the source when its organisation has a sync slot free in this
+// process; otherwise it snoozes the job, which costs no attempt.
 func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
-	_, err := w.s.SyncNow(ctx, job.Args.SourceID)
+	src, err := w.s.get(ctx, job.Args.SourceID)
 	if errors.Is(err, spec.ErrNotFound) { // removed meanwhile
+		return river.JobCancel(err)
+	} else if err != nil {
+		return err
+	}
+	release, ok := w.s.orgSyncs.Acquire(ctx, src.OrganisationID, 0)
+	if !ok {
+		return river.JobSnooze(riverjobs.SnoozeFor(job.Metadata, syncSnoozeBase, syncSnoozeMax))
+	}
+	defer release()
+	_, err = w.s.SyncNow(ctx, job.Args.SourceID)
+	if errors.Is(err, spec.ErrNotFound) {
 		return river.JobCancel(err)
 	}
 	return err

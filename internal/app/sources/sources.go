@@ -55,6 +55,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ops"
+	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
@@ -155,6 +156,13 @@ type Config struct {
 	// ScheduleInterval is how often the scheduler looks for sources due.
 	// Default 10 s.
 	ScheduleInterval time.Duration
+	// SyncWorkers is how many syncs run at once in this process, on the
+	// job queue SyncQueue (see Queues). Default 8.
+	SyncWorkers int
+	// OrgSyncLimit is how many syncs of one organisation run at once in
+	// this process; its other syncs wait (snoozed) while the other
+	// organisations' run. Default 4.
+	OrgSyncLimit int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger logs syncs. Default: nothing.
@@ -171,6 +179,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	enqueue func(context.Context, river.JobArgs, *river.InsertOpts) error
+	// orgSyncs bounds the syncs of one organisation in progress.
+	orgSyncs *riverjobs.KeyLimiter
 
 	view    http.Handler // the collected view of one source
 	orgView http.Handler // the view of an organisation: its sources merged
@@ -191,6 +201,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.ScheduleInterval <= 0 {
 		cfg.ScheduleInterval = 10 * time.Second
 	}
+	if cfg.SyncWorkers <= 0 {
+		cfg.SyncWorkers = 8
+	}
+	if cfg.OrgSyncLimit <= 0 {
+		cfg.OrgSyncLimit = 4
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -208,7 +224,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sources: consumer store: %w", err)
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, store: store, log: log}
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, store: store, log: log,
+		orgSyncs: riverjobs.NewKeyLimiter(cfg.OrgSyncLimit)}
 	if err := s.buildView(ctx); err != nil {
 		_ = store.Close()
 		return nil, err

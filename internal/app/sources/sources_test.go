@@ -86,7 +86,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	e.src, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: testRing, ScheduleInterval: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.src.Close() })
-	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: testRing, AddWorkers: e.src.AddWorkers,
+	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: testRing, AddWorkers: e.src.AddWorkers, Queues: e.src.Queues(),
 		PeriodicJobs: e.src.PeriodicJobs(), PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(e.svc.Close)
