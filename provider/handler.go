@@ -32,7 +32,9 @@ import (
 // request, enforces scopes, parses and checks the query parameters, seals
 // cursors, answers errors as RFC 9457 problem details, compresses with gzip
 // when the client accepts it, recovers panics into 500 problems and logs one
-// line per request to the logger of [WithLogger].
+// line per request to the logger of [WithLogger]. Every answer is marked
+// X-Content-Type-Options: nosniff and Cache-Control: no-store: it is a
+// customer's data, for the credential that asked only.
 type Handler struct {
 	cfg    *config
 	ds     DataSource
@@ -70,7 +72,7 @@ func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Ad
 
 func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
+	r.Use(httpx.SecurityHeaders, httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return &Error{Kind: ErrNotFound, Detail: "No such endpoint. The endpoints are /conversations, /conversations/{id}, /assistants, /assistants/{id}, /events and /usage."}
 	}))

@@ -459,3 +459,28 @@ func TestMountIsBehindAuthentication(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestSecurityHeaders: every answer, data or error, is marked nosniff and
+// no-store: it is a customer's data for one credential.
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, seeded(t, 2))
+	for _, c := range []struct {
+		method, path string
+		hdr          map[string]string
+		status       int
+	}{
+		{http.MethodGet, "/conversations", auth, http.StatusOK},
+		{http.MethodGet, "/usage", auth, http.StatusOK},
+		{http.MethodGet, "/conversations/nope", auth, http.StatusNotFound},
+		{http.MethodGet, "/conversations", nil, http.StatusUnauthorized},
+		{http.MethodGet, "/conversations?limit=0", auth, http.StatusBadRequest},
+		{http.MethodPost, "/conversations", auth, http.StatusMethodNotAllowed},
+		{http.MethodGet, "/nope", auth, http.StatusNotFound},
+	} {
+		resp, body := do(t, c.method, srv.URL+c.path, c.hdr)
+		require.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), "%s %s", c.method, c.path)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "%s %s", c.method, c.path)
+	}
+}
