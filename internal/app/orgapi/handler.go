@@ -96,10 +96,11 @@ func (h *Handler) routes() chi.Router {
 	return r
 }
 
-// Middleware returns the middleware every route of the service runs: request
-// ids, the access log, panic recovery and HEAD for GET routes.
+// Middleware returns the middleware every route of the service runs: the
+// security headers (nosniff, no-store), request ids, the access log, panic
+// recovery and HEAD for GET routes.
 func (h *Handler) Middleware() []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{httpx.RequestID, httpx.AccessLog(h.logger), httpx.Recover(h.writeError), middleware.GetHead}
+	return []func(http.Handler) http.Handler{httpx.SecurityHeaders, httpx.RequestID, httpx.AccessLog(h.logger), httpx.Recover(h.writeError), middleware.GetHead}
 }
 
 // methodNotAllowed answers 405 with the methods the path allows.
