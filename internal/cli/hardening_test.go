@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -17,6 +20,7 @@ import (
 // and a push source, for the tests that walk every API.
 type hardenedService struct {
 	base, key, org, source, push string
+	dbURL                        string
 }
 
 func startHardenedService(t *testing.T, args ...string) hardenedService {
@@ -28,7 +32,7 @@ func startHardenedService(t *testing.T, args ...string) hardenedService {
 	adminOK(t, dbURL, &push, "source", "add", "--org", f.org.ID, "--name", "push", "--transport", "push")
 	base, _, _ := startService(t, serviceURLText, append([]string{"--database-url", dbURL}, args...)...)
 	return hardenedService{base: strings.TrimSuffix(base, "/"), key: f.key.Secret, org: f.org.ID,
-		source: rest["id"].(string), push: push["id"].(string)}
+		source: rest["id"].(string), push: push["id"].(string), dbURL: dbURL}
 }
 
 // send sends one request with the service's key (unless key is false) and
@@ -128,4 +132,88 @@ func TestServiceBodyLimits(t *testing.T) {
 		resp, b := s.send(t, c.method, c.path, c.key, c.hdr, body)
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s %s: %.300s", c.method, c.path, b)
 	}
+}
+
+// holdRequest opens a connection and sends a POST /review-tasks with key
+// whose body never arrives, so the request stays in flight (holding its
+// slot) until the test closes the connection.
+func (s hardenedService) holdRequest(t *testing.T, key string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = io.WriteString(conn, "POST /review-tasks HTTP/1.1\r\nHost: x\r\nX-API-Key: "+key+
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	return conn
+}
+
+// statusWith returns the status of GET path with key.
+func (s hardenedService) statusWith(t *testing.T, path, key string) (int, []byte, http.Header) {
+	t.Helper()
+	resp, b := s.send(t, http.MethodGet, path, false, map[string]string{"X-API-Key": key}, nil)
+	return resp.StatusCode, b, resp.Header
+}
+
+// eventually waits (generously) until the status of GET path with key is
+// want.
+func (s hardenedService) eventually(t *testing.T, path, key string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, b, _ := s.statusWith(t, path, key)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d, want %d: %s", path, got, want, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServiceConcurrencyLimits: requests held in flight by one key use up
+// its slots (--max-concurrent-per-key), and those of an organisation's keys
+// its slots (--max-concurrent-per-organisation): the next request is 429 in
+// each API's error shape with Retry-After, while another organisation's key
+// is served. A slot is given back when its request ends.
+func TestServiceConcurrencyLimits(t *testing.T) {
+	t.Parallel()
+	s := startHardenedService(t, "--max-concurrent-per-key", "2", "--max-concurrent-per-organisation", "3",
+		"--read-timeout", "1m")
+	var second orgapi.CreatedKey
+	var other fixture
+	adminOK(t, s.dbURL, &second, "key", "create", "--org", s.org, "--name", "second", "--type", "API")
+	adminOK(t, s.dbURL, &other.org, "org", "create", "--name", "Globex")
+	adminOK(t, s.dbURL, &other.key, "key", "create", "--org", other.org.ID, "--name", "ci", "--type", "API")
+
+	held := []net.Conn{s.holdRequest(t, s.key), s.holdRequest(t, s.key)}
+	s.eventually(t, "/review-tasks", s.key, http.StatusTooManyRequests)
+	status, b, hdr := s.statusWith(t, "/review-tasks", s.key)
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Contains(t, string(b), `"code":"RATE_LIMIT_EXCEEDED"`)
+	require.Equal(t, "1", hdr.Get("Retry-After"))
+	require.NotEmpty(t, hdr.Get("RateLimit-Policy"))
+	for _, path := range []string{"/organisations", "/organisations/" + s.org + "/sources"} {
+		status, b, hdr = s.statusWith(t, path, s.key)
+		require.Equal(t, http.StatusTooManyRequests, status, path)
+		require.Contains(t, string(b), `"status":429`, path)
+		require.Equal(t, "1", hdr.Get("Retry-After"), path)
+	}
+	// The organisation has a slot left, for its other key.
+	status, b, _ = s.statusWith(t, "/review-tasks", second.Secret)
+	require.Equal(t, http.StatusOK, status, string(b))
+	s.holdRequest(t, second.Secret)
+	s.eventually(t, "/organisations", second.Secret, http.StatusTooManyRequests)
+	// Another organisation is served all along.
+	for _, path := range []string{"/review-tasks", "/organisations"} {
+		status, b, _ = s.statusWith(t, path, other.key.Secret)
+		require.Equal(t, http.StatusOK, status, "%s: %s", path, b)
+	}
+	// The held requests end (their client goes away): their slots are
+	// given back.
+	for _, c := range held {
+		require.NoError(t, c.Close())
+	}
+	s.eventually(t, "/review-tasks", s.key, http.StatusOK)
 }

@@ -31,9 +31,10 @@ import (
 // and answers 403 to any request for /organisations/{organisationId}/api-keys:
 // keys are managed by a person, never with a key.
 type Handler struct {
-	store  *Store
-	logger *slog.Logger
-	router chi.Router
+	store       *Store
+	logger      *slog.Logger
+	concurrency *httpx.Limiter
+	router      chi.Router
 }
 
 // Option configures a Handler.
@@ -42,6 +43,12 @@ type Option func(*Handler)
 // WithLogger sets the logger of the access log and of 5xx errors. Default:
 // nothing is logged.
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.logger = l } }
+
+// WithConcurrency bounds the requests in flight per API key and per
+// organisation with l (share one Limiter among the APIs of a service); a
+// request over the bound is answered 429 with Retry-After. Default: no
+// bound.
+func WithConcurrency(l *httpx.Limiter) Option { return func(h *Handler) { h.concurrency = l } }
 
 // NewHandler returns the organisation API over store.
 func NewHandler(store *Store, opts ...Option) (*Handler, error) {
@@ -159,6 +166,14 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
+		release, err := h.concurrency.Acquire(p.KeyID, p.OrganisationID)
+		if err != nil {
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
+				Detail: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

@@ -57,7 +57,7 @@ func isReviewPath(p string) bool {
 // Routes registers the review-task API on r.
 func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate, s.rateLimit)
+		r.Use(s.authenticate, s.concurrency, s.rateLimit)
 		r.Post("/review-tasks", s.adapt(s.createTask))
 		r.Get("/review-tasks", s.adapt(s.listTasks))
 		r.Get("/review-tasks/{taskId}", s.adapt(s.getTask))
@@ -118,6 +118,25 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// concurrency takes a slot of the key's and the organisation's requests in
+// flight for the request, and gives it back when the request is answered.
+// A request over the bound is refused before the hourly count, which it
+// does not use up, with the rate-limit headers and Retry-After.
+func (s *Service) concurrency(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+		if err != nil {
+			s.reportRate(w, r, p)
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			writeError(w, &Error{Code: spec.CodeRateLimitExceeded, Message: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
 	})
 }
 
