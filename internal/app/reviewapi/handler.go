@@ -2,6 +2,7 @@ package reviewapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -182,11 +183,21 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.ListTasks(r.Context(), principal(r).OrganisationID, q)
+	page, err := s.taskPageOf(r.Context(), principal(r).OrganisationID, q, MaxPageBytes)
 	if err != nil {
 		return err
 	}
-	return httpx.WriteJSON(w, http.StatusOK, list)
+	// The tasks' JSON as read, in the envelope of spec.ReviewTaskList.
+	if page.items == nil {
+		page.items = []json.RawMessage{}
+	}
+	return httpx.WriteJSON(w, http.StatusOK, struct {
+		Data       []json.RawMessage `json:"data"`
+		Total      int               `json:"total"`
+		Limit      int               `json:"limit"`
+		Offset     int               `json:"offset"`
+		NextOffset *int              `json:"nextOffset"`
+	}{page.items, page.total, q.Limit, q.Offset, page.nextOffset})
 }
 
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
@@ -237,6 +248,16 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 			return q, invalid("offset", "offset must be an integer of 0 or more, got %q", v)
 		}
 		q.Offset = n
+	}
+	if v, ok, err := get("include"); err != nil {
+		return q, err
+	} else if ok && v != "" {
+		for _, part := range strings.Split(v, ",") {
+			if strings.TrimSpace(part) != "request" {
+				return q, invalid("include", "include may only be request (each task's request and redactedRequest), got %q", v)
+			}
+		}
+		q.IncludeRequest = true
 	}
 	for _, name := range []string{"from", "to"} {
 		v, ok, err := get(name)
