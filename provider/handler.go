@@ -190,13 +190,13 @@ func serveList[T any](h *Handler, w http.ResponseWriter, r *http.Request, tenant
 		if err != nil {
 			return err
 		}
-		return writeRawPage(w, page, l.limit, next)
+		return writeRawPage(w, page, l.limit, h.cfg.maxPage, next)
 	}
 	page, err := l.typed(r.Context())
 	if err != nil {
 		return err
 	}
-	return writePage(w, page, l.limit, l.key, next)
+	return writePage(w, page, l.limit, h.cfg.maxPage, l.key, next)
 }
 
 func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) error {
@@ -284,7 +284,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) error {
 		return h.sealer.seal(cursor{endpoint: endpointUsage, tenant: tenantDigest(tenant), filters: digest,
 			start: q.Start, end: q.End, usageKey: k})
 	}
-	return writePage(w, page, p.limit, func(b *spec.UsageBucket) UsageKey { return BucketKey(b) }, next)
+	return writePage(w, page, p.limit, h.cfg.maxPage, func(b *spec.UsageBucket) UsageKey { return BucketKey(b) }, next)
 }
 
 // --- single records
@@ -412,8 +412,9 @@ func checkPage(n, limit int, hasMore bool) (int, bool, error) {
 	return n, hasMore, nil
 }
 
-// writeRawPage writes the list envelope around stored record JSON.
-func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next func(Key) string) error {
+// writeRawPage writes the list envelope around stored record JSON, up to
+// budget bytes of records (see WithMaxPageBytes).
+func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit, budget int, next func(Key) string) error {
 	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
 	if err != nil {
 		return err
@@ -421,11 +422,15 @@ func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next f
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer putBuf(buf)
 	buf.Reset()
-	size := 64
-	for _, rec := range page.Items[:n] {
+	size := 0
+	for i, rec := range page.Items[:n] {
+		if i > 0 && size+len(rec.JSON) > budget {
+			n, hasMore = i, true
+			break
+		}
 		size += len(rec.JSON) + 1
 	}
-	buf.Grow(size)
+	buf.Grow(size + 64)
 	buf.WriteString(`{"data":[`)
 	for i, rec := range page.Items[:n] {
 		if i > 0 {
@@ -438,8 +443,9 @@ func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next f
 	return writeBody(w, buf.Bytes())
 }
 
-// writePage encodes a page of structs into the list envelope.
-func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key func(*T) K, next func(K) string) error {
+// writePage encodes a page of structs into the list envelope, up to budget
+// bytes of records (see WithMaxPageBytes).
+func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit, budget int, key func(*T) K, next func(K) string) error {
 	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
 	if err != nil {
 		return err
@@ -449,7 +455,9 @@ func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key
 	buf.Reset()
 	buf.WriteString(`{"data":[`)
 	enc := json.NewEncoder(buf)
+	start := buf.Len()
 	for i := range page.Items[:n] {
+		mark := buf.Len()
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -457,6 +465,11 @@ func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key
 			return fmt.Errorf("encode record: %w", err)
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
+		if i > 0 && buf.Len()-start > budget {
+			buf.Truncate(mark) // the record that went past the budget
+			n, hasMore = i, true
+			break
+		}
 	}
 	buf.WriteString(`],"hasMore":`)
 	writeTail(buf, hasMore, func() string { return next(key(&page.Items[n-1])) })

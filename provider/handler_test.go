@@ -484,3 +484,48 @@ func TestSecurityHeaders(t *testing.T) {
 		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "%s %s", c.method, c.path)
 	}
 }
+
+// TestMaxPageBytes: a page stops at its byte budget (holding at least one
+// record) with hasMore and a cursor after its last record, from stored JSON
+// and from structs alike, and walking the cursors yields every record once.
+func TestMaxPageBytes(t *testing.T) {
+	t.Parallel()
+	src := seeded(t, 40)
+	_, one := do(t, http.MethodGet, newServer(t, src).URL+"/conversations?limit=1", auth)
+	var first spec.List[json.RawMessage]
+	require.NoError(t, json.Unmarshal(one, &first))
+	record := len(first.Data[0])
+	budget := 5*record + record/2 // five records and a half
+	for name, ds := range map[string]provider.DataSource{"struct": src, "raw": rawWrapper{src}} {
+		srv := newServer(t, ds, provider.WithMaxPageBytes(budget))
+		seen := map[string]bool{}
+		pages := 0
+		for q := "/conversations?limit=1000"; ; pages++ {
+			resp, body := do(t, http.MethodGet, srv.URL+q, auth)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
+			var page spec.List[spec.Conversation]
+			require.NoError(t, json.Unmarshal(body, &page))
+			require.NotEmpty(t, page.Data, name)
+			require.LessOrEqual(t, len(page.Data), 6, "%s: a page stops at the budget", name)
+			for _, c := range page.Data {
+				require.False(t, seen[c.ID], "%s: %s twice", name, c.ID)
+				seen[c.ID] = true
+			}
+			if !page.HasMore {
+				break
+			}
+			q = "/conversations?limit=1000&cursor=" + *page.NextCursor
+		}
+		require.Len(t, seen, 40, name)
+		require.GreaterOrEqual(t, pages, 6, name)
+	}
+	// A budget below one record still serves one record a page.
+	srv := newServer(t, src, provider.WithMaxPageBytes(1))
+	_, body := do(t, http.MethodGet, srv.URL+"/conversations?limit=1000", auth)
+	var page spec.List[spec.Conversation]
+	require.NoError(t, json.Unmarshal(body, &page))
+	require.Len(t, page.Data, 1)
+	require.True(t, page.HasMore)
+	_, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: "x"}), provider.WithMaxPageBytes(0))
+	require.ErrorContains(t, err, "WithMaxPageBytes")
+}

@@ -21,6 +21,7 @@ type config struct {
 	now       func() time.Time
 	gzipLevel int
 	mounts    []mount
+	maxPage   int
 }
 
 // mount is a handler served under a path prefix behind authentication.
@@ -128,8 +129,28 @@ func WithGzipLevel(level int) Option {
 	}
 }
 
+// DefaultMaxPageBytes is the byte budget of a list page unless
+// [WithMaxPageBytes] says otherwise: 8 MiB, some fifty times a page of 100
+// realistic conversations.
+const DefaultMaxPageBytes = 8 << 20
+
+// WithMaxPageBytes bounds the JSON of the records of one list page: a page
+// stops at the first record that takes it past n bytes (it always holds one
+// record), with hasMore true and a nextCursor after its last record, so a
+// client asking limit=1000 of large records cannot make one answer cost
+// without bound. The default is [DefaultMaxPageBytes].
+func WithMaxPageBytes(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("provider: WithMaxPageBytes(%d): want at least 1", n)
+		}
+		c.maxPage = n
+		return nil
+	}
+}
+
 func newConfig(opts []Option) (*config, error) {
-	c := &config{now: time.Now, gzipLevel: 1}
+	c := &config{now: time.Now, gzipLevel: 1, maxPage: DefaultMaxPageBytes}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
