@@ -139,11 +139,21 @@ func TestServiceBodyLimits(t *testing.T) {
 // slot) until the test closes the connection.
 func (s hardenedService) holdRequest(t *testing.T, key string) net.Conn {
 	t.Helper()
+	return s.hold(t, "/review-tasks", key)
+}
+
+// hold is holdRequest to any path, with key unless it is empty.
+func (s hardenedService) hold(t *testing.T, path, key string) net.Conn {
+	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	_, err = io.WriteString(conn, "POST /review-tasks HTTP/1.1\r\nHost: x\r\nX-API-Key: "+key+
-		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	hdr := ""
+	if key != "" {
+		hdr = "X-API-Key: " + key + "\r\n"
+	}
+	_, err = io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: x\r\n"+hdr+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 	require.NoError(t, err)
 	return conn
 }
@@ -216,4 +226,20 @@ func TestServiceConcurrencyLimits(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 	s.eventually(t, "/review-tasks", s.key, http.StatusOK)
+
+	// A push source's deliveries are bounded likewise, before their bodies
+	// are read.
+	s.hold(t, "/push/"+s.push, "")
+	s.hold(t, "/push/"+s.push, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, b := s.send(t, http.MethodPost, "/push/"+s.push, false, jsonHeader, strings.NewReader("{}"))
+		if resp.StatusCode == http.StatusTooManyRequests {
+			require.Equal(t, "1", resp.Header.Get("Retry-After"))
+			break
+		}
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "an unsigned push: %s", b)
+		require.True(t, time.Now().Before(deadline), "pushes held in flight are not counted")
+		time.Sleep(20 * time.Millisecond)
+	}
 }
