@@ -300,11 +300,28 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	list, err := h.store.ListInstructions(r.Context(), principal(r).OrganisationID, q)
+	// Each instruction is written as it is read: a page of 100
+	// instructions of up to 1 MiB each costs the memory of one.
+	out := httpx.NewListStream(w, "items")
+	var writeErr error
+	list, err := h.store.ScanInstructions(r.Context(), principal(r).OrganisationID, q, func(in spec.Instruction) error {
+		writeErr = out.Item(in)
+		return writeErr
+	})
 	if err != nil {
+		if out.Started() {
+			if writeErr == nil { // not the client going away: the server's failure
+				h.logger.ErrorContext(r.Context(), "instruction list cut", "request_id", httpx.RequestIDFrom(r.Context()), "error", err)
+			}
+			out.Abort()
+		}
 		return err
 	}
-	return httpx.WriteJSON(w, http.StatusOK, list)
+	return out.Close(struct {
+		TotalCount int `json:"totalCount"`
+		Page       int `json:"page"`
+		PageSize   int `json:"pageSize"`
+	}{list.TotalCount, list.Page, list.PageSize})
 }
 
 // ParseInstructionQuery parses the query string of the instruction list. A

@@ -113,3 +113,32 @@ func TestSecurityHeaders(t *testing.T) {
 	})).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.Equal(t, "public, max-age=60", w.Header().Get("Cache-Control"), "a handler's own is kept")
 }
+
+func TestListStream(t *testing.T) {
+	t.Parallel()
+	tail := struct {
+		Total int `json:"total"`
+	}{3}
+	w := httptest.NewRecorder()
+	s := httpx.NewListStream(w, "items")
+	require.False(t, s.Started())
+	require.NoError(t, s.Item(map[string]string{"a": "<b>"}))
+	require.True(t, s.Started())
+	require.NoError(t, s.Item(1))
+	require.NoError(t, s.Close(tail))
+	require.JSONEq(t, `{"items":[{"a":"<b>"},1],"total":3}`, w.Body.String())
+	require.Contains(t, w.Body.String(), "<b>", "HTML is not escaped, as WriteJSON")
+	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	require.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+
+	w = httptest.NewRecorder()
+	require.NoError(t, httpx.NewListStream(w, "data").Close(struct{}{}))
+	require.JSONEq(t, `{"data":[]}`, w.Body.String())
+	w = httptest.NewRecorder()
+	require.Error(t, httpx.NewListStream(w, "data").Close([]int{}))
+	require.Empty(t, w.Body.String(), "nothing written before the tail is known good")
+
+	s = httpx.NewListStream(httptest.NewRecorder(), "items")
+	require.NoError(t, s.Item(1))
+	require.PanicsWithValue(t, http.ErrAbortHandler, s.Abort)
+}
