@@ -117,6 +117,14 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		httpx.Annotate(r.Context(), slog.String("credential", p.Name))
+		release, err := h.cfg.inFlight.Acquire(p.Name+"\x00"+p.Tenant, p.Tenant)
+		if err != nil {
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
+				Detail: "Too many requests of this credential or its tenant are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

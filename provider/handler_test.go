@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -528,4 +529,67 @@ func TestMaxPageBytes(t *testing.T) {
 	require.True(t, page.HasMore)
 	_, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: "x"}), provider.WithMaxPageBytes(0))
 	require.ErrorContains(t, err, "WithMaxPageBytes")
+}
+
+// blockingSource holds every ListConversations until release is closed,
+// telling entered of each.
+type blockingSource struct {
+	*memsource.Source
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockingSource) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return provider.Page[spec.Conversation]{}, ctx.Err()
+	}
+	return s.Source.ListConversations(ctx, q)
+}
+
+// TestMaxConcurrent: requests in flight of one credential, and of one
+// tenant's credentials together, are bounded; the next is 429 with
+// Retry-After before the DataSource is asked, another tenant is served, and
+// the slots come back when the requests end.
+func TestMaxConcurrent(t *testing.T) {
+	t.Parallel()
+	src := blockingSource{Source: seeded(t, 3), entered: make(chan struct{}, 10), release: make(chan struct{})}
+	h, err := provider.NewHandler(src, provider.WithTokens(
+		provider.Token{Secret: "a", Tenant: "t1"}, provider.Token{Secret: "b", Tenant: "t1"}, provider.Token{Secret: "c", Tenant: "t2"},
+	), provider.WithMaxConcurrent(2, 3))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(src.release) }) }
+	t.Cleanup(releaseAll) // first, should the test fail holding requests
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	held := make(chan int, 3)
+	hold := func(tok string) {
+		go func() {
+			resp, _ := do(t, http.MethodGet, srv.URL+"/conversations", bearer(tok))
+			held <- resp.StatusCode
+		}()
+		<-src.entered // the request is in the DataSource: it holds its slot
+	}
+	hold("a")
+	hold("a")
+	// /usage does not block in this source: a probe never hangs.
+	resp, body := do(t, http.MethodGet, srv.URL+"/usage", bearer("a"))
+	problemOf(t, resp, body, http.StatusTooManyRequests)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	hold("b") // the tenant's third
+	resp, body = do(t, http.MethodGet, srv.URL+"/usage", bearer("b"))
+	problemOf(t, resp, body, http.StatusTooManyRequests)
+	resp, body = do(t, http.MethodGet, srv.URL+"/usage", bearer("c"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another tenant: %s", body)
+	releaseAll()
+	for range 3 {
+		require.Equal(t, http.StatusOK, <-held)
+	}
+	resp, body = do(t, http.MethodGet, srv.URL+"/conversations", bearer("a"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the slots are back: %s", body)
+	require.Len(t, src.entered, 1, "the last request reached the DataSource")
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/aiusage/kit/internal/infra/httpx"
 )
 
 // Option configures a [Handler].
@@ -22,6 +24,7 @@ type config struct {
 	gzipLevel int
 	mounts    []mount
 	maxPage   int
+	inFlight  *httpx.Limiter // nil: no bound
 }
 
 // mount is a handler served under a path prefix behind authentication.
@@ -147,6 +150,27 @@ func WithMaxPageBytes(n int) Option {
 		c.maxPage = n
 		return nil
 	}
+}
+
+// WithMaxConcurrent bounds the requests in flight at once per credential
+// (perCredential) and per tenant, all its credentials together
+// (perTenant), counted in this process after authentication; a request over
+// a bound is answered 429 with Retry-After: 1 before the DataSource is
+// asked. An MCP event stream mounted with [WithMount] holds its slot while
+// it is open. Zero or less turns that bound off. The default is no bound.
+func WithMaxConcurrent(perCredential, perTenant int) Option {
+	return func(c *config) error {
+		c.inFlight = httpx.NewLimiter(boundOrOff(perCredential), boundOrOff(perTenant))
+		return nil
+	}
+}
+
+// boundOrOff returns n, or httpx.NewLimiter's "off" (-1) for zero or less.
+func boundOrOff(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func newConfig(opts []Option) (*config, error) {
