@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/httpx"
@@ -89,6 +90,14 @@ type serveHooks struct {
 	stop func(ctx context.Context) error
 }
 
+// isMCPStream tells the requests that open an MCP event stream (a GET of an
+// MCP endpoint, at /mcp or below a path ending in /mcp, accepting
+// text/event-stream), which get the stream deadline; no other route of a
+// serving command streams.
+func isMCPStream(r *http.Request) bool {
+	return httpx.IsEventStream(r) && (r.URL.Path == "/mcp" || strings.HasSuffix(r.URL.Path, "/mcp"))
+}
+
 // serve is the lifecycle of every serving command. It listens on --addr (a
 // usage error if it cannot), runs hooks.start, serves h, logs msg with the
 // url and attrs, and calls hooks.ready. When ctx ends it logs "shutting
@@ -105,10 +114,12 @@ func (s *serverFlags) serve(ctx context.Context, log *slog.Logger, h http.Handle
 			return err
 		}
 	}
-	// Each request's deadlines are set by route (an event stream's last
+	// Each request's deadlines are set by route (MCP's event stream lasts
 	// longer); the server's own are the defaults until the handler runs.
+	deadlines := s.deadlines
+	deadlines.IsStream = isMCPStream
 	srv := &http.Server{
-		Handler:           s.deadlines.Handler(h),
+		Handler:           deadlines.Handler(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       10*time.Second + s.deadlines.WithDefaults().Read,
 		WriteTimeout:      10*time.Second + s.deadlines.WithDefaults().Write,

@@ -41,6 +41,9 @@ type Deadlines struct {
 	// accepting text/event-stream, such as MCP's server-to-client stream),
 	// which has no body to read. Default 1 h; the client reconnects after.
 	Stream time.Duration
+	// IsStream tells the requests that get the Stream deadline. Default
+	// [IsEventStream].
+	IsStream func(*http.Request) bool
 }
 
 // Default deadlines of [Deadlines].
@@ -61,6 +64,9 @@ func (d Deadlines) WithDefaults() Deadlines {
 	if d.Stream <= 0 {
 		d.Stream = DefaultStreamDeadline
 	}
+	if d.IsStream == nil {
+		d.IsStream = IsEventStream
+	}
 	return d
 }
 
@@ -73,7 +79,7 @@ func (d Deadlines) Handler(next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		now := time.Now()
 		// A writer without deadlines (a test recorder) is served as it is.
-		if IsEventStream(r) {
+		if d.IsStream(r) {
 			// No body follows the GET; the read deadline only watches for
 			// the client going away, so it lasts as long as the stream.
 			_ = rc.SetReadDeadline(now.Add(d.Stream))
