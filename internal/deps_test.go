@@ -42,7 +42,7 @@ var rules = map[string][]string{
 	"consumer":              {"provider", "spec"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
 	"consumer/export":       {"consumer", "provider", "spec"},
-	"mcp":                   {"consumer", "provider", "spec"},
+	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
 
 	"internal/infra/httpx":           {"spec"},
 	"internal/infra/sqldb":           {},

@@ -2,15 +2,18 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -40,6 +43,7 @@ type config struct {
 	providerOpts  []provider.Option
 	logger        *slog.Logger
 	anyHost       bool
+	maxBody       int64
 	// inProcessOnly names the options set that only NewServer accepts.
 	inProcessOnly []string
 }
@@ -132,6 +136,25 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// DefaultMaxBodyBytes is the largest request body [Server.HTTPHandler]
+// accepts unless [WithMaxBodyBytes] says otherwise: 1 MiB, far more than a
+// tool call or a batch of them takes.
+const DefaultMaxBodyBytes = 1 << 20
+
+// WithMaxBodyBytes sets the largest request body [Server.HTTPHandler]
+// reads. A larger body is answered 413 with a JSON-RPC error before the MCP
+// layer reads it, so a client cannot make the server hold a body of any
+// size in memory. The default is [DefaultMaxBodyBytes].
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("mcp: WithMaxBodyBytes: %d is not positive", n)
+		}
+		c.maxBody = n
+		return nil
+	}
+}
+
 // WithAllowAnyHost turns off mcp-go's DNS rebinding protection of
 // [Server.HTTPHandler]. By default a request that arrives on a loopback
 // address (127.0.0.1, ::1) with a Host header other than localhost,
@@ -158,6 +181,7 @@ type Server struct {
 	http      *server.StreamableHTTPServer
 	schemas   map[string][]byte
 	logger    *slog.Logger
+	maxBody   int64
 }
 
 // NewServer returns a Server over ds. The tools call an in-process
@@ -216,7 +240,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{name: DefaultName, version: DefaultVersion}
+	c := &config{name: DefaultName, version: DefaultVersion, maxBody: DefaultMaxBodyBytes}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("mcp: nil Option")
@@ -236,7 +260,7 @@ func newServer(b Backend, cfg *config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{backend: b, principal: cfg.principal, logger: cfg.logger}
+	s := &Server{backend: b, principal: cfg.principal, logger: cfg.logger, maxBody: cfg.maxBody}
 	s.schemas = map[string][]byte{}
 	for k, v := range schemas {
 		s.schemas[k] = v
@@ -278,9 +302,11 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 // The handler reads the caller with [provider.PrincipalFrom]. A request
 // without a principal, when [WithPrincipal] gave no default either, is
 // answered 401 with WWW-Authenticate before the MCP layer. See
-// [WithAllowAnyHost] for the Host check on loopback addresses.
+// [WithAllowAnyHost] for the Host check on loopback addresses. A body over
+// [WithMaxBodyBytes] is answered 413 with a JSON-RPC error. Every answer is
+// marked X-Content-Type-Options: nosniff and Cache-Control: no-store.
 func (s *Server) HTTPHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httpx.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if principalFrom(r.Context(), s.principal) == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 			w.Header().Set("Content-Type", spec.ProblemContentType)
@@ -288,8 +314,30 @@ func (s *Server) HTTPHandler() http.Handler {
 			_, _ = io.WriteString(w, `{"type":"about:blank","title":"Unauthorized","status":401,"detail":"Send a valid credential as Authorization: Bearer <token> or X-API-Key: <token>."}`)
 			return
 		}
+		// mcp-go reads a body whole and without a limit: read it here
+		// first, within the limit.
+		if err := httpx.BufferBody(w, r, s.maxBody); err != nil {
+			if httpx.IsTooLarge(err) {
+				writeRPCError(w, http.StatusRequestEntityTooLarge,
+					fmt.Sprintf("The request body is larger than %d bytes, the most this server reads.", s.maxBody))
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, "The request body could not be read in time.")
+			return
+		}
 		s.http.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// writeRPCError answers a request the MCP layer never saw with status and a
+// JSON-RPC error (invalid request, no id) carrying msg.
+func writeRPCError(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32600, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // ServeStdio serves MCP over stdio (newline-delimited JSON-RPC) on in and

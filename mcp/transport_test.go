@@ -286,3 +286,62 @@ func TestOutputSchemaBundles(t *testing.T) {
 	_, err := mcp.OutputSchema("nope")
 	require.Error(t, err)
 }
+
+// bigRPCBody returns a JSON-RPC request of about n bytes, generated as it is
+// read (the test holds none of it), sent without a Content-Length when
+// chunked.
+func bigRPCBody(n int64) io.Reader {
+	return io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"`),
+		io.LimitReader(repeatReader('a'), n), strings.NewReader(`"}}`))
+}
+
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// TestHTTPBodyLimit: a 50 MB body, with or without a Content-Length, is
+// answered 413 with a JSON-RPC error before the MCP layer reads it, and the
+// limit is an option; a body within it is served.
+func TestHTTPBodyLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	post := func(body io.Reader, length int64) (*http.Response, []byte) {
+		req, err := http.NewRequest(http.MethodPost, f.url+"/mcp", body)
+		require.NoError(t, err)
+		req.ContentLength = length
+		req.Header.Set("Authorization", "Bearer "+fullToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, b
+	}
+	const size = 50 << 20
+	for name, length := range map[string]int64{"chunked": -1, "content-length": size + 71} {
+		resp, b := post(bigRPCBody(size), length)
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s: %.300s", name, b)
+		require.Contains(t, string(b), `"jsonrpc":"2.0"`, name)
+		require.Contains(t, string(b), "larger than 1048576 bytes", name)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), name)
+	}
+	// Just under the limit, the request reaches MCP (which wants a session
+	// first: anything but 413).
+	resp, b := post(bigRPCBody(mcp.DefaultMaxBodyBytes-200), -1)
+	require.NotEqual(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%.300s", b)
+
+	srv, err := mcp.NewServer(demoSource(t), mcp.WithPrincipal(provider.Principal{Tenant: tenant}), mcp.WithMaxBodyBytes(100))
+	require.NoError(t, err)
+	w := httptest.NewRecorder()
+	srv.HTTPHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", bigRPCBody(200)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, w.Body.String())
+	require.Contains(t, w.Body.String(), "larger than 100 bytes")
+	_, err = mcp.NewServer(demoSource(t), mcp.WithMaxBodyBytes(0))
+	require.ErrorContains(t, err, "WithMaxBodyBytes")
+}

@@ -32,7 +32,9 @@ import (
 // request, enforces scopes, parses and checks the query parameters, seals
 // cursors, answers errors as RFC 9457 problem details, compresses with gzip
 // when the client accepts it, recovers panics into 500 problems and logs one
-// line per request to the logger of [WithLogger].
+// line per request to the logger of [WithLogger]. Every answer is marked
+// X-Content-Type-Options: nosniff and Cache-Control: no-store: it is a
+// customer's data, for the credential that asked only.
 type Handler struct {
 	cfg    *config
 	ds     DataSource
@@ -70,7 +72,7 @@ func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Ad
 
 func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
+	r.Use(httpx.SecurityHeaders, httpx.RequestID, httpx.AccessLog(h.cfg.logger), httpx.Recover(h.writeError), middleware.GetHead)
 	// Every endpoint refuses a query string url.ParseQuery cannot parse,
 	// which r.URL.Query() would silently cut short.
 	r.Use(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
@@ -120,6 +122,14 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		httpx.Annotate(r.Context(), slog.String("credential", p.Name))
+		release, err := h.cfg.inFlight.Acquire(p.Name+"\x00"+p.Tenant, p.Tenant)
+		if err != nil {
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
+				Detail: "Too many requests of this credential or its tenant are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
@@ -193,13 +203,13 @@ func serveList[T any](h *Handler, w http.ResponseWriter, r *http.Request, tenant
 		if err != nil {
 			return err
 		}
-		return writeRawPage(w, page, l.limit, next)
+		return writeRawPage(w, page, l.limit, h.cfg.maxPage, next)
 	}
 	page, err := l.typed(r.Context())
 	if err != nil {
 		return err
 	}
-	return writePage(w, page, l.limit, l.key, next)
+	return writePage(w, page, l.limit, h.cfg.maxPage, l.key, next)
 }
 
 func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) error {
@@ -287,7 +297,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) error {
 		return h.sealer.seal(cursor{endpoint: endpointUsage, tenant: tenantDigest(tenant), filters: digest,
 			start: q.Start, end: q.End, usageKey: k})
 	}
-	return writePage(w, page, p.limit, func(b *spec.UsageBucket) UsageKey { return BucketKey(b) }, next)
+	return writePage(w, page, p.limit, h.cfg.maxPage, func(b *spec.UsageBucket) UsageKey { return BucketKey(b) }, next)
 }
 
 // --- single records
@@ -415,8 +425,9 @@ func checkPage(n, limit int, hasMore bool) (int, bool, error) {
 	return n, hasMore, nil
 }
 
-// writeRawPage writes the list envelope around stored record JSON.
-func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next func(Key) string) error {
+// writeRawPage writes the list envelope around stored record JSON, up to
+// budget bytes of records (see WithMaxPageBytes).
+func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit, budget int, next func(Key) string) error {
 	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
 	if err != nil {
 		return err
@@ -424,11 +435,15 @@ func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next f
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer putBuf(buf)
 	buf.Reset()
-	size := 64
-	for _, rec := range page.Items[:n] {
+	size := 0
+	for i, rec := range page.Items[:n] {
+		if i > 0 && size+len(rec.JSON) > budget {
+			n, hasMore = i, true
+			break
+		}
 		size += len(rec.JSON) + 1
 	}
-	buf.Grow(size)
+	buf.Grow(size + 64)
 	buf.WriteString(`{"data":[`)
 	for i, rec := range page.Items[:n] {
 		if i > 0 {
@@ -441,8 +456,9 @@ func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit int, next f
 	return writeBody(w, buf.Bytes())
 }
 
-// writePage encodes a page of structs into the list envelope.
-func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key func(*T) K, next func(K) string) error {
+// writePage encodes a page of structs into the list envelope, up to budget
+// bytes of records (see WithMaxPageBytes).
+func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit, budget int, key func(*T) K, next func(K) string) error {
 	n, hasMore, err := checkPage(len(page.Items), limit, page.HasMore)
 	if err != nil {
 		return err
@@ -452,7 +468,9 @@ func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key
 	buf.Reset()
 	buf.WriteString(`{"data":[`)
 	enc := json.NewEncoder(buf)
+	start := buf.Len()
 	for i := range page.Items[:n] {
+		mark := buf.Len()
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -460,6 +478,11 @@ func writePage[T any, K any](w http.ResponseWriter, page Page[T], limit int, key
 			return fmt.Errorf("encode record: %w", err)
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
+		if i > 0 && buf.Len()-start > budget {
+			buf.Truncate(mark) // the record that went past the budget
+			n, hasMore = i, true
+			break
+		}
 	}
 	buf.WriteString(`],"hasMore":`)
 	writeTail(buf, hasMore, func() string { return next(key(&page.Items[n-1])) })

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -458,4 +459,137 @@ func TestMountIsBehindAuthentication(t *testing.T) {
 		_, err := provider.NewHandler(memsource.New(), provider.WithTokens(provider.Token{Secret: "a"}), provider.WithMount(bad, mounted))
 		require.Error(t, err, bad)
 	}
+}
+
+// TestSecurityHeaders: every answer, data or error, is marked nosniff and
+// no-store: it is a customer's data for one credential.
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, seeded(t, 2))
+	for _, c := range []struct {
+		method, path string
+		hdr          map[string]string
+		status       int
+	}{
+		{http.MethodGet, "/conversations", auth, http.StatusOK},
+		{http.MethodGet, "/usage", auth, http.StatusOK},
+		{http.MethodGet, "/conversations/nope", auth, http.StatusNotFound},
+		{http.MethodGet, "/conversations", nil, http.StatusUnauthorized},
+		{http.MethodGet, "/conversations?limit=0", auth, http.StatusBadRequest},
+		{http.MethodPost, "/conversations", auth, http.StatusMethodNotAllowed},
+		{http.MethodGet, "/nope", auth, http.StatusNotFound},
+	} {
+		resp, body := do(t, c.method, srv.URL+c.path, c.hdr)
+		require.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), "%s %s", c.method, c.path)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "%s %s", c.method, c.path)
+	}
+}
+
+// TestMaxPageBytes: a page stops at its byte budget (holding at least one
+// record) with hasMore and a cursor after its last record, from stored JSON
+// and from structs alike, and walking the cursors yields every record once.
+func TestMaxPageBytes(t *testing.T) {
+	t.Parallel()
+	src := seeded(t, 40)
+	_, one := do(t, http.MethodGet, newServer(t, src).URL+"/conversations?limit=1", auth)
+	var first spec.List[json.RawMessage]
+	require.NoError(t, json.Unmarshal(one, &first))
+	record := len(first.Data[0])
+	budget := 5*record + record/2 // five records and a half
+	for name, ds := range map[string]provider.DataSource{"struct": src, "raw": rawWrapper{src}} {
+		srv := newServer(t, ds, provider.WithMaxPageBytes(budget))
+		seen := map[string]bool{}
+		pages := 0
+		for q := "/conversations?limit=1000"; ; pages++ {
+			resp, body := do(t, http.MethodGet, srv.URL+q, auth)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", name, body)
+			var page spec.List[spec.Conversation]
+			require.NoError(t, json.Unmarshal(body, &page))
+			require.NotEmpty(t, page.Data, name)
+			require.LessOrEqual(t, len(page.Data), 6, "%s: a page stops at the budget", name)
+			for _, c := range page.Data {
+				require.False(t, seen[c.ID], "%s: %s twice", name, c.ID)
+				seen[c.ID] = true
+			}
+			if !page.HasMore {
+				break
+			}
+			q = "/conversations?limit=1000&cursor=" + *page.NextCursor
+		}
+		require.Len(t, seen, 40, name)
+		require.GreaterOrEqual(t, pages, 6, name)
+	}
+	// A budget below one record still serves one record a page.
+	srv := newServer(t, src, provider.WithMaxPageBytes(1))
+	_, body := do(t, http.MethodGet, srv.URL+"/conversations?limit=1000", auth)
+	var page spec.List[spec.Conversation]
+	require.NoError(t, json.Unmarshal(body, &page))
+	require.Len(t, page.Data, 1)
+	require.True(t, page.HasMore)
+	_, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: "x"}), provider.WithMaxPageBytes(0))
+	require.ErrorContains(t, err, "WithMaxPageBytes")
+}
+
+// blockingSource holds every ListConversations until release is closed,
+// telling entered of each.
+type blockingSource struct {
+	*memsource.Source
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockingSource) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return provider.Page[spec.Conversation]{}, ctx.Err()
+	}
+	return s.Source.ListConversations(ctx, q)
+}
+
+// TestMaxConcurrent: requests in flight of one credential, and of one
+// tenant's credentials together, are bounded; the next is 429 with
+// Retry-After before the DataSource is asked, another tenant is served, and
+// the slots come back when the requests end.
+func TestMaxConcurrent(t *testing.T) {
+	t.Parallel()
+	src := blockingSource{Source: seeded(t, 3), entered: make(chan struct{}, 10), release: make(chan struct{})}
+	h, err := provider.NewHandler(src, provider.WithTokens(
+		provider.Token{Secret: "a", Tenant: "t1"}, provider.Token{Secret: "b", Tenant: "t1"}, provider.Token{Secret: "c", Tenant: "t2"},
+	), provider.WithMaxConcurrent(2, 3))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(src.release) }) }
+	t.Cleanup(releaseAll) // first, should the test fail holding requests
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	held := make(chan int, 3)
+	hold := func(tok string) {
+		go func() {
+			resp, _ := do(t, http.MethodGet, srv.URL+"/conversations", bearer(tok))
+			held <- resp.StatusCode
+		}()
+		<-src.entered // the request is in the DataSource: it holds its slot
+	}
+	hold("a")
+	hold("a")
+	// /usage does not block in this source: a probe never hangs.
+	resp, body := do(t, http.MethodGet, srv.URL+"/usage", bearer("a"))
+	problemOf(t, resp, body, http.StatusTooManyRequests)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	hold("b") // the tenant's third
+	resp, body = do(t, http.MethodGet, srv.URL+"/usage", bearer("b"))
+	problemOf(t, resp, body, http.StatusTooManyRequests)
+	resp, body = do(t, http.MethodGet, srv.URL+"/usage", bearer("c"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another tenant: %s", body)
+	releaseAll()
+	for range 3 {
+		require.Equal(t, http.StatusOK, <-held)
+	}
+	resp, body = do(t, http.MethodGet, srv.URL+"/conversations", bearer("a"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the slots are back: %s", body)
+	require.Len(t, src.entered, 1, "the last request reached the DataSource")
 }

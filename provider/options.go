@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/aiusage/kit/internal/infra/httpx"
 )
 
 // Option configures a [Handler].
@@ -21,6 +23,8 @@ type config struct {
 	now       func() time.Time
 	gzipLevel int
 	mounts    []mount
+	maxPage   int
+	inFlight  *httpx.Limiter // nil: no bound
 }
 
 // mount is a handler served under a path prefix behind authentication.
@@ -128,8 +132,49 @@ func WithGzipLevel(level int) Option {
 	}
 }
 
+// DefaultMaxPageBytes is the byte budget of a list page unless
+// [WithMaxPageBytes] says otherwise: 8 MiB, some fifty times a page of 100
+// realistic conversations.
+const DefaultMaxPageBytes = 8 << 20
+
+// WithMaxPageBytes bounds the JSON of the records of one list page: a page
+// stops at the first record that takes it past n bytes (it always holds one
+// record), with hasMore true and a nextCursor after its last record, so a
+// client asking limit=1000 of large records cannot make one answer cost
+// without bound. The default is [DefaultMaxPageBytes].
+func WithMaxPageBytes(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("provider: WithMaxPageBytes(%d): want at least 1", n)
+		}
+		c.maxPage = n
+		return nil
+	}
+}
+
+// WithMaxConcurrent bounds the requests in flight at once per credential
+// (perCredential) and per tenant, all its credentials together
+// (perTenant), counted in this process after authentication; a request over
+// a bound is answered 429 with Retry-After: 1 before the DataSource is
+// asked. An MCP event stream mounted with [WithMount] holds its slot while
+// it is open. Zero or less turns that bound off. The default is no bound.
+func WithMaxConcurrent(perCredential, perTenant int) Option {
+	return func(c *config) error {
+		c.inFlight = httpx.NewLimiter(boundOrOff(perCredential), boundOrOff(perTenant))
+		return nil
+	}
+}
+
+// boundOrOff returns n, or httpx.NewLimiter's "off" (-1) for zero or less.
+func boundOrOff(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 func newConfig(opts []Option) (*config, error) {
-	c := &config{now: time.Now, gzipLevel: 1}
+	c := &config{now: time.Now, gzipLevel: 1, maxPage: DefaultMaxPageBytes}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err

@@ -310,7 +310,8 @@ func fullReviewTaskCreate() spec.ReviewTaskCreate {
 }
 
 func fullReviewTaskList() spec.ReviewTaskList {
-	return spec.ReviewTaskList{Data: []spec.ReviewTask{fullReviewTask()}, Total: 57, Limit: 20, Offset: 40}
+	next := 41
+	return spec.ReviewTaskList{Data: []spec.ReviewTask{fullReviewTask()}, Total: 57, Limit: 20, Offset: 40, NextOffset: &next}
 }
 
 func fullWebhookCreate() spec.WebhookCreate {

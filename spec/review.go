@@ -190,12 +190,17 @@ const (
 	ReasonBudget = "budget"
 )
 
-// ReviewTaskList is the answer of GET /review-tasks.
+// ReviewTaskList is the answer of GET /review-tasks. Its tasks leave out
+// request and redactedRequest unless asked for with include=request.
 type ReviewTaskList struct {
 	Data   []ReviewTask `json:"data"`
 	Total  int          `json:"total"`
 	Limit  int          `json:"limit"`
 	Offset int          `json:"offset"`
+	// NextOffset is the offset of the next page (offset plus the tasks of
+	// this one) while tasks remain, else null. A page holds fewer than
+	// limit tasks when their JSON would pass the page's byte budget.
+	NextOffset *int `json:"nextOffset"`
 }
 
 // WebhookCreate is the body of POST /webhooks.

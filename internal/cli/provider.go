@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/infra/demodata"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
@@ -47,6 +48,8 @@ type providerServeFlags struct {
 	demo                 int
 	seed                 uint64
 	metrics              metricsFlags
+	maxPerToken          int
+	maxPerTenant         int
 }
 
 func providerServeCommand() *command {
@@ -87,6 +90,8 @@ cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 			fs.IntVar(&f.demo, "demo", 0, "fill an empty database with `N` generated conversations")
 			fs.Uint64Var(&f.seed, "seed", 1, "`SEED` of the --demo data")
 			f.metrics.register(fs)
+			fs.IntVar(&f.maxPerToken, "max-concurrent-per-token", httpx.DefaultConcurrentPerKey, "most requests of one token in flight at once; more are answered 429 with Retry-After")
+			fs.IntVar(&f.maxPerTenant, "max-concurrent-per-tenant", httpx.DefaultConcurrentPerOrganisation, "most requests of one tenant's tokens in flight at once; more are answered 429 with Retry-After")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return providerServe(ctx, e, f)
@@ -122,6 +127,9 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 	if f.demo < 0 {
 		return usagef("%s: --demo must be 0 or more, got %d", e.cmd, f.demo)
 	}
+	if f.maxPerToken < 1 || f.maxPerTenant < 1 {
+		return usagef("%s: --max-concurrent-per-token and --max-concurrent-per-tenant must be at least 1, got %d and %d", e.cmd, f.maxPerToken, f.maxPerTenant)
+	}
 	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
@@ -154,7 +162,7 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 		return err
 	}
 	h, err := provider.NewHandler(src, provider.WithTokens(tokens...), provider.WithLogger(log), provider.WithCursorKey(key),
-		provider.WithMount("/mcp", m.HTTPHandler()))
+		provider.WithMount("/mcp", m.HTTPHandler()), provider.WithMaxConcurrent(f.maxPerToken, f.maxPerTenant))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/aiusage/kit/internal/infra/httpx"
 )
 
 // serverFlags are the flags of every command that serves HTTP: demo,
@@ -19,14 +22,21 @@ type serverFlags struct {
 	addr            string
 	logFormat       string
 	shutdownTimeout time.Duration
+	// deadlines bound each request's body and answer (--read-timeout,
+	// --write-timeout, --stream-timeout).
+	deadlines httpx.Deadlines
 }
 
-// register declares --addr, --log-format and --shutdown-timeout on fs, with
+// register declares --addr, --log-format, --shutdown-timeout and the
+// request deadlines on fs, with
 // the command's default address and shutdown timeout.
 func (s *serverFlags) register(fs *flag.FlagSet, addr string, shutdownTimeout time.Duration) {
 	fs.StringVar(&s.addr, "addr", addr, "`ADDR` to listen on (host:port; port 0 picks a free port)")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "how long to let requests in flight finish on shutdown")
+	fs.DurationVar(&s.deadlines.Read, "read-timeout", httpx.DefaultReadDeadline, "how long a request's body may take to arrive; a slower one is cut off")
+	fs.DurationVar(&s.deadlines.Write, "write-timeout", httpx.DefaultWriteDeadline, "how long an answer may take to be written")
+	fs.DurationVar(&s.deadlines.Stream, "stream-timeout", httpx.DefaultStreamDeadline, "how long an event stream (MCP's GET) may stay open")
 }
 
 // logger checks the flags and returns the command's logger, writing to w in
@@ -34,6 +44,14 @@ func (s *serverFlags) register(fs *flag.FlagSet, addr string, shutdownTimeout ti
 func (s *serverFlags) logger(cmd string, w io.Writer) (*slog.Logger, error) {
 	if s.shutdownTimeout <= 0 {
 		return nil, usagef("%s: --shutdown-timeout must be positive, got %s", cmd, s.shutdownTimeout)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"read-timeout", s.deadlines.Read}, {"write-timeout", s.deadlines.Write}, {"stream-timeout", s.deadlines.Stream}} {
+		if d.v <= 0 {
+			return nil, usagef("%s: --%s must be positive, got %s", cmd, d.flag, d.v)
+		}
 	}
 	return newLogger(cmd, w, s.logFormat)
 }
@@ -72,6 +90,14 @@ type serveHooks struct {
 	stop func(ctx context.Context) error
 }
 
+// isMCPStream tells the requests that open an MCP event stream (a GET of an
+// MCP endpoint, at /mcp or below a path ending in /mcp, accepting
+// text/event-stream), which get the stream deadline; no other route of a
+// serving command streams.
+func isMCPStream(r *http.Request) bool {
+	return httpx.IsEventStream(r) && (r.URL.Path == "/mcp" || strings.HasSuffix(r.URL.Path, "/mcp"))
+}
+
 // serve is the lifecycle of every serving command. It listens on --addr (a
 // usage error if it cannot), runs hooks.start, serves h, logs msg with the
 // url and attrs, and calls hooks.ready. When ctx ends it logs "shutting
@@ -88,9 +114,15 @@ func (s *serverFlags) serve(ctx context.Context, log *slog.Logger, h http.Handle
 			return err
 		}
 	}
+	// Each request's deadlines are set by route (MCP's event stream lasts
+	// longer); the server's own are the defaults until the handler runs.
+	deadlines := s.deadlines
+	deadlines.IsStream = isMCPStream
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           deadlines.Handler(h),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10*time.Second + s.deadlines.WithDefaults().Read,
+		WriteTimeout:      10*time.Second + s.deadlines.WithDefaults().Write,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -46,6 +47,7 @@ type serviceFlags struct {
 	reviewTimeout        time.Duration
 	secrets              secretFlags
 	metrics              metricsFlags
+	maxPerKey, maxPerOrg int
 }
 
 func serviceServeCommand() *command {
@@ -121,6 +123,8 @@ that cannot be listened on).`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
+			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
+			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -150,6 +154,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err := f.embeddings.checkBudget(e.cmd); err != nil {
 		return err
 	}
+	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
+		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
+	}
 	ring, keySrc, err := f.secrets.keyring(e.cmd, e, db)
 	if err != nil {
 		return err
@@ -164,7 +171,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
-		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget})
+		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
+		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -194,6 +202,9 @@ type serviceOptions struct {
 	mounts []func(chi.Router)
 	// readiness adds migration components to /readyz.
 	readiness map[string]fs.FS
+	// concurrency bounds the requests in flight per key and organisation
+	// on every API (nil: the defaults of httpx.NewLimiter).
+	concurrency *httpx.Limiter
 }
 
 // fullService is the whole oversight service over one database: the
@@ -212,6 +223,9 @@ type fullService struct {
 }
 
 func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
+	if o.concurrency == nil {
+		o.concurrency = httpx.NewLimiter(0, 0)
+	}
 	metrics := ops.NewMetrics()
 	ops.SetGlobal(metrics) // webhook deliveries and syncs count here
 	// The people who sign in to the dashboard, their sessions and the
@@ -221,19 +235,19 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, err
 	}
 	// The sources: their syncs run on the review-task API's job queue.
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log})
+	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency})
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log,
 		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic, Budget: o.budget},
-		AddWorkers: src.AddWorkers, Queues: src.Queues(), PeriodicJobs: src.PeriodicJobs()})
+		AddWorkers: src.AddWorkers, Queues: src.Queues(), PeriodicJobs: src.PeriodicJobs(), Concurrency: o.concurrency})
 	if err != nil {
 		src.Close()
 		return nil, err
 	}
 	src.SetEnqueue(svc.Enqueue)
-	org, err := orgapi.NewHandler(store, orgapi.WithLogger(log))
+	org, err := orgapi.NewHandler(store, orgapi.WithLogger(log), orgapi.WithConcurrency(o.concurrency))
 	if err != nil {
 		svc.Close()
 		src.Close()

@@ -29,12 +29,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
 	ctx := r.Context()
 	var data overviewData
-	queue, err := d.cfg.Review.Queue(ctx, v.Organisation.ID)
+	queue, total, err := d.cfg.Review.QueuePage(ctx, v.Organisation.ID, 5)
 	if err != nil {
 		return err
 	}
-	data.OpenCount = len(queue)
-	data.Open = queue[:min(5, len(queue))]
+	data.OpenCount = total
+	data.Open = queue
 	if d.cfg.Sources != nil {
 		listed, err := d.cfg.Sources.Statuses(ctx, v.Organisation.ID)
 		if err != nil {

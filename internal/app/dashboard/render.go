@@ -127,13 +127,23 @@ func (d *Dashboard) action(fn func(w http.ResponseWriter, r *http.Request) error
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		if err := r.ParseForm(); err != nil {
-			d.errorPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			formError(d, w, r, err)
 			return
 		}
 		if err := fn(w, r); err != nil {
 			d.fail(w, r, err)
 		}
 	}
+}
+
+// formError answers a form that could not be read: 413 when it is over its
+// limit, else 400.
+func formError(d *Dashboard, w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.IsTooLarge(err) {
+		d.errorPage(w, r, http.StatusRequestEntityTooLarge, "The form is larger than this page accepts.")
+		return
+	}
+	d.errorPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 }
 
 // clientMessage returns the message and status of a client error (one of

@@ -45,6 +45,9 @@ type taskView struct {
 
 type reviewData struct {
 	Tasks []taskView
+	// Total is how many tasks wait; the page shows the oldest
+	// reviewapi.MaxQueuePage of them.
+	Total int
 }
 
 // reviewQueue shows the tasks waiting for a person, oldest first.
@@ -64,11 +67,11 @@ func (d *Dashboard) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (d *Dashboard) renderQueue(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
-	tasks, err := d.cfg.Review.Queue(r.Context(), viewerOf(r).Organisation.ID)
+	tasks, total, err := d.cfg.Review.QueuePage(r.Context(), viewerOf(r).Organisation.ID, reviewapi.MaxQueuePage)
 	if err != nil {
 		return err
 	}
-	data := reviewData{}
+	data := reviewData{Total: total}
 	for _, t := range tasks {
 		data.Tasks = append(data.Tasks, viewTask(t, d.cfg.Review.RedactionMark()))
 	}

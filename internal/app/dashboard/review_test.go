@@ -2,8 +2,10 @@ package dashboard_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +189,33 @@ func TestReviewQueueShowsBudgetOverrun(t *testing.T) {
 		require.Contains(t, q.Body, "The policy could not decide in time")
 		require.Contains(t, q.Body, "Legacy words")
 		require.Contains(t, q.Body, "compiles to 2003 instructions")
+	})
+}
+
+// The review queue shows a bounded page of the oldest tasks, each with its
+// request of up to 1 MiB, and says how many wait in all; the overview
+// counts them all.
+func TestReviewQueueBounded(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		n := reviewapi.MaxQueuePage + 2
+		var first, last spec.ReviewTask
+		for i := range n {
+			task := e.submitWaiting(t, "Project Falcon")
+			if i == 0 {
+				first = task
+			}
+			last = task
+		}
+		rev := e.browser()
+		rev.signIn(t, "rex@acme.test", "/review")
+		q := rev.get(t, "/review")
+		require.Equal(t, http.StatusOK, q.Status)
+		require.Equal(t, reviewapi.MaxQueuePage, strings.Count(q.Body, `<article class="card task"`))
+		require.Contains(t, q.Body, fmt.Sprintf("%d tasks wait for a decision, oldest first. The oldest %d are shown", n, reviewapi.MaxQueuePage))
+		require.Contains(t, q.Body, first.ID, "oldest first")
+		require.NotContains(t, q.Body, last.ID)
+		o := rev.get(t, "/")
+		require.Contains(t, o.Body, fmt.Sprintf(`<span class="n">%d</span> review tasks wait`, n))
 	})
 }

@@ -31,7 +31,7 @@ func (d *Dashboard) signinPage(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		d.errorPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		formError(d, w, r, err)
 		return
 	}
 	email, password := r.PostForm.Get("email"), r.PostForm.Get("password")

@@ -31,9 +31,10 @@ import (
 // and answers 403 to any request for /organisations/{organisationId}/api-keys:
 // keys are managed by a person, never with a key.
 type Handler struct {
-	store  *Store
-	logger *slog.Logger
-	router chi.Router
+	store       *Store
+	logger      *slog.Logger
+	concurrency *httpx.Limiter
+	router      chi.Router
 }
 
 // Option configures a Handler.
@@ -42,6 +43,12 @@ type Option func(*Handler)
 // WithLogger sets the logger of the access log and of 5xx errors. Default:
 // nothing is logged.
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.logger = l } }
+
+// WithConcurrency bounds the requests in flight per API key and per
+// organisation with l (share one Limiter among the APIs of a service); a
+// request over the bound is answered 429 with Retry-After. Default: no
+// bound.
+func WithConcurrency(l *httpx.Limiter) Option { return func(h *Handler) { h.concurrency = l } }
 
 // NewHandler returns the organisation API over store.
 func NewHandler(store *Store, opts ...Option) (*Handler, error) {
@@ -97,10 +104,11 @@ func (h *Handler) routes() chi.Router {
 	return r
 }
 
-// Middleware returns the middleware every route of the service runs: request
-// ids, the access log, panic recovery and HEAD for GET routes.
+// Middleware returns the middleware every route of the service runs: the
+// security headers (nosniff, no-store), request ids, the access log, panic
+// recovery and HEAD for GET routes.
 func (h *Handler) Middleware() []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{httpx.RequestID, httpx.AccessLog(h.logger), httpx.Recover(h.writeError), middleware.GetHead}
+	return []func(http.Handler) http.Handler{httpx.SecurityHeaders, httpx.RequestID, httpx.AccessLog(h.logger), httpx.Recover(h.writeError), middleware.GetHead}
 }
 
 // methodNotAllowed answers 405 with the methods the path allows.
@@ -167,6 +175,14 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
+		release, err := h.concurrency.Acquire(p.KeyID, p.OrganisationID)
+		if err != nil {
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
+				Detail: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
@@ -293,11 +309,28 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	list, err := h.store.ListInstructions(r.Context(), principal(r).OrganisationID, q)
+	// Each instruction is written as it is read: a page of 100
+	// instructions of up to 1 MiB each costs the memory of one.
+	out := httpx.NewListStream(w, "items")
+	var writeErr error
+	list, err := h.store.ScanInstructions(r.Context(), principal(r).OrganisationID, q, func(in spec.Instruction) error {
+		writeErr = out.Item(in)
+		return writeErr
+	})
 	if err != nil {
+		if out.Started() {
+			if writeErr == nil { // not the client going away: the server's failure
+				h.logger.ErrorContext(r.Context(), "instruction list cut", "request_id", httpx.RequestIDFrom(r.Context()), "error", err)
+			}
+			out.Abort()
+		}
 		return err
 	}
-	return httpx.WriteJSON(w, http.StatusOK, list)
+	return out.Close(struct {
+		TotalCount int `json:"totalCount"`
+		Page       int `json:"page"`
+		PageSize   int `json:"pageSize"`
+	}{list.TotalCount, list.Page, list.PageSize})
 }
 
 // ParseInstructionQuery parses the query string of the instruction list. A

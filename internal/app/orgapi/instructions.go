@@ -369,6 +369,22 @@ func (s *Store) DeleteInstruction(ctx context.Context, orgID, id string, actor A
 // match q, newest first (createdAt descending, then id), with the number of
 // all that match. Both come from one snapshot.
 func (s *Store) ListInstructions(ctx context.Context, orgID string, q InstructionQuery) (spec.InstructionList, error) {
+	var items []spec.Instruction
+	list, err := s.ScanInstructions(ctx, orgID, q, func(in spec.Instruction) error {
+		items = append(items, in)
+		return nil
+	})
+	if items != nil {
+		list.Items = items
+	}
+	return list, err
+}
+
+// ScanInstructions is [Store.ListInstructions] calling each for the
+// instructions of the page one at a time, as they are read, rather than
+// collecting them: the list it returns has no items. An error of each ends
+// the scan and is returned.
+func (s *Store) ScanInstructions(ctx context.Context, orgID string, q InstructionQuery, each func(spec.Instruction) error) (spec.InstructionList, error) {
 	if q.Page < 1 {
 		q.Page = 1
 	}
@@ -424,6 +440,19 @@ func (s *Store) ListInstructions(ctx context.Context, orgID string, q Instructio
 	if err != nil {
 		return list, err
 	}
-	list.Items, err = sqldb.ScanJSON[spec.Instruction](rows)
-	return list, err
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return list, err
+		}
+		var in spec.Instruction
+		if err := json.Unmarshal(b, &in); err != nil {
+			return list, fmt.Errorf("orgapi: stored instruction: %w", err)
+		}
+		if err := each(in); err != nil {
+			return list, err
+		}
+	}
+	return list, rows.Err()
 }

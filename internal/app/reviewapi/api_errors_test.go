@@ -2,6 +2,7 @@ package reviewapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -256,6 +257,9 @@ func TestAPIListParameterErrors(t *testing.T) {
 			{"limit=", "limit"},
 			{"limit=1&limit=2", "limit"},
 			{"offset=-1", "offset"},
+			{"include=requests", "include"},
+			{"include=request,user", "include"},
+			{"include=request&include=request", "include"},
 			{"offset=x", "offset"},
 			{"offset=", "offset"},
 			{"from=yesterday", "from"},
@@ -305,7 +309,19 @@ func TestAPIListFiltersAndPages(t *testing.T) {
 		require.Equal(t, 20, l.Limit)
 		require.Zero(t, l.Offset)
 		require.Equal(t, []string{tasks[4].ID, tasks[3].ID, tasks[2].ID, tasks[1].ID, tasks[0].ID}, ids(l), "newest first")
-		require.Equal(t, tasks[2], l.Data[2], "list items are whole tasks")
+		whole := tasks[2]
+		require.NotNil(t, whole.Request)
+		brief := whole
+		brief.Request, brief.RedactedRequest = nil, nil
+		require.Equal(t, brief, l.Data[2], "list items are whole tasks but for the request")
+		require.Nil(t, l.NextOffset, "the last page")
+		l = tn.list(t, "include=request")
+		require.Equal(t, whole, l.Data[2], "include=request keeps it")
+		// The redacted copy is request text too.
+		redacted := tasks[4]
+		require.NotNil(t, redacted.RedactedRequest, "the IBAN task is approved redacted")
+		require.Equal(t, redacted, tn.list(t, "include=request").Data[0])
+		require.Nil(t, tn.list(t, "").Data[0].RedactedRequest)
 
 		l = tn.list(t, "status=approved")
 		require.Equal(t, 3, l.Total)
@@ -324,8 +340,10 @@ func TestAPIListFiltersAndPages(t *testing.T) {
 		require.Equal(t, 2, l.Limit)
 		require.Equal(t, 1, l.Offset)
 		require.Equal(t, []string{tasks[3].ID, tasks[2].ID}, ids(l))
+		require.Equal(t, 3, *l.NextOffset)
 		l = tn.list(t, "limit=2&offset=4")
 		require.Equal(t, []string{tasks[0].ID}, ids(l))
+		require.Nil(t, l.NextOffset)
 		l = tn.list(t, "offset=10")
 		require.Equal(t, 5, l.Total)
 		require.Empty(t, l.Data)
@@ -361,5 +379,55 @@ func TestAPIListFiltersAndPages(t *testing.T) {
 		require.Equal(t, same, ids(l))
 		l = tn.list(t, "limit=2&offset=2")
 		require.Equal(t, same[2:], ids(l))
+	})
+}
+
+// TestAPIListPageBytes: a page's cost is bounded by its bytes, not only by
+// limit. By default the tasks leave their requests out, so a page of large
+// tasks is small; with include=request a page stops at the byte budget
+// (holding at least one task) and nextOffset walks the rest, each task once.
+func TestAPIListPageBytes(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Acme", "", 0)
+		const n, size = 8, 300 << 10 // 8 tasks of 300 KiB of request each
+		want := map[string]bool{}
+		for i := range n {
+			h.clock.Advance(time.Second)
+			want[tn.submit(t, strings.Repeat(string(rune('a'+i)), size)).ID] = true
+		}
+		r := tn.call(t, http.MethodGet, "/review-tasks?limit=100", nil)
+		require.Equal(t, http.StatusOK, r.Status)
+		require.Less(t, len(r.Body), 64<<10, "without their requests the tasks are small")
+		var l spec.ReviewTaskList
+		require.NoError(t, json.Unmarshal(r.Body, &l))
+		require.Len(t, l.Data, n)
+		require.Nil(t, l.NextOffset)
+
+		got := map[string]bool{}
+		pages := 0
+		for offset := 0; ; pages++ {
+			r := tn.call(t, http.MethodGet, fmt.Sprintf("/review-tasks?limit=100&include=request&offset=%d", offset), nil)
+			require.Equal(t, http.StatusOK, r.Status)
+			require.LessOrEqual(t, len(r.Body), reviewapi.MaxPageBytes+size+4<<10, "a page stops at the budget")
+			requireSchema(t, "review-task-list", r.Body)
+			var l spec.ReviewTaskList
+			require.NoError(t, json.Unmarshal(r.Body, &l))
+			require.NotEmpty(t, l.Data)
+			require.Equal(t, n, l.Total)
+			for _, task := range l.Data {
+				require.False(t, got[task.ID], "task %s twice", task.ID)
+				got[task.ID] = true
+				require.Len(t, task.Request.Messages[0].Content, size)
+			}
+			if l.NextOffset == nil {
+				break
+			}
+			require.Equal(t, offset+len(l.Data), *l.NextOffset)
+			offset = *l.NextOffset
+		}
+		require.Equal(t, want, got)
+		require.GreaterOrEqual(t, pages, 2, "8 tasks of 300 KiB do not fit in one page of 1 MiB")
 	})
 }

@@ -2,6 +2,7 @@ package reviewapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,7 +57,7 @@ func isReviewPath(p string) bool {
 // Routes registers the review-task API on r.
 func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate, s.rateLimit)
+		r.Use(s.authenticate, s.concurrency, s.rateLimit)
 		r.Use(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
 			s.fail(w, r, invalid(err.Param, "%s", err.Message))
 		}))
@@ -123,6 +124,25 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// concurrency takes a slot of the key's and the organisation's requests in
+// flight for the request, and gives it back when the request is answered.
+// A request over the bound is refused before the hourly count, which it
+// does not use up, with the rate-limit headers and Retry-After.
+func (s *Service) concurrency(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+		if err != nil {
+			s.reportRate(w, r, p)
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			writeError(w, &Error{Code: spec.CodeRateLimitExceeded, Message: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
+}
+
 func principal(r *http.Request) orgapi.Principal {
 	p, _ := r.Context().Value(principalKey{}).(orgapi.Principal)
 	return p
@@ -165,11 +185,21 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.ListTasks(r.Context(), principal(r).OrganisationID, q)
+	page, err := s.taskPageOf(r.Context(), principal(r).OrganisationID, q, MaxPageBytes)
 	if err != nil {
 		return err
 	}
-	return httpx.WriteJSON(w, http.StatusOK, list)
+	// The tasks' JSON as read, in the envelope of spec.ReviewTaskList.
+	if page.items == nil {
+		page.items = []json.RawMessage{}
+	}
+	return httpx.WriteJSON(w, http.StatusOK, struct {
+		Data       []json.RawMessage `json:"data"`
+		Total      int               `json:"total"`
+		Limit      int               `json:"limit"`
+		Offset     int               `json:"offset"`
+		NextOffset *int              `json:"nextOffset"`
+	}{page.items, page.total, q.Limit, q.Offset, page.nextOffset})
 }
 
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
@@ -221,6 +251,16 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 			return q, invalid("offset", "offset must be an integer of 0 or more, got %q", v)
 		}
 		q.Offset = n
+	}
+	if v, ok, err := get("include"); err != nil {
+		return q, err
+	} else if ok && v != "" {
+		for _, part := range strings.Split(v, ",") {
+			if strings.TrimSpace(part) != "request" {
+				return q, invalid("include", "include may only be request (each task's request and redactedRequest), got %q", v)
+			}
+		}
+		q.IncludeRequest = true
 	}
 	for _, name := range []string{"from", "to"} {
 		v, ok, err := get(name)

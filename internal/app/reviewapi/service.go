@@ -15,6 +15,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -115,6 +116,11 @@ type Config struct {
 	// job queue, for other components of the service that share it (the
 	// consumer's scheduled syncs).
 	AddWorkers func(*river.Workers)
+	// Concurrency bounds the requests in flight per API key and per
+	// organisation (share one Limiter among the APIs of a service); a
+	// request over the bound is 429 RATE_LIMIT_EXCEEDED with Retry-After.
+	// Default: nil, no bound.
+	Concurrency *httpx.Limiter
 	// PeriodicJobs are more periodic jobs for the queue (run by one process
 	// of those sharing a database, its leader).
 	PeriodicJobs []*river.PeriodicJob

@@ -337,11 +337,50 @@ type TaskQuery struct {
 	From, To time.Time // zero: unbounded; From inclusive, To exclusive
 	Limit    int       // 1..100
 	Offset   int
+	// IncludeRequest keeps each task's request and redactedRequest, which
+	// a list leaves out by default (?include=request).
+	IncludeRequest bool
 }
 
-// ListTasks returns a page of the organisation's tasks, newest first.
+// MaxPageBytes bounds the JSON of the tasks of one page of GET
+// /review-tasks: a page stops at the first task that takes it past 1 MiB
+// (it always holds one task), and nextOffset names where the next page
+// starts. With a task's request of up to 1 MiB, a page of 100 would
+// otherwise cost 100 MiB to build.
+const MaxPageBytes = 1 << 20
+
+// ListTasks returns a page of the organisation's tasks, newest first: at
+// most q.Limit tasks and, past the first, at most [MaxPageBytes] of their
+// JSON. Without q.IncludeRequest each task's request and redactedRequest
+// are left out.
 func (s *Service) ListTasks(ctx context.Context, orgID string, q TaskQuery) (spec.ReviewTaskList, error) {
-	list := spec.ReviewTaskList{Data: []spec.ReviewTask{}, Limit: q.Limit, Offset: q.Offset}
+	page, err := s.taskPageOf(ctx, orgID, q, MaxPageBytes)
+	if err != nil {
+		return spec.ReviewTaskList{}, err
+	}
+	list := spec.ReviewTaskList{Data: make([]spec.ReviewTask, len(page.items)), Total: page.total, Limit: q.Limit,
+		Offset: q.Offset, NextOffset: page.nextOffset}
+	for i, it := range page.items {
+		if err := json.Unmarshal(it, &list.Data[i]); err != nil {
+			return spec.ReviewTaskList{}, err
+		}
+	}
+	return list, nil
+}
+
+// taskPage is a page of tasks as the JSON of each, for the handler to
+// write without encoding them again.
+type taskPage struct {
+	items      []json.RawMessage
+	total      int
+	nextOffset *int
+}
+
+// taskPageOf reads a page of tasks, one row at a time, keeping the JSON of
+// each (without the request unless q.IncludeRequest), and stops at q.Limit
+// tasks or at the first task past budget bytes.
+func (s *Service) taskPageOf(ctx context.Context, orgID string, q TaskQuery, budget int) (taskPage, error) {
+	var page taskPage
 	where, args := []string{"org_id = $1"}, []any{orgID}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -363,27 +402,63 @@ func (s *Service) ListTasks(ctx context.Context, orgID string, q TaskQuery) (spe
 	}
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
-		return list, err
+		return page, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE `+cond, args...).Scan(&list.Total); err != nil {
-		return list, err
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE `+cond, args...).Scan(&page.total); err != nil {
+		return page, err
 	}
-	if q.Offset >= list.Total {
-		return list, nil
+	if q.Offset >= page.total {
+		return page, nil
 	}
 	n := len(args)
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT body FROM reviewapi_tasks WHERE %s
 		ORDER BY created_at DESC, id LIMIT $%d OFFSET $%d`, cond, n+1, n+2), append(args, q.Limit, q.Offset)...)
 	if err != nil {
-		return list, err
+		return page, err
 	}
-	list.Data, err = sqldb.ScanJSON[spec.ReviewTask](rows)
-	return list, err
+	defer rows.Close()
+	size := 0
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return page, err
+		}
+		item := json.RawMessage(body)
+		if !q.IncludeRequest {
+			if item, err = withoutRequest(body); err != nil {
+				return page, err
+			}
+		}
+		if len(page.items) > 0 && size+len(item) > budget {
+			break
+		}
+		size += len(item) + 1
+		page.items = append(page.items, item)
+	}
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	if next := q.Offset + len(page.items); next < page.total {
+		page.nextOffset = &next
+	}
+	return page, nil
+}
+
+// withoutRequest returns the stored JSON of a task without its request
+// and redactedRequest.
+func withoutRequest(body []byte) (json.RawMessage, error) {
+	var t spec.ReviewTask
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, fmt.Errorf("stored task: %w", err)
+	}
+	t.Request, t.RedactedRequest = nil, nil
+	return json.Marshal(t)
 }
 
 // Queue returns the organisation's tasks waiting for a person, oldest
-// first: the reviewer's queue.
+// first: the reviewer's queue. It reads them all; [Service.QueuePage]
+// reads a bounded page.
 func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT body FROM reviewapi_tasks WHERE org_id = $1 AND status = $2
 		ORDER BY created_at, id`, orgID, spec.StatusRequiresIntervention)
@@ -391,6 +466,27 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 		return nil, err
 	}
 	return sqldb.ScanJSON[spec.ReviewTask](rows)
+}
+
+// MaxQueuePage is the most tasks of the reviewer's queue one page of the
+// dashboard shows: each carries its request, of up to 1 MiB.
+const MaxQueuePage = 25
+
+// QueuePage returns the oldest limit tasks waiting for a person and how
+// many wait in all.
+func (s *Service) QueuePage(ctx context.Context, orgID string, limit int) ([]spec.ReviewTask, int, error) {
+	var total int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE org_id = $1 AND status = $2`,
+		orgID, spec.StatusRequiresIntervention).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT body FROM reviewapi_tasks WHERE org_id = $1 AND status = $2
+		ORDER BY created_at, id LIMIT $3`, orgID, spec.StatusRequiresIntervention, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	tasks, err := sqldb.ScanJSON[spec.ReviewTask](rows)
+	return tasks, total, err
 }
 
 // queueEvaluation asks the job queue to evaluate a pending task again.

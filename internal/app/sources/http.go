@@ -109,17 +109,19 @@ func (s *Service) Routes(r chi.Router) {
 // orgResources are the lists of an organisation's view.
 var orgResources = []string{"conversations", "assistants", "events", "usage"}
 
-// authorize authenticates the request's API key and checks that it belongs
-// to organisation {organisationId}. It writes the problem and returns false
-// otherwise.
-func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Principal, string, bool) {
-	cred, _ := httpx.Credential(r, false)
+// authorize authenticates the request's API key, checks that it belongs to
+// organisation {organisationId} and takes a slot of the key's and the
+// organisation's requests in flight (Config.Concurrency), which the caller
+// gives back with release when it is done. It writes the problem and returns
+// false otherwise.
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Principal, cred string, release func(), _ bool) {
+	cred, _ = httpx.Credential(r, false)
 	if cred == "" {
 		// Missing, mistyped, revoked and expired keys get one answer, as on
 		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return orgapi.Principal{}, "", false
+		return orgapi.Principal{}, "", nil, false
 	}
 	p, err := s.orgs.Authenticate(r.Context(), cred)
 	switch {
@@ -128,21 +130,27 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (orgapi.Prin
 		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return orgapi.Principal{}, "", false
+		return orgapi.Principal{}, "", nil, false
 	case errors.Is(err, spec.ErrForbidden):
 		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
-		return orgapi.Principal{}, "", false
+		return orgapi.Principal{}, "", nil, false
 	case err != nil:
 		s.log.ErrorContext(r.Context(), "sources: authenticate", "error", err)
 		writeProblem(w, http.StatusServiceUnavailable, "The service cannot check the key now.")
-		return orgapi.Principal{}, "", false
+		return orgapi.Principal{}, "", nil, false
 	}
 	org, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 	if !ok || org != p.OrganisationID {
 		writeProblem(w, http.StatusNotFound, "No such organisation.")
-		return orgapi.Principal{}, "", false
+		return orgapi.Principal{}, "", nil, false
 	}
-	return p, cred, true
+	release, err = s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+	if err != nil {
+		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+		writeProblem(w, http.StatusTooManyRequests, "Too many requests of this key or organisation are in flight; retry when one has finished.")
+		return orgapi.Principal{}, "", nil, false
+	}
+	return p, cred, release, true
 }
 
 // ResourceStatus is the sync status of one resource of a source.
@@ -208,10 +216,11 @@ func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) 
 }
 
 func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
-	p, _, ok := s.authorize(w, r)
+	p, _, release, ok := s.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	out, err := s.Statuses(r.Context(), p.OrganisationID)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sources: list", "error", err)
@@ -224,10 +233,11 @@ func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
 // viewHandler serves the collected view of one source: the provider
 // interface with the path below /organisations/{id}/sources/{sourceId}.
 func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
-	p, cred, ok := s.authorize(w, r)
+	p, cred, release, ok := s.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	src, err := s.Get(r.Context(), p.OrganisationID, chi.URLParam(r, "sourceId"))
 	switch {
 	case errors.Is(err, spec.ErrNotFound):
@@ -246,10 +256,11 @@ func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
 // the union of its sources' data. Single records (/conversations/{id},
 // /assistants/{id}) are 404: an id is unique only within its source.
 func (s *Service) orgViewHandler(w http.ResponseWriter, r *http.Request) {
-	p, cred, ok := s.authorize(w, r)
+	p, cred, release, ok := s.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	if strings.Count(below(r.URL.Path, 3), "/") > 1 { // /conversations/{id} and the like
 		writeProblem(w, http.StatusNotFound, "The organisation's view has no single records: an id is unique only within its source. "+
 			"Read one at /organisations/{organisationId}/sources/{sourceId}/conversations/{id} (or assistants), with the record's sourceId.")

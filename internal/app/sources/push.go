@@ -119,6 +119,15 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
 		return
 	}
+	// The source's secret is its sender's key: at most so many of its
+	// deliveries are read (up to MaxPushBody each) at once.
+	release, err := s.cfg.Concurrency.Acquire("push:"+sid, "push:"+sid)
+	if err != nil {
+		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries to this source are in flight; retry when one has finished.")
+		return
+	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -167,6 +167,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger logs syncs. Default: nothing.
 	Logger *slog.Logger
+	// Concurrency bounds the requests in flight per API key and per
+	// organisation on the sources' routes; share it with the other APIs of
+	// the service. Default: nil, no bound.
+	Concurrency *httpx.Limiter
 }
 
 // Service stores the sources, syncs them and serves what was collected.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -74,6 +75,11 @@ func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if errors.As(err, &mbe) {
 		return nil, FieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
 			"is larger than %d bytes", MaxBodyBytes)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, FieldError(spec.ErrInvalid, "The body did not arrive in time.", "body",
+			"did not arrive within the request's read deadline; send it at once")
 	}
 	if err != nil {
 		return nil, FieldError(spec.ErrInvalid, DetailBody, "body", "could not be read: %v", err)
