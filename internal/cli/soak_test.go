@@ -800,12 +800,25 @@ type soakAttacker struct {
 	wg                    *sync.WaitGroup
 }
 
+// envSoakAttacks, when set, names the attacks to run, comma-separated
+// (slow-bodies, huge-bodies, heavy-patterns, big-lists, slow-webhooks), to
+// tell which one costs the normal client what; all of them by default.
+const envSoakAttacks = "AIUSAGE_SOAK_ATTACKS"
+
 func (a *soakAttacker) start(ctx context.Context) {
-	a.slowBodies(ctx)
-	a.hugeBodies(ctx)
-	a.heavyPatterns(ctx)
-	a.bigLists(ctx)
-	a.slowWebhooks(ctx)
+	attacks := []struct {
+		name string
+		run  func(context.Context)
+	}{
+		{"slow-bodies", a.slowBodies}, {"huge-bodies", a.hugeBodies}, {"heavy-patterns", a.heavyPatterns},
+		{"big-lists", a.bigLists}, {"slow-webhooks", a.slowWebhooks},
+	}
+	only := os.Getenv(envSoakAttacks)
+	for _, at := range attacks {
+		if only == "" || slices.Contains(strings.Split(only, ","), at.name) {
+			at.run(ctx)
+		}
+	}
 }
 
 // loop runs f until ctx ends, pausing between runs.

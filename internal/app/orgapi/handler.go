@@ -175,7 +175,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
-		release, err := h.concurrency.Acquire(p.KeyID, p.OrganisationID)
+		release, err := h.concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
 		if err != nil {
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,

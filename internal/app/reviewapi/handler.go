@@ -131,7 +131,7 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 func (s *Service) concurrency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
-		release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+		release, err := s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
 		if err != nil {
 			s.reportRate(w, r, p)
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)

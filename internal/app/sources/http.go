@@ -144,7 +144,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Pr
 		writeProblem(w, http.StatusNotFound, "No such organisation.")
 		return orgapi.Principal{}, "", nil, false
 	}
-	release, err = s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+	release, err = s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
 	if err != nil {
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 		writeProblem(w, http.StatusTooManyRequests, "Too many requests of this key or organisation are in flight; retry when one has finished.")

@@ -151,6 +151,7 @@ type Limiter struct {
 	perKey, perOrg int
 	mu             sync.Mutex
 	keys, orgs     map[string]int
+	gate           *fairGate // the workers of Work
 }
 
 // NewLimiter returns a Limiter letting at most perKey requests of one key
@@ -164,7 +165,10 @@ func NewLimiter(perKey, perOrg int) *Limiter {
 	if perOrg == 0 {
 		perOrg = DefaultConcurrentPerOrganisation
 	}
-	return &Limiter{perKey: perKey, perOrg: perOrg, keys: map[string]int{}, orgs: map[string]int{}}
+	l := &Limiter{perKey: perKey, perOrg: perOrg, keys: map[string]int{}, orgs: map[string]int{}}
+	n := DefaultWorkers()
+	l.SetWorkers(n, n/4)
+	return l
 }
 
 // ErrTooManyConcurrent is what [Limiter.Acquire] returns when a limit is

@@ -1,0 +1,202 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pendingWork is a Work call under way in a goroutine.
+type pendingWork struct {
+	release chan func()
+	err     chan error
+}
+
+func startWork(ctx context.Context, l *Limiter, org string) pendingWork {
+	p := pendingWork{release: make(chan func(), 1), err: make(chan error, 1)}
+	go func() {
+		rel, err := l.Work(ctx, org)
+		if err != nil {
+			p.err <- err
+			return
+		}
+		p.release <- rel
+	}()
+	return p
+}
+
+func (p pendingWork) wait(t *testing.T) func() {
+	t.Helper()
+	select {
+	case rel := <-p.release:
+		return rel
+	case err := <-p.err:
+		t.Fatalf("Work failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Work was not granted")
+	}
+	return nil
+}
+
+func (p pendingWork) notYet(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.release:
+		t.Fatal("Work was granted while it should wait")
+	case err := <-p.err:
+		t.Fatalf("Work failed: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// waiters counts the requests waiting for a worker.
+func waiters(l *Limiter) int {
+	l.gate.mu.Lock()
+	defer l.gate.mu.Unlock()
+	n := 0
+	for _, q := range l.gate.waiting {
+		n += len(q)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
+}
+
+// Organisations take turns at the workers: a busy organisation with a queue
+// of requests does not make another one wait behind that queue.
+func TestWorkTakesTurns(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(-1, -1)
+	l.SetWorkers(1, 1)
+	ctx := t.Context()
+	a1 := startWork(ctx, l, "a").wait(t)
+	a2, a3 := startWork(ctx, l, "a"), startWork(ctx, l, "a")
+	waitFor(t, func() bool { return waiters(l) == 2 })
+	b1 := startWork(ctx, l, "b")
+	waitFor(t, func() bool { return waiters(l) == 3 })
+	a2.notYet(t)
+	b1.notYet(t)
+
+	a1()
+	a2rel := a2.wait(t) // a's turn came first
+	a3.notYet(t)
+	a2rel()
+	b1rel := b1.wait(t) // then b's, before a's third
+	a3.notYet(t)
+	b1rel()
+	a3.wait(t)()
+	require.Equal(t, 0, l.gate.running)
+}
+
+// One organisation holds at most its share of the workers, even when more
+// are free, so another organisation arriving finds one at once.
+func TestWorkShare(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(-1, -1)
+	l.SetWorkers(4, 2)
+	ctx := t.Context()
+	a1, a2 := startWork(ctx, l, "a").wait(t), startWork(ctx, l, "a").wait(t)
+	a3 := startWork(ctx, l, "a")
+	a3.notYet(t)
+	startWork(ctx, l, "b").wait(t)()
+	a1()
+	a3.wait(t)()
+	a2()
+	require.Equal(t, 0, l.gate.running)
+	require.Empty(t, l.gate.byOrg)
+}
+
+// A request that ends while it waits leaves the queue, and one granted as
+// it ended gives its worker on.
+func TestWorkCancelled(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(-1, -1)
+	l.SetWorkers(1, 1)
+	hold := startWork(t.Context(), l, "a").wait(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := startWork(ctx, l, "b")
+	waitFor(t, func() bool { return waiters(l) == 1 })
+	cancel()
+	select {
+	case err := <-gone.err:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled wait did not end")
+	}
+	require.Equal(t, 0, waiters(l))
+	require.Empty(t, l.gate.turn)
+	hold()
+	startWork(t.Context(), l, "c").wait(t)()
+
+	// Many waiters cancelled at random while workers come and go: every
+	// worker is given back.
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i%7)*time.Millisecond)
+			defer cancel()
+			if rel, err := l.Work(ctx, string(rune('a'+i%5))); err == nil {
+				time.Sleep(time.Millisecond)
+				rel()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 0, l.gate.running)
+	require.Equal(t, 0, waiters(l))
+}
+
+// Admit reads the body before the request takes a worker, and a body it
+// cannot read reaches the handler as the same error.
+func TestAdmitPrefetchesBody(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(-1, -1)
+	l.SetWorkers(1, 1)
+	r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(`{"a":1}`))
+	w := httptest.NewRecorder()
+	rel, err := l.Admit(w, r, "k", "o")
+	require.NoError(t, err)
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	require.Equal(t, `{"a":1}`, string(b))
+	rel()
+
+	big := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(make([]byte, MaxBodyBytes+1)))
+	rel, err = l.Admit(httptest.NewRecorder(), big, "k", "o")
+	require.NoError(t, err)
+	_, err = io.ReadAll(big.Body)
+	require.True(t, IsTooLarge(err), "the handler sees the body as too large: %v", err)
+	rel()
+
+	// An event stream takes no worker.
+	hold, err := l.Work(t.Context(), "o")
+	require.NoError(t, err)
+	sse := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	sse.Header.Set("Accept", "text/event-stream")
+	rel, err = l.Admit(httptest.NewRecorder(), sse, "k", "o")
+	require.NoError(t, err)
+	rel()
+	hold()
+
+	// Over the requests in flight: refused, nothing taken.
+	l2 := NewLimiter(1, -1)
+	rel, err = l2.Admit(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil), "k", "o")
+	require.NoError(t, err)
+	_, err = l2.Admit(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil), "k", "o")
+	require.True(t, errors.Is(err, ErrTooManyConcurrent))
+	rel()
+}
