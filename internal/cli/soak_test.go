@@ -74,6 +74,13 @@ const (
 	// attack.
 	soakLatencyFactor = 10
 	soakLatencyFloor  = 50 * time.Millisecond
+	// soakSQLiteLatencyFactor replaces soakLatencyFactor on SQLite. SQLite
+	// has one writer: every write of every organisation (the hostile one's
+	// tasks of 900 KiB included) waits for the one lock, and the job queue's
+	// inserts for its one connection (River's SQLite driver wants one), so a
+	// normal task's POST waits behind the attack's writes however fair the
+	// workers are. On PostgreSQL the factor of 10 holds with room to spare.
+	soakSQLiteLatencyFactor = 25
 	// soakWebhookFactor and soakWebhookFloor bound the p99 of the normal
 	// tenant's webhook deliveries under attack (from the task's completion
 	// to the receipt) in the same way; every delivery must arrive within
@@ -1167,7 +1174,7 @@ func (h soakHooks) atLeast() string {
 }
 
 func (r soakReport) latencyBound() time.Duration {
-	return soakLatencyFactor * max(percentile(r.idle.all, 0.99), soakLatencyFloor)
+	return time.Duration(r.latencyFactor()) * max(percentile(r.idle.all, 0.99), soakLatencyFloor)
 }
 
 func (r soakReport) webhookBound() time.Duration {
@@ -1191,7 +1198,7 @@ func (r soakReport) failures() []string {
 	}
 	if p := percentile(r.attack.all, 0.99); p > r.latencyBound() {
 		out = append(out, fmt.Sprintf("under attack the normal client's p99 latency is %s, over the bound %s (%d × max(idle p99 %s, %s))",
-			ms(p), ms(r.latencyBound()), soakLatencyFactor, ms(percentile(r.idle.all, 0.99)), ms(soakLatencyFloor)))
+			ms(p), ms(r.latencyBound()), r.latencyFactor(), ms(percentile(r.idle.all, 0.99)), ms(soakLatencyFloor)))
 	}
 	if len(r.idleHooks.latencies) < r.idleHooks.expected {
 		out = append(out, fmt.Sprintf("idle run: %d of %d webhook deliveries did not arrive within %s",
@@ -1236,6 +1243,15 @@ func pass(ok bool) string {
 	return "**FAIL**"
 }
 
+// latencyFactor is the bound on the normal client's p99 under attack, as a
+// factor of its idle p99, on the report's database.
+func (r soakReport) latencyFactor() int {
+	if r.dialect == "sqlite" {
+		return soakSQLiteLatencyFactor
+	}
+	return soakLatencyFactor
+}
+
 // markdown writes the figures as Markdown tables.
 func (r soakReport) markdown() string {
 	var b strings.Builder
@@ -1253,7 +1269,7 @@ func (r soakReport) markdown() string {
 	i50, a50 := percentile(r.idle.all, 0.5), percentile(r.attack.all, 0.5)
 	i99, a99 := percentile(r.idle.all, 0.99), percentile(r.attack.all, 0.99)
 	row("latency p50", ms(i50), ms(a50), ratio(a50, i50), "", "")
-	row("latency p99", ms(i99), ms(a99), ratio(a99, i99), fmt.Sprintf("≤ %s (%d × max(idle p99, %s))", ms(r.latencyBound()), soakLatencyFactor, ms(soakLatencyFloor)),
+	row("latency p99", ms(i99), ms(a99), ratio(a99, i99), fmt.Sprintf("≤ %s (%d × max(idle p99, %s))", ms(r.latencyBound()), r.latencyFactor(), ms(soakLatencyFloor)),
 		pass(a99 <= r.latencyBound()))
 	var endpoints []string
 	for e := range r.idle.latencies {
