@@ -65,3 +65,33 @@ func TestBrowserReviewProposal(t *testing.T) {
 	do(t, wide, chromedp.Navigate(e.url+"/settings/review"), chromedp.WaitVisible(chromedp.CSS(`#timeout`)))
 	shot(t, wide, "review-settings")
 }
+
+// TestBrowserReviewBudget shows, at a phone's width, a task the policy
+// could not decide within its budget (an instruction stored before the
+// pattern limits) beside an ordinary one, and decides it.
+func TestBrowserReviewBudget(t *testing.T) {
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	e := newEnv(t, db)
+	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		Title: "Legacy words", Trigger: spec.RegexTrigger(`[a-z]{0,1000}x`, true), Action: spec.ActionBlock,
+		Criticality: spec.CriticalityLow, UsedBy: []string{e.agent.ID}}, admin)
+	require.NoError(t, err)
+	task := e.submitWaiting(t, "Summarise the quarterly figures for the board.")
+	require.Equal(t, spec.ReasonBudget, task.Decision.Reason)
+
+	b := newBrowser(t, 500, 900)
+	signInBrowser(t, b, e.url, "ada@acme.test")
+	do(t, b,
+		chromedp.Navigate(e.url+"/review"),
+		chromedp.WaitVisible(chromedp.CSS(`article.task`)),
+	)
+	require.Contains(t, text(t, b, "article.task"), "The policy could not decide in time")
+	shot(t, b, "review-budget-phone")
+	do(t, b,
+		chromedp.Click(chromedp.CSS(`article.task button[value=approve]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.notice`)),
+	)
+	got, err := e.review.Task(t.Context(), e.org.ID, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, spec.StatusApproved, got.Status)
+}
