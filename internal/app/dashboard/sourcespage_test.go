@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -94,14 +93,13 @@ func newProvider(t *testing.T, conversations int) string {
 	return srv.URL
 }
 
-// unreachableURL is an address nothing listens on.
+// unreachableURL is an address nothing listens on: port 1 of the loopback
+// address, which tests never bind (they listen on port 0). A port picked
+// free and closed again could be taken by another test's server meanwhile,
+// which made the sync of "Down" succeed once under the race detector.
 func unreachableURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return "http://" + addr
+	return "http://127.0.0.1:1"
 }
 
 // sourceSection returns the part of the sources page about source id.
