@@ -138,8 +138,13 @@ func (p *usagePlan) sql() (string, []any) {
 	if p.width == hourMS {
 		b.WriteString(` AND r.granularity = 'hour'`)
 	} else {
+		// The day buckets looked for are bounded by the sources and the
+		// range too (lo and hi lie on day boundaries): PostgreSQL may run
+		// the subquery once as a hashed set, which unbounded held the day
+		// buckets of every source in the database.
 		b.WriteString(` AND (r.granularity = 'day' OR (r.granularity = 'hour' AND NOT EXISTS (SELECT 1 FROM consumer_records d
 		WHERE d.source = r.source AND d.resource = 'usage' AND d.time_ms = ` + floorSQL("r.time_ms", dayMS) + `
+		AND d.source ` + inSources + ` AND d.time_ms >= ` + lo + ` AND d.time_ms < ` + hi + `
 		AND d.granularity = 'day' AND d.missing_at IS NULL)))`)
 	}
 	b.WriteString(") t")
