@@ -160,7 +160,7 @@ func TestEnvironmentInDocs(t *testing.T) {
 	cli, err := os.ReadFile(filepath.Join(root, "docs", "cli.md"))
 	require.NoError(t, err)
 	names := []string{"AIUSAGE_TEST_DATABASE_URL", "AIUSAGE_REQUIRE_POSTGRES", "AIUSAGE_REQUIRE_NODE", // read by tests
-		"AIUSAGE_REQUIRE_CHROMIUM", "AIUSAGE_CHROMIUM", "AIUSAGE_SCREENSHOTS", "AIUSAGE_SOAK", "AIUSAGE_SOAK_REPORT", "AIUSAGE_SOAK_ATTACKS"}
+		"AIUSAGE_REQUIRE_CHROMIUM", "AIUSAGE_CHROMIUM", "AIUSAGE_SCREENSHOTS", "AIUSAGE_SOAK", "AIUSAGE_SOAK_REPORT", "AIUSAGE_SOAK_ATTACKS", "AIUSAGE_SCALE", "AIUSAGE_SCALE_REPORT"}
 	for _, v := range environment {
 		names = append(names, v.name)
 		require.True(t, strings.Contains(string(cli), "`"+v.name+"`"), "docs/cli.md does not document %s", v.name)
