@@ -147,7 +147,10 @@ func loadBench(b *testing.B) *benchData {
 // BenchmarkListConversationsRaw reads a page of 100 conversations as stored
 // JSON: the first page, and the page at 90% depth, which must cost about the
 // same (keyset pagination); served again from the page cache (the default),
-// and read from the database every time (WithPageCache(0)).
+// and read from the database every time (WithPageCache(0)). walk/uncached
+// reads the pages one after the other, as a consumer's walk does (wrapping
+// round at the end), each read from the database: the cache-miss path
+// without HTTP.
 func BenchmarkListConversationsRaw(b *testing.B) {
 	d := loadBench(b)
 	ctx := context.Background()
@@ -183,6 +186,19 @@ func BenchmarkListConversationsRaw(b *testing.B) {
 			b.SetBytes(int64(n))
 		})
 	}
+	b.Run("walk/uncached", func(b *testing.B) {
+		var after *provider.Key
+		for b.Loop() {
+			p, err := uncached.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: benchTenant, After: after, Limit: 100})
+			if err != nil {
+				b.Fatal(err)
+			}
+			after = nil
+			if p.HasMore {
+				after = &p.Items[len(p.Items)-1].Key
+			}
+		}
+	})
 }
 
 // BenchmarkUsage30Days answers /usage?granularity=day&groupBy=model,department

@@ -76,6 +76,14 @@ func newPageCache(maxBytes int64) *pageCache {
 	return &pageCache{max: maxBytes, lru: list.New(), pages: map[string]*list.Element{}}
 }
 
+// has reports whether a page is cached under key, at any revision.
+func (c *pageCache) has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pages[key]
+	return ok
+}
+
 // get returns the page cached under key if it was read at revision rev. The
 // Items slice is the caller's; the JSON bytes are shared.
 func (c *pageCache) get(key string, rev int64) (provider.Page[provider.RawRecord], bool) {

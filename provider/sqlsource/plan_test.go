@@ -199,3 +199,48 @@ WHERE table_schema = current_schema() AND data_type = 'text' AND column_name <> 
 	require.NoError(t, rows.Err())
 	require.Equal(t, 2+2+3+7, n)
 }
+
+// TestQueryPlansWithRevision checks that the keyset queries of a page not
+// yet cached, which read the table's revision in the same statement, keep
+// the plan of the plain query: one index range, no sort, and the revision
+// read once by its primary key.
+func TestQueryPlansWithRevision(t *testing.T) {
+	t.Parallel()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		db := sqldbtest.Open(t, sqldb.SQLite)
+		fillForPlans(t, newSource(t, db))
+		for _, tc := range planCases() {
+			query, args := tc.k.sqlWithRevision()
+			plan := explainSQLite(t, db, query, args)
+			require.Contains(t, plan, "SEARCH "+tc.k.table+" USING INDEX "+tc.index+" (", "%s:\n%s", tc.name, plan)
+			require.Contains(t, plan, "SEARCH provider_revisions USING PRIMARY KEY (tenant=? AND resource=?)", "%s:\n%s", tc.name, plan)
+			require.NotContains(t, plan, "CORRELATED", "%s: the revision is read once:\n%s", tc.name, plan)
+			require.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.name, plan)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		db := sqldbtest.Open(t, sqldb.Postgres)
+		fillForPlans(t, newSource(t, db))
+		ctx := t.Context()
+		for _, tc := range planCases() {
+			query, args := tc.k.sqlWithRevision()
+			var plan string
+			err := db.InTx(ctx, func(tx *sql.Tx) error {
+				for _, set := range []string{"SET LOCAL enable_sort = off", "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL plan_cache_mode = force_custom_plan"} {
+					if _, err := tx.ExecContext(ctx, set); err != nil {
+						return err
+					}
+				}
+				var err error
+				plan, err = explainPostgres(ctx, tx, query, args)
+				return err
+			})
+			require.NoError(t, err)
+			require.Contains(t, plan, "Index Scan using "+tc.index+" on "+tc.k.table, "%s:\n%s", tc.name, plan)
+			require.Contains(t, plan, "InitPlan", "%s: the revision is read once:\n%s", tc.name, plan)
+			require.NotContains(t, plan, "Sort", "%s:\n%s", tc.name, plan)
+		}
+	})
+}

@@ -56,6 +56,16 @@ func (k *keyset) sql() (string, []any) {
 	return b.String(), args
 }
 
+// sqlWithRevision returns the query of sql with a fourth column: the
+// tenant's revision of the table (0 before its first write), read in the
+// same statement, and so from the same snapshot, as the rows.
+func (k *keyset) sqlWithRevision() (string, []any) {
+	query, args := k.sql()
+	// k.table is one of the package's table names, never input.
+	col := fmt.Sprintf(", COALESCE((SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = '%s'), 0) FROM %s WHERE", k.table, k.table)
+	return strings.Replace(query, " FROM "+k.table+" WHERE", col, 1), args
+}
+
 func checkLimit(limit int) error {
 	if limit < 1 || limit > provider.MaxLimit {
 		return provider.Invalid("limit", "must be between 1 and %d, not %d", provider.MaxLimit, limit)
@@ -74,23 +84,37 @@ func position(k *provider.Key) *sqldb.Position {
 // listRaw returns the page of stored JSON of a keyset query: from the page
 // cache while the tenant's table is unchanged since the page was read,
 // otherwise from the database.
+//
+// A page not in the cache at all (the common case of a client walking the
+// whole list, each page once) is read with its revision in one statement
+// (see [keyset.sqlWithRevision]), one round trip instead of two; a page in
+// the cache is checked against the revision first.
 func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
 	if err := checkLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
 	query, args := k.sql()
 	if s.cache == nil {
-		return s.queryRaw(ctx, op, k.limit, query, args)
+		p, _, err := s.queryRaw(ctx, op, k.limit, query, args, false)
+		return p, err
+	}
+	key := cacheKey(query, args)
+	if !s.cache.has(key) {
+		rq, rargs := k.sqlWithRevision()
+		p, rev, err := s.queryRaw(ctx, op, k.limit, rq, rargs, true)
+		if err == nil && len(p.Items) > 0 {
+			s.cache.put(key, rev, p)
+		}
+		return p, err
 	}
 	rev, err := s.revision(ctx, revKey{k.tenant, k.table})
 	if err != nil {
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
-	key := cacheKey(query, args)
 	if p, ok := s.cache.get(key, rev); ok {
 		return p, nil
 	}
-	p, err := s.queryRaw(ctx, op, k.limit, query, args)
+	p, _, err := s.queryRaw(ctx, op, k.limit, query, args, false)
 	if err == nil {
 		s.cache.put(key, rev, p)
 	}
@@ -98,15 +122,17 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 }
 
 // queryRaw runs a keyset query. The records' bytes share one buffer per
-// page.
-func (s *Source) queryRaw(ctx context.Context, op string, limit int, query string, args []any) (provider.Page[provider.RawRecord], error) {
+// page. With withRev, each row has a fourth column, the table's revision
+// (the same in every row), returned as rev; a page without rows then has
+// revision 0.
+func (s *Source) queryRaw(ctx context.Context, op string, limit int, query string, args []any, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
 	st, err := s.prepared(ctx, query)
 	if err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 	}
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 	}
 	defer rows.Close()
 
@@ -116,7 +142,12 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		buf     []byte
 		raw     sql.RawBytes
 		hasMore bool
+		rev     int64
 	)
+	dest := []any{nil, nil, &raw}
+	if withRev {
+		dest = append(dest, &rev)
+	}
 	for rows.Next() {
 		if len(keys) == limit {
 			hasMore = true
@@ -126,8 +157,9 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 			t  int64
 			id string
 		)
-		if err := rows.Scan(&t, &id, &raw); err != nil {
-			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		dest[0], dest[1] = &t, &id
+		if err := rows.Scan(dest...); err != nil {
+			return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 		}
 		if buf == nil {
 			// Room for the page (up to 128 records) if its records are
@@ -140,7 +172,7 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 	}
 	if cap(buf) > len(buf)+len(buf)/2 {
 		// A short page: keep (and cache) no more than its bytes.
@@ -152,7 +184,7 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[start:end:end])}
 		start = end
 	}
-	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, nil
+	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, rev, nil
 }
 
 // decodePage decodes a page of stored JSON into records.

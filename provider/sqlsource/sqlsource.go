@@ -145,8 +145,8 @@ func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Sou
 //	postgres://user:pw@host/db    PostgreSQL (also postgresql://), any libpq URL parameter
 //
 // SQLite connections get a busy timeout of 5 s, foreign keys, WAL with
-// synchronous=NORMAL for a file, and write transactions that begin with
-// BEGIN IMMEDIATE; extra query parameters ("sqlite:x.db?_pragma=...") go to
+// synchronous=NORMAL and a 1 GiB mmap_size for a file, and write
+// transactions that begin with BEGIN IMMEDIATE; extra query parameters ("sqlite:x.db?_pragma=...") go to
 // modernc.org/sqlite. The Source owns the database: [Source.Close] closes
 // it.
 func Open(ctx context.Context, databaseURL string, opts ...Option) (*Source, error) {

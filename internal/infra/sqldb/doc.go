@@ -48,6 +48,7 @@
 //	PRAGMA foreign_keys = ON
 //	PRAGMA journal_mode = WAL    -- file databases only
 //	PRAGMA synchronous = NORMAL  -- file databases only: a commit survives a killed process, not a power loss
+//	PRAGMA mmap_size = 1073741824 -- file databases only: reads through a memory map, not read(2) (see MmapSize)
 //
 // and the driver is told to start every read-write transaction with
 // BEGIN IMMEDIATE (modernc's "_txlock=immediate"), and to write time.Time values

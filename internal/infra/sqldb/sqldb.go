@@ -37,6 +37,12 @@ const (
 // lock held by another connection before failing with SQLITE_BUSY.
 const BusyTimeout = 5000
 
+// MmapSize is the mmap_size, in bytes, of a SQLite file's connections: up
+// to this much of the database file is read through a memory map rather
+// than read(2) into each connection's own page cache, so reading a page of
+// rows costs no system calls once the file is in the OS's cache.
+const MmapSize = 1 << 30
+
 // DefaultPostgresMaxConns bounds the connections a PostgreSQL pool of [Open]
 // opens, unless the URL's pool_max_conns parameter says otherwise. Without a
 // bound, a burst of requests opened one connection each until the server
@@ -129,6 +135,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		// the database. FULL would sync the WAL on every commit, which
 		// costs more than the writes of a page.
 		params.Add("_pragma", "journal_mode(WAL)")
+		params.Add("_pragma", fmt.Sprintf("mmap_size(%d)", MmapSize))
 		if !slices.ContainsFunc(extra["_pragma"], func(p string) bool {
 			return strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "synchronous")
 		}) { // the driver keeps the first value of a pragma

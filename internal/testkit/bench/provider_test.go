@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
 )
@@ -38,24 +41,38 @@ var conversations = func() int {
 
 var dataEnd = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
-// fixture is one provider over 100,000 generated conversations in SQLite,
-// built once per benchmark binary.
+// fixture is one provider over 100,000 generated conversations in SQLite or
+// PostgreSQL, built once per benchmark binary and dialect.
 type fixture struct {
 	srv      *httptest.Server
 	src      *sqlsource.Source // the provider's store, for writes
 	uncached *httptest.Server  // the same, over a sqlsource without page cache
 	client   *http.Client
 	cursors  []string // cursors spread over the whole list, for limit=100 pages
+	walk     []string // the cursor of every limit=100 page of the list, in order
 	deep     string   // a cursor at 90% depth
 	first    []byte   // the first page, as served
 	load     time.Duration
+
+	staticOnce sync.Once
+	static     float64 // pages per second of the static handler
+	firstOnce  sync.Once
+	firstCost  time.Duration // the first page, uncached
+}
+
+type fixtureOnce struct {
+	once sync.Once
+	fix  *fixture
+	err  error
 }
 
 var (
-	fixOnce sync.Once
-	fix     *fixture
-	fixErr  error
-	dir     string
+	fixtures = map[sqldb.Dialect]*fixtureOnce{sqldb.SQLite: {}, sqldb.Postgres: {}}
+	dir      string
+	pgSchema struct {
+		admin *sqldb.DB
+		name  string
+	}
 )
 
 func TestMain(m *testing.M) {
@@ -63,25 +80,81 @@ func TestMain(m *testing.M) {
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}
+	if pgSchema.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, _ = pgSchema.admin.ExecContext(ctx, "DROP SCHEMA "+pgSchema.name+" CASCADE")
+		cancel()
+		_ = pgSchema.admin.Close()
+	}
 	os.Exit(code)
 }
 
+// getFixture returns the SQLite fixture.
 func getFixture(b *testing.B) *fixture {
 	b.Helper()
-	fixOnce.Do(func() { fix, fixErr = build() })
-	if fixErr != nil {
-		b.Fatal(fixErr)
-	}
-	return fix
+	return getFixtureOf(b, sqldb.SQLite)
 }
 
-func build() (*fixture, error) {
-	ctx := context.Background()
-	var err error
-	if dir, err = os.MkdirTemp("", "aiusage-bench-"); err != nil {
+// getFixtureOf returns the fixture of dialect d. The PostgreSQL one lives in
+// a schema of its own in the database of AIUSAGE_TEST_DATABASE_URL (dropped
+// when the binary ends); without that variable its benchmarks are skipped,
+// or fail when AIUSAGE_REQUIRE_POSTGRES=1.
+func getFixtureOf(b *testing.B, d sqldb.Dialect) *fixture {
+	b.Helper()
+	var base string
+	if d == sqldb.Postgres {
+		base = sqldbtest.PostgresURL(b)
+	}
+	fo := fixtures[d]
+	fo.once.Do(func() { fo.fix, fo.err = build(d, base) })
+	if fo.err != nil {
+		b.Fatal(fo.err)
+	}
+	return fo.fix
+}
+
+// dialects runs fn as one sub-benchmark per dialect, named after it.
+func dialects(b *testing.B, fn func(b *testing.B, f *fixture)) {
+	for _, d := range []sqldb.Dialect{sqldb.SQLite, sqldb.Postgres} {
+		b.Run(string(d), func(b *testing.B) { fn(b, getFixtureOf(b, d)) })
+	}
+}
+
+// openBenchDB opens the database of a fixture: a SQLite file in a
+// temporary directory, or a fresh PostgreSQL schema.
+func openBenchDB(ctx context.Context, d sqldb.Dialect, base string) (*sqldb.DB, error) {
+	if d == sqldb.SQLite {
+		var err error
+		if dir, err = os.MkdirTemp("", "aiusage-bench-"); err != nil {
+			return nil, err
+		}
+		return sqldb.Open(ctx, "sqlite:"+filepath.Join(dir, "provider.db"))
+	}
+	adm, err := sqldb.Open(ctx, base)
+	if err != nil {
 		return nil, err
 	}
-	db, err := sqldb.Open(ctx, "sqlite:"+filepath.Join(dir, "provider.db"))
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "bench_" + hex.EncodeToString(rnd[:])
+	if _, err := adm.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
+		_ = adm.Close()
+		return nil, err
+	}
+	pgSchema.admin, pgSchema.name = adm, name
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return sqldb.Open(ctx, u.String())
+}
+
+func build(d sqldb.Dialect, base string) (*fixture, error) {
+	ctx := context.Background()
+	db, err := openBenchDB(ctx, d, base)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +223,26 @@ func build() (*fixture, error) {
 	if f.first, err = f.get("/conversations?limit=100"); err != nil {
 		return nil, err
 	}
+	// The cursor of every limit=100 page, walked without the page cache.
+	next = ""
+	for {
+		f.walk = append(f.walk, next)
+		body, err := f.getFrom(f.uncached.URL, "/conversations?limit=100"+cursorParam(next))
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			HasMore    bool   `json:"hasMore"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, err
+		}
+		if !page.HasMore {
+			break
+		}
+		next = page.NextCursor
+	}
 	return f, nil
 }
 
@@ -160,8 +253,10 @@ func cursorParam(c string) string {
 	return "&cursor=" + url.QueryEscape(c)
 }
 
-func (f *fixture) get(path string) ([]byte, error) {
-	req, err := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+func (f *fixture) get(path string) ([]byte, error) { return f.getFrom(f.srv.URL, path) }
+
+func (f *fixture) getFrom(base, path string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -223,81 +318,80 @@ func rate(workers int, fn func()) float64 {
 	return float64(n) / time.Since(start).Seconds()
 }
 
-var (
-	staticOnce   sync.Once
-	staticRate   float64 // pages per second of the static handler
-	uncachedRate float64 // pages per second of the provider without page cache
-)
-
-// BenchmarkConversationsThroughput serves limit=100 pages from all over the
-// list, from two client goroutines, and reports the throughput as a ratio of
-// a plain handler writing the first page's bytes under the same load. The
-// pages come from a rotation of 100 cursors, so sqlsource's page cache holds
-// them all ("x-static"); "x-static-uncached" is the same load with the cache
-// off, every page read from SQLite.
-func BenchmarkConversationsThroughput(b *testing.B) {
-	f := getFixture(b)
-	staticOnce.Do(func() {
+// staticRate returns the pages per second of a plain handler writing f's
+// first page, from two client goroutines, measured once per fixture.
+func (f *fixture) staticRate(b *testing.B) float64 {
+	f.staticOnce.Do(func() {
 		static := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", fmt.Sprint(len(f.first)))
 			_, _ = w.Write(f.first)
 		}))
 		defer static.Close()
-		staticRate = rate(2, func() { fetch(b, f.client, static.URL+"/conversations?limit=100") })
-		var mu sync.Mutex
-		i := 0
-		uncachedRate = rate(2, func() {
-			mu.Lock()
-			c := f.cursors[i%len(f.cursors)]
-			i++
-			mu.Unlock()
-			fetch(b, f.client, f.uncached.URL+"/conversations?limit=100"+cursorParam(c))
-		})
+		f.static = rate(2, func() { fetch(b, f.client, static.URL+"/conversations?limit=100") })
 	})
+	return f.static
+}
+
+// rotate serves pages of the given cursors in turn, from two client
+// goroutines, and reports the rate as a ratio of the static handler's
+// (metric name ratio).
+func rotate(b *testing.B, f *fixture, base string, cursors []string, ratio string) {
+	static := f.staticRate(b)
 	b.SetBytes(int64(len(f.first)))
 	b.ResetTimer()
-	var mu sync.Mutex
-	i := 0
+	var i atomic.Int64
+	b.SetParallelism(1)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			mu.Lock()
-			c := f.cursors[i%len(f.cursors)]
-			i++
-			mu.Unlock()
-			fetch(b, f.client, f.srv.URL+"/conversations?limit=100"+cursorParam(c))
+			c := cursors[int(i.Add(1)-1)%len(cursors)]
+			fetch(b, f.client, base+"/conversations?limit=100"+cursorParam(c))
 		}
 	})
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "pages/s")
-	b.ReportMetric(staticRate, "static-pages/s")
-	b.ReportMetric(rate/staticRate, "x-static")
-	b.ReportMetric(uncachedRate/staticRate, "x-static-uncached")
+	b.ReportMetric(static, "static-pages/s")
+	b.ReportMetric(rate/static, ratio)
 }
 
-var (
-	firstOnce sync.Once
-	firstCost time.Duration
-)
+// BenchmarkConversationsThroughput serves limit=100 pages, from two client
+// goroutines (on two cores), and reports the throughput as a ratio of a
+// plain handler writing the first page's bytes under the same load, on
+// SQLite and PostgreSQL:
+//
+//   - hit: a rotation of 100 cursors spread over the list, all of whose
+//     pages sqlsource's page cache holds ("x-static-hit");
+//   - miss: every page of the list in turn, as a consumer's walk reads
+//     them, with the page cache on: the list is five times the cache's
+//     budget (at 100,000 conversations), so no page is in it when it
+//     comes round again
+//     ("x-static-miss").
+func BenchmarkConversationsThroughput(b *testing.B) {
+	dialects(b, func(b *testing.B, f *fixture) {
+		b.Run("hit", func(b *testing.B) { rotate(b, f, f.srv.URL, f.cursors, "x-static-hit") })
+		b.Run("miss", func(b *testing.B) { rotate(b, f, f.srv.URL, f.walk, "x-static-miss") })
+	})
+}
 
 // BenchmarkConversationsDepth reads the limit=100 page at 90% depth, one
 // request at a time, and reports its cost as a ratio of the first page's,
-// both read from SQLite every time (the page cache off): this is what keyset
-// pagination decides.
+// both read from the database every time (the page cache off): this is
+// what keyset pagination decides.
 func BenchmarkConversationsDepth(b *testing.B) {
-	f := getFixture(b)
-	firstOnce.Do(func() {
-		firstCost = time.Duration(float64(time.Second) / rate(1, func() { fetch(b, f.client, f.uncached.URL+"/conversations?limit=100") }))
+	dialects(b, func(b *testing.B, f *fixture) {
+		f.firstOnce.Do(func() {
+			f.firstCost = time.Duration(float64(time.Second) / rate(1, func() { fetch(b, f.client, f.uncached.URL+"/conversations?limit=100") }))
+		})
+		u := f.uncached.URL + "/conversations?limit=100" + cursorParam(f.deep)
+		b.ResetTimer()
+		for b.Loop() {
+			fetch(b, f.client, u)
+		}
+		deep := b.Elapsed() / time.Duration(b.N)
+		b.ReportMetric(float64(f.firstCost.Microseconds()), "first-page-µs")
+		b.ReportMetric(float64(deep.Microseconds()), "deep-page-µs")
+		b.ReportMetric(float64(deep)/float64(f.firstCost), "x-first-page")
 	})
-	u := f.uncached.URL + "/conversations?limit=100" + cursorParam(f.deep)
-	b.ResetTimer()
-	for b.Loop() {
-		fetch(b, f.client, u)
-	}
-	deep := b.Elapsed() / time.Duration(b.N)
-	b.ReportMetric(float64(firstCost.Microseconds()), "first-page-µs")
-	b.ReportMetric(float64(deep.Microseconds()), "deep-page-µs")
-	b.ReportMetric(float64(deep)/float64(firstCost), "x-first-page")
 }
 
 // BenchmarkUsage30Days aggregates the last 30 days of usage by day, model
