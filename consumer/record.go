@@ -97,6 +97,7 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		}
 		p.rec.Time = p.exact.Truncate(time.Millisecond)
 		_, p.rec.Deleted = obj["deletedAt"]
+		p.rec.Refs = refsOf(obj)
 	case Assistants:
 		p.rec.ID = id
 		p.exact = exact("updatedAt")
@@ -161,6 +162,41 @@ func parseRecord(r Resource, raw json.RawMessage) parsed {
 		return parsed{id: p.id, reason: "an id, category or dimension holds a NUL character"}
 	}
 	return p
+}
+
+// refsOf returns the user.id and assistant.id of a conversation decoded
+// into obj, read as a store decoding its JSON into
+// struct{ User struct{ ID any }; Assistant struct{ ID any } } with
+// encoding/json would read them, so that the store need not decode the
+// record a second time on its one writing goroutine. It returns nil
+// (the store reads the JSON) where obj cannot tell: a member whose name
+// matches "user", "assistant" or "id" only when case is ignored, which
+// encoding/json also accepts.
+func refsOf(obj map[string]any) *Refs {
+	for k := range obj {
+		if k != "user" && k != "assistant" && (strings.EqualFold(k, "user") || strings.EqualFold(k, "assistant")) {
+			return nil
+		}
+	}
+	var r Refs
+	for name, dst := range map[string]*string{"user": &r.UserID, "assistant": &r.AssistantID} {
+		v, ok := obj[name]
+		if !ok || v == nil {
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			// Not an object: decoding fails, and the store keeps neither.
+			return &Refs{}
+		}
+		for k := range m {
+			if k != "id" && strings.EqualFold(k, "id") {
+				return nil
+			}
+		}
+		*dst, _ = m["id"].(string)
+	}
+	return &r
 }
 
 // checkMetrics returns why a usage bucket's metrics cannot be kept, or "":

@@ -153,8 +153,18 @@ type Record struct {
 	Category string
 	// Bucket holds a usage bucket's key fields (nil otherwise).
 	Bucket *BucketKey
+	// Refs holds a conversation's user.id and assistant.id as read from
+	// JSON, when the engine read them while it checked the record; nil
+	// otherwise, where a store that needs them reads them from JSON.
+	Refs *Refs
 	// JSON is the record exactly as received.
 	JSON json.RawMessage
+}
+
+// Refs is what a conversation's JSON holds at user.id and assistant.id:
+// the string there, or "" when the member is absent or not a string.
+type Refs struct {
+	UserID, AssistantID string
 }
 
 // BucketKey is what identifies a usage bucket.

@@ -130,10 +130,11 @@ func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Sto
 // SQLite connections get a busy timeout of 5 s, foreign keys, WAL with
 // synchronous=NORMAL for a file, and write transactions that begin with
 // BEGIN IMMEDIATE; extra query parameters ("sqlite:x.db?_pragma=...") go to
-// modernc.org/sqlite. The Store owns the database: [Store.Close] closes
-// it.
+// modernc.org/sqlite. A SQLite file also gets the settings of
+// [sqlitePragmas] unless the URL sets them. The Store owns the database:
+// [Store.Close] closes it.
 func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
-	db, err := sqldb.Open(ctx, databaseURL)
+	db, err := sqldb.Open(ctx, withSQLitePragmas(databaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
@@ -144,6 +145,56 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.ownDB = true
 	return s, nil
+}
+
+// sqlitePragmas are what [Open] adds to a SQLite file's URL for a sync's
+// writes, each unless the URL sets that pragma. A page of records inserts
+// into several indexes at random places, so a commit touches many pages
+// of each:
+//
+//   - cache_size: a page cache of up to 64 MiB per connection rather than
+//     2 MiB, so those index pages are not read back from the file;
+//   - wal_autocheckpoint: a checkpoint every 16,384 pages (64 MiB of WAL)
+//     rather than every 1,000, which a commit of one page of 1,000
+//     records exceeded, so that a page of an index changed by several
+//     commits is copied to the database file once, with one fsync. The
+//     WAL file keeps its largest size.
+//
+// BenchmarkConsumerSync's profile: the store's reads from the file fell
+// from 1.34 s to 0.52 s and its checkpoints from 3.0 s to 2.0 s over three
+// full syncs of 100,000 conversations.
+var sqlitePragmas = []string{"cache_size(-65536)", "wal_autocheckpoint(16384)"}
+
+// withSQLitePragmas returns databaseURL with [sqlitePragmas] added when it
+// names a SQLite file; other URLs, and malformed ones (for sqldb.Open to
+// report), are returned as they are.
+func withSQLitePragmas(databaseURL string) string {
+	rest, ok := strings.CutPrefix(databaseURL, "sqlite:")
+	if !ok {
+		return databaseURL
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	vals, err := url.ParseQuery(query)
+	if err != nil || path == "" || path == ":memory:" || strings.HasPrefix(path, "//") {
+		return databaseURL
+	}
+	var add []string
+	for _, p := range sqlitePragmas {
+		name, _, _ := strings.Cut(p, "(")
+		if !slices.ContainsFunc(vals["_pragma"], func(v string) bool {
+			return strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), name)
+		}) {
+			add = append(add, "_pragma="+url.QueryEscape(p))
+		}
+	}
+	if len(add) == 0 {
+		return databaseURL
+	}
+	sep := "?"
+	if strings.Contains(databaseURL, "?") {
+		sep = "&"
+	}
+	return databaseURL + sep + strings.Join(add, "&")
 }
 
 // newFromDB is [New] over a database from sqldb.Open or sqldb.Wrap.

@@ -652,7 +652,11 @@ func rowOf(op string, r consumer.Resource, rec *consumer.Record) (recordRow, err
 		row.started = ms(rec.StartedAt)
 	}
 	if r == consumer.Conversations {
-		row.userID, row.assistantID = conversationRefs(rec.JSON)
+		if rec.Refs != nil {
+			row.userID, row.assistantID = ref(rec.Refs.UserID), ref(rec.Refs.AssistantID)
+		} else {
+			row.userID, row.assistantID = conversationRefs(rec.JSON)
+		}
 		return row, nil
 	}
 	if r != consumer.Usage {
@@ -701,14 +705,18 @@ func conversationRefs(body []byte) (userID, assistantID string) {
 	if json.Unmarshal(body, &c) != nil {
 		return "", ""
 	}
-	ref := func(v any) string {
-		s, _ := v.(string)
-		if len(s) > maxRefLength || strings.ContainsRune(s, 0) {
-			return ""
-		}
-		return s
+	u, _ := c.User.ID.(string)
+	a, _ := c.Assistant.ID.(string)
+	return ref(u), ref(a)
+}
+
+// ref returns s as a searchable user or assistant id: "" when it is longer
+// than maxRefLength bytes or holds a NUL.
+func ref(s string) string {
+	if len(s) > maxRefLength || strings.ContainsRune(s, 0) {
+		return ""
 	}
-	return ref(c.User.ID), ref(c.Assistant.ID)
+	return s
 }
 
 // maxRefLength is the longest user or assistant id of a conversation that

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,15 +13,19 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
 )
 
 // BenchmarkConsumerSync measures the consumer against the provider of the
-// fixture (100,000 conversations in SQLite, served over loopback), in one
-// run:
+// fixture (100,000 conversations in SQLite, served over loopback), with a
+// consumer store on each dialect (sub-benchmarks sqlite and postgres; the
+// latter runs where AIUSAGE_TEST_DATABASE_URL is set, in fresh schemas), in
+// one run:
 //
 //   - sync/walk: the record rate of a full sync of the conversations into a
-//     fresh SQLite store, as a ratio of the rate of a client that only walks
+//     fresh store, as a ratio of the rate of a client that only walks
 //     the same pages and discards them (target >= 0.6); the best of three
 //     rounds of each;
 //   - incr/full: the time of an incremental sync after 1% of the
@@ -32,6 +35,13 @@ import (
 //     (flat memory: about 1).
 func BenchmarkConsumerSync(b *testing.B) {
 	f := getFixture(b)
+	for _, d := range sqldbtest.Dialects() {
+		b.Run(string(d), func(b *testing.B) { benchConsumerSync(b, f, d) })
+	}
+}
+
+func benchConsumerSync(b *testing.B, f *fixture, dialect sqldb.Dialect) {
+	storeURL := sqldbtest.URL(b, dialect) // skips PostgreSQL without a database
 	b.ResetTimer()
 	ctx := context.Background()
 	client, err := consumer.NewClient(consumer.ClientConfig{URL: f.srv.URL, Token: token})
@@ -70,7 +80,10 @@ func BenchmarkConsumerSync(b *testing.B) {
 				_ = store.Close()
 			}
 			var err error
-			store, err = sqlstore.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), fmt.Sprintf("consumer-%d-%d.db", i, round)))
+			if i > 0 || round > 0 {
+				storeURL = sqldbtest.URL(b, dialect) // a fresh database
+			}
+			store, err = sqlstore.Open(ctx, storeURL)
 			if err != nil {
 				b.Fatal(err)
 			}
