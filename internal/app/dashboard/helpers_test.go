@@ -48,7 +48,10 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	ctx := t.Context()
 	orgs, err := orgapi.NewStore(ctx, db)
 	require.NoError(t, err)
-	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
+	// A day-long window of failed sign-ins (windows are fixed, aligned to
+	// UTC): the throttle tests' attempts, seconds apart under the race
+	// detector, once fell on both sides of a 15-minute boundary.
+	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
 	require.NoError(t, err)
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
 		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour,

@@ -299,7 +299,12 @@ func TestAPIStateMachine(t *testing.T) {
 			h.clock.Advance(time.Hour)
 			n, err := svc.SweepTimeouts(t.Context())
 			require.NoError(t, err)
-			require.Equal(t, 1, n)
+			// The job queue's own sweep (run once on start, which on
+			// PostgreSQL waits for a leader to be elected) may come first
+			// and decide it: then this one finds nothing.
+			require.LessOrEqual(t, n, 1)
+			require.Eventually(t, func() bool { return tt.get(t, task.ID).Status == c.status }, 10*time.Second, 10*time.Millisecond,
+				"%s %q", c.outcome, c.from.text)
 			got := tt.get(t, task.ID)
 			require.Equal(t, c.status, got.Status, "%s %q", c.outcome, c.from.text)
 			require.Equal(t, &spec.ReviewDecision{By: spec.DecidedBySystem, Reason: spec.ReasonTimeout, Choice: c.choice,
