@@ -129,6 +129,26 @@ func explainSQLite(t *testing.T, db *sqldb.DB, query string, args []any) string 
 	return strings.Join(lines, "\n")
 }
 
+// explainIndexOnly is the PostgreSQL plan of query with sorts, sequential
+// and bitmap scans priced out, planned for its arguments.
+func explainIndexOnly(t *testing.T, db *sqldb.DB, query string, args []any) string {
+	t.Helper()
+	ctx := t.Context()
+	var plan string
+	err := db.InTx(ctx, func(tx *sql.Tx) error {
+		for _, set := range []string{"SET LOCAL enable_sort = off", "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL plan_cache_mode = force_custom_plan"} {
+			if _, err := tx.ExecContext(ctx, set); err != nil {
+				return err
+			}
+		}
+		var err error
+		plan, err = explainPostgres(ctx, tx, query, args)
+		return err
+	})
+	require.NoError(t, err)
+	return plan
+}
+
 // TestQueryPlansPostgres checks that every keyset query can be answered by
 // its index without a sort: with sorting and sequential scans priced out, the
 // plan is an index scan whose condition holds the keyset bound.
@@ -137,21 +157,9 @@ func TestQueryPlansPostgres(t *testing.T) {
 	db := sqldbtest.Open(t, sqldb.Postgres)
 	s := newSource(t, db)
 	fillForPlans(t, s)
-	ctx := t.Context()
 	for _, tc := range planCases() {
 		query, args := tc.k.sql()
-		var plan string
-		err := db.InTx(ctx, func(tx *sql.Tx) error {
-			for _, set := range []string{"SET LOCAL enable_sort = off", "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL plan_cache_mode = force_custom_plan"} {
-				if _, err := tx.ExecContext(ctx, set); err != nil {
-					return err
-				}
-			}
-			var err error
-			plan, err = explainPostgres(ctx, tx, query, args)
-			return err
-		})
-		require.NoError(t, err)
+		plan := explainIndexOnly(t, db, query, args)
 		require.Contains(t, plan, "Index Scan using "+tc.index+" on "+tc.k.table, "%s:\n%s", tc.name, plan)
 		require.NotContains(t, plan, "Sort", "%s:\n%s", tc.name, plan)
 		if tc.k.after != nil && tc.k.since.IsZero() {
@@ -223,21 +231,9 @@ func TestQueryPlansWithRevision(t *testing.T) {
 		t.Parallel()
 		db := sqldbtest.Open(t, sqldb.Postgres)
 		fillForPlans(t, newSource(t, db))
-		ctx := t.Context()
 		for _, tc := range planCases() {
 			query, args := tc.k.sqlWithRevision()
-			var plan string
-			err := db.InTx(ctx, func(tx *sql.Tx) error {
-				for _, set := range []string{"SET LOCAL enable_sort = off", "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL plan_cache_mode = force_custom_plan"} {
-					if _, err := tx.ExecContext(ctx, set); err != nil {
-						return err
-					}
-				}
-				var err error
-				plan, err = explainPostgres(ctx, tx, query, args)
-				return err
-			})
-			require.NoError(t, err)
+			plan := explainIndexOnly(t, db, query, args)
 			require.Contains(t, plan, "Index Scan using "+tc.index+" on "+tc.k.table, "%s:\n%s", tc.name, plan)
 			require.Contains(t, plan, "InitPlan", "%s: the revision is read once:\n%s", tc.name, plan)
 			require.NotContains(t, plan, "Sort", "%s:\n%s", tc.name, plan)
