@@ -142,6 +142,7 @@ type fnode struct {
 
 	// objects
 	props      map[string]*fnode
+	propList   []namedNode // props, sorted by name
 	required   []string
 	additional *fnode // nil: any
 
@@ -340,10 +341,11 @@ func (n *fnode) checkObject(obj map[string]any, lenient bool) bool {
 			return false
 		}
 	}
-	if n.additional == nil && len(n.props) < len(obj) {
-		// Fewer lookups from the smaller side.
-		for name, p := range n.props {
-			if v, ok := obj[name]; ok && !p.check(v, lenient) {
+	if n.additional == nil {
+		// Members without a schema are not checked: look up the
+		// properties, cheaper than ranging over the map.
+		for _, p := range n.propList {
+			if v, ok := obj[p.name]; ok && !p.node.check(v, lenient) {
 				return false
 			}
 		}
@@ -354,7 +356,7 @@ func (n *fnode) checkObject(obj map[string]any, lenient bool) bool {
 		if p == nil {
 			p = n.additional
 		}
-		if p != nil && !p.check(v, lenient) {
+		if !p.check(v, lenient) {
 			return false
 		}
 	}
@@ -440,6 +442,11 @@ func matchTimestampMillis(s string) bool {
 func timestampPrefix(s string) bool {
 	return digits(s[0:4]) && s[4] == '-' && digits(s[5:7]) && s[7] == '-' && digits(s[8:10]) && s[10] == 'T' &&
 		digits(s[11:13]) && s[13] == ':' && digits(s[14:16]) && s[16] == ':' && s[17] >= '0' && s[17] <= '5' && digits(s[18:19])
+}
+
+type namedNode struct {
+	name string
+	node *fnode
 }
 
 // fastCompiler compiles schemas into fnodes.
@@ -642,7 +649,9 @@ func (fc *fastCompiler) fill(n *fnode, url, ptr string, s map[string]any) error 
 					return err
 				}
 				n.props[name] = p
+				n.propList = append(n.propList, namedNode{name, p})
 			}
+			sort.Slice(n.propList, func(i, j int) bool { return n.propList[i].name < n.propList[j].name })
 		case k == "required":
 			list, ok := v.([]any)
 			if !ok {
