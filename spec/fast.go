@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -444,6 +445,20 @@ func timestampPrefix(s string) bool {
 		digits(s[11:13]) && s[13] == ':' && digits(s[14:16]) && s[16] == ':' && s[17] >= '0' && s[17] <= '5' && digits(s[18:19])
 }
 
+// plainPointer reports whether the library writes the schema location ptr
+// as it is. It percent-encodes each token (url.PathEscape), while
+// registry.extensible is keyed by the plain pointer: an extensible enum at
+// a location that needs encoding is not recognised by ValidateValue, which
+// reports its unknown values as errors, so the checker must too.
+func plainPointer(ptr string) bool {
+	for _, tok := range strings.Split(ptr, "/") {
+		if url.PathEscape(tok) != tok {
+			return false
+		}
+	}
+	return true
+}
+
 type namedNode struct {
 	name string
 	node *fnode
@@ -538,7 +553,7 @@ func (fc *fastCompiler) fill(n *fnode, url, ptr string, s map[string]any) error 
 			if !ok {
 				return refuse(k)
 			}
-			n.extensible = b
+			n.extensible = b && plainPointer(ptr)
 		case k == "type":
 			switch t := v.(type) {
 			case string:

@@ -57,3 +57,15 @@ func TestTimestampPatternMatchers(t *testing.T) {
 		t.Fatalf("only %d strings checked", n)
 	}
 }
+
+func TestPlainPointer(t *testing.T) {
+	t.Parallel()
+	for ptr, want := range map[string]bool{
+		"": true, "/properties/role": true, "/properties/a~1b/items": true, "/$defs/x_y-z.w": true,
+		"/properties/a b": false, "/properties/é": false, "/properties/a%20b": false, "/properties/a?b": false,
+	} {
+		if got := plainPointer(ptr); got != want {
+			t.Errorf("plainPointer(%q) = %v, want %v", ptr, got, want)
+		}
+	}
+}
