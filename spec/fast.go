@@ -657,8 +657,13 @@ func (fc *fastCompiler) fill(n *fnode, url, ptr string, s map[string]any) error 
 			if !ok {
 				return refuse(k)
 			}
-			n.props = make(map[string]*fnode, len(props))
+			names := make([]string, 0, len(props))
 			for name := range props {
+				names = append(names, name)
+			}
+			sort.Strings(names) // the same refusal every time
+			n.props = make(map[string]*fnode, len(props))
+			for _, name := range names {
 				p, err := fc.compile(url, at+"/"+escapePointer(name))
 				if err != nil {
 					return err
@@ -666,7 +671,6 @@ func (fc *fastCompiler) fill(n *fnode, url, ptr string, s map[string]any) error 
 				n.props[name] = p
 				n.propList = append(n.propList, namedNode{name, p})
 			}
-			sort.Slice(n.propList, func(i, j int) bool { return n.propList[i].name < n.propList[j].name })
 		case k == "required":
 			list, ok := v.([]any)
 			if !ok {
