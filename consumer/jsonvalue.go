@@ -53,6 +53,41 @@ type valueDecoder struct {
 	members []member
 	elems   []any
 	buf     []byte // unescaped strings
+	// names holds member names already seen, by this decoder and the
+	// records it decoded before, to share one string rather than make one
+	// per member of every record.
+	names map[string]string
+}
+
+// Bounds of valueDecoder.names.
+const (
+	maxNames      = 512
+	maxNameLength = 64
+)
+
+// name reads a member name, like str.
+func (d *valueDecoder) name() (string, bool) {
+	start := d.pos + 1
+	for i := start; i < len(d.data) && i-start <= maxNameLength; i++ {
+		switch c := d.data[i]; {
+		case c == '"':
+			if s, ok := d.names[string(d.data[start:i])]; ok {
+				d.pos = i + 1
+				return s, true
+			}
+			s, ok := d.str()
+			if ok && len(d.names) < maxNames {
+				if d.names == nil {
+					d.names = make(map[string]string)
+				}
+				d.names[s] = s
+			}
+			return s, ok
+		case c == '\\' || c < 0x20:
+			return d.str()
+		}
+	}
+	return d.str()
 }
 
 func (d *valueDecoder) skipSpace() {
@@ -116,7 +151,7 @@ func (d *valueDecoder) object() (any, bool) {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, false
 		}
-		name, ok := d.str()
+		name, ok := d.name()
 		if !ok {
 			return nil, false
 		}
