@@ -97,3 +97,55 @@ func benchValidate(b *testing.B, page []byte, opts ...spec.ValidateOption) {
 		}
 	}
 }
+
+// BenchmarkCheckConversationPage is the fast check the consumer runs on
+// each record before, and mostly instead of, the library's validation:
+// compare it with BenchmarkValidateConversationRecords.
+func BenchmarkCheckConversationPage(b *testing.B) {
+	records := decodedRecords(b)
+	c, err := spec.NewChecker("conversation", spec.WithMode(spec.Lenient))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range records {
+			if !c.Check(r) {
+				b.Fatal("the fast check refuses a record")
+			}
+		}
+	}
+}
+
+// BenchmarkValidateConversationRecords validates the records of a page one
+// by one with the library, as the consumer did before the fast check.
+func BenchmarkValidateConversationRecords(b *testing.B) {
+	records := decodedRecords(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range records {
+			if _, err := spec.ValidateValue("conversation", r, spec.WithMode(spec.Lenient)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// decodedRecords returns the conversations of a page of 100, each decoded
+// into any by encoding/json.
+func decodedRecords(b *testing.B) []any {
+	b.Helper()
+	var out []any
+	for _, c := range conversationPage(100).Data {
+		raw, err := json.Marshal(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}

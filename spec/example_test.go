@@ -73,3 +73,26 @@ func ExampleListSchema() {
 	// usage-bucket -> usage-list true
 	// instruction ->  false
 }
+
+func ExampleChecker() {
+	c, err := spec.NewChecker("conversation", spec.WithMode(spec.Lenient))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, doc := range []any{
+		map[string]any{"id": "c1", "startedAt": "2026-01-02T03:04:05Z", "messages": []any{map[string]any{"role": "developer"}}},
+		map[string]any{"id": "c2", "startedAt": "2026-01-02T04:04:05+01:00"},
+	} {
+		if c.Check(doc) {
+			fmt.Println("valid")
+			continue
+		}
+		// Not certain: the library says why.
+		findings, _ := spec.ValidateValue("conversation", doc, spec.WithMode(spec.Lenient))
+		fmt.Println(findings)
+	}
+	// Output:
+	// valid
+	// [/startedAt: "2026-01-02T04:04:05+01:00" is not in UTC: write it with Z instead of an offset, for example 2026-01-02T03:04:05Z]
+}
