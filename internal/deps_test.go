@@ -66,8 +66,10 @@ var rules = map[string][]string{
 	"cmd/aiusage": {"internal/cli"},
 
 	// Examples show what a user outside the module can do: public packages only.
-	"examples/embed":  {"spec", "provider", "provider/memsource"},
-	"examples/vendor": {"spec", "provider", "provider/memsource", "conformance"},
+	"examples/embed":           {"spec", "provider", "provider/memsource"},
+	"examples/vendor":          {"spec", "provider", "provider/memsource", "conformance"},
+	"examples/openwebui":       {"provider", "mcp", "examples/openwebui/webui"},
+	"examples/openwebui/webui": {"spec", "provider"},
 
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},
