@@ -173,7 +173,7 @@ func (w *sampleWriter) fill(chats int) {
 			map[string]any{"temperature": 0.7, "top_p": 0.9, "num_ctx": 8192}, map[string]any{"description": "Drafts ticket replies", "toolIds": []string{"jira_lookup"}},
 			true, 150, 150, [][2]string{{"user", "*"}}},
 		{"sql-buddy", "u-bob", "qwen2.5:14b", "SQL Buddy", "You write PostgreSQL.",
-			map[string]any{"temperature": 0}, map[string]any{"description": "Writes queries"}, true, 140, 140, nil},
+			map[string]any{"temperature": 0}, map[string]any{"description": "Writes queries"}, true, 150, 150, nil},
 		{"old-translator", "u-alice", "gpt-4o-mini", "Old Translator", "Translate to French.",
 			map[string]any{}, map[string]any{"description": "Retired"}, false, 180, 100, [][2]string{{"user", "u-erin"}}},
 	}
@@ -371,7 +371,7 @@ func (w *sampleWriter) handWritten() {
 	w.exec(`DELETE FROM chat WHERE id IN (?, ?)`, "chat-deleted-1", "chat-deleted-2")
 
 	w.feedback("fb-1", "u-bob", 1, "gpt-4o", "chat-branches", "m-br-a2", "Accurate", w.at(29))
-	w.feedback("fb-2", "u-bob", -1, "gpt-4o", "chat-branches", "m-br-a1", "Too short", w.at(29.5))
+	w.feedback("fb-2", "u-bob", -1, "gpt-4o", "chat-branches", "m-br-a1", "Too short", w.at(29))
 	w.feedback("fb-3", "u-carol", 1, "contract-reviewer", "chat-assistant", "m-as-a1", "Found the issue", w.at(23))
 	w.feedback("fb-4", "u-erin", -1, "gpt-4o", "chat-deleted-1", "m-del-a-chat-deleted-1", "Wrong", w.at(79.5))
 }
