@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
@@ -248,4 +252,38 @@ func walkAll(t *testing.T, src *webui.Source) map[string]spec.Conversation {
 		k := provider.ConversationKey(&p.Items[len(p.Items)-1])
 		q.After = &k
 	}
+}
+
+// TestMCP reads a conversation over MCP (streamable HTTP at /mcp, with the
+// same token) and checks it is the record REST serves.
+func TestMCP(t *testing.T) {
+	t.Parallel()
+	base := startServer(t, openSample(t, sampleDSN(t, sqldb.SQLite, time.Now().UTC().Truncate(time.Hour))))
+	c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer owui-full"}))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "openwebui-test", Version: "1"}
+	_, err = c.Initialize(t.Context(), init)
+	require.NoError(t, err)
+
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = "get_conversation"
+	req.Params.Arguments = map[string]any{"id": "chat-branches"}
+	res, err := c.CallTool(t.Context(), req)
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	got, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var viaMCP spec.Conversation
+	require.NoError(t, json.Unmarshal(got, &viaMCP))
+
+	rest, err := consumer.NewClient(consumer.ClientConfig{URL: base, Token: "owui-full"})
+	require.NoError(t, err)
+	viaREST, err := rest.GetConversation(t.Context(), "chat-branches")
+	require.NoError(t, err)
+	require.Equal(t, viaREST, viaMCP)
+	require.Len(t, viaMCP.Messages, 4)
 }
