@@ -17,13 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -58,7 +56,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if *createSample {
-		created, err := ensureSample(ctx, *db)
+		created, err := webui.EnsureSample(ctx, *db)
 		if err != nil {
 			return err
 		}
@@ -77,43 +75,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	tokens := []provider.Token{{Name: "openwebui", Secret: *token, Tenant: *tenant}}
 	return serve(ctx, ln, src, tokens, log)
-}
-
-// ensureSample creates the sample database at dsn unless one is there: a
-// SQLite file that exists, or a PostgreSQL schema that has a chat table.
-func ensureSample(ctx context.Context, dsn string) (bool, error) {
-	pg := strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-	if !pg {
-		if _, err := os.Stat(dsn); err == nil {
-			return false, nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return false, err
-		}
-	}
-	db, d, err := webui.OpenDB(ctx, dsn, false)
-	if err != nil {
-		return false, err
-	}
-	defer db.Close()
-	if pg {
-		var n int
-		err := db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
-			WHERE table_schema = current_schema() AND table_name = 'chat'`).Scan(&n)
-		if err != nil {
-			return false, fmt.Errorf("look for an existing chat table: %w", err)
-		}
-		if n > 0 {
-			return false, nil
-		}
-	}
-	if err := webui.CreateSample(ctx, db, d, webui.SampleConfig{}); err != nil {
-		if !pg {
-			_ = db.Close()
-			_ = os.Remove(dsn)
-		}
-		return false, err
-	}
-	return true, nil
 }
 
 // serve serves src over REST at the root and over MCP at /mcp on ln until

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 )
@@ -27,6 +30,45 @@ type SampleConfig struct {
 	// (branches, edits, multi-model answers, archived, deleted, in progress,
 	// legacy JSON). The default is 60.
 	Chats int
+}
+
+// EnsureSample creates the sample database at dsn (see [OpenDB]) unless one
+// is there: a SQLite file that exists, or a PostgreSQL schema with a chat
+// table. It reports whether it created one. A SQLite file it fails to fill
+// is removed.
+func EnsureSample(ctx context.Context, dsn string) (bool, error) {
+	pg := strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	if !pg {
+		if _, err := os.Stat(dsn); err == nil {
+			return false, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("webui: sample: %w", err)
+		}
+	}
+	db, d, err := OpenDB(ctx, dsn, false)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	if pg {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name = 'chat'`).Scan(&n)
+		if err != nil {
+			return false, fmt.Errorf("webui: sample: look for a chat table: %w", err)
+		}
+		if n > 0 {
+			return false, nil
+		}
+	}
+	if err := CreateSample(ctx, db, d, SampleConfig{}); err != nil {
+		if !pg {
+			_ = db.Close()
+			_ = os.Remove(dsn)
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // CreateSample creates Open WebUI's tables in db, an empty database of
