@@ -120,6 +120,20 @@ func TestMapping(t *testing.T) {
 				require.False(t, provider.ConversationKey(&c).Time.Before(at(30, 125).Time), c.ID)
 			}
 			require.Contains(t, idsOf(p.Items), "chat-branches")
+			// A bound between two seconds: the chat updated in the earlier
+			// one is before it, for updatedSince and for a cursor's key.
+			p, err = src.ListConversations(ctx, provider.ConversationQuery{Tenant: tenant, UpdatedSince: at(30, 125).Add(time.Millisecond), Limit: 1000})
+			require.NoError(t, err)
+			require.NotContains(t, idsOf(p.Items), "chat-branches")
+			key := provider.Key{Time: at(30, 125).Add(-time.Millisecond), ID: "zzz"}
+			p, err = src.ListConversations(ctx, provider.ConversationQuery{Tenant: tenant, After: &key, Limit: 1000})
+			require.NoError(t, err)
+			require.Equal(t, "chat-branches", p.Items[0].ID)
+			key = provider.Key{Time: at(30, 125).Time, ID: "chat-branches"}
+			p, err = src.ListConversations(ctx, provider.ConversationQuery{Tenant: tenant, After: &key, Limit: 1000})
+			require.NoError(t, err)
+			require.NotContains(t, idsOf(p.Items), "chat-branches")
+			require.Len(t, p.Items, len(all)-len(idsBefore(all, at(30, 125).Time))-1)
 
 			// Assistants: custom models only, visibility from grants.
 			a, err := src.GetAssistant(ctx, tenant, "contract-reviewer")
@@ -213,6 +227,17 @@ func findBucket(t *testing.T, buckets []spec.UsageBucket, dims spec.UsageDimensi
 	}
 	t.Fatalf("no bucket with dimensions %+v", dims)
 	return spec.UsageBucket{}
+}
+
+// idsBefore returns the ids of the conversations listed before t.
+func idsBefore(all map[string]spec.Conversation, t time.Time) []string {
+	var out []string
+	for id, c := range all {
+		if provider.ConversationKey(&c).Time.Before(t) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func idsOf(cs []spec.Conversation) []string {

@@ -209,8 +209,8 @@ func (s *Source) ListAssistants(ctx context.Context, q provider.AssistantQuery) 
 	}
 	where, args := []string{"m.base_model_id IS NOT NULL"}, []any{}
 	if !q.UpdatedSince.IsZero() {
-		where = append(where, "m.updated_at * 1000 >= ?")
-		args = append(args, q.UpdatedSince.UnixMilli())
+		where = append(where, "m.updated_at >= ?")
+		args = append(args, ceilSeconds(q.UpdatedSince.UnixMilli()))
 	}
 	where, args = s.keyset(where, args, "m.updated_at", "m.id", q.After)
 	rows, err := s.query(ctx, fmt.Sprintf(`SELECT %s FROM model m WHERE %s ORDER BY m.updated_at, %s LIMIT %d`,

@@ -19,7 +19,7 @@ const chatColumns = `c.id, c.user_id, c.title, CAST(c.chat AS TEXT), c.created_a
 
 // notShared leaves out the rows older releases kept for share links: a copy
 // of the chat owned by the pseudo-user "shared-<chat id>".
-const notShared = `c.user_id NOT LIKE 'shared-%'`
+const notShared = `COALESCE(c.user_id, '') NOT LIKE 'shared-%'`
 
 // chatRow is one row of the chat table.
 type chatRow struct {
@@ -42,12 +42,13 @@ func scanChats(rows *sql.Rows) ([]chatRow, error) {
 	var out []chatRow
 	for rows.Next() {
 		var r chatRow
-		var title sql.NullString
-		if err := rows.Scan(&r.id, &r.userID, &title, &r.doc, &r.createdAt, &r.updatedAt, &r.shareID, &r.archived,
+		var userID, title sql.NullString
+		var archived sql.NullBool
+		if err := rows.Scan(&r.id, &userID, &title, &r.doc, &r.createdAt, &r.updatedAt, &r.shareID, &archived,
 			&r.pinned, &r.meta, &r.folderID); err != nil {
 			return nil, fmt.Errorf("webui: read chat: %w", err)
 		}
-		r.title = title.String
+		r.userID, r.title, r.archived = userID.String, title.String, archived.Bool
 		if r.doc.Valid && r.doc.String != "" {
 			r.parseErr = json.Unmarshal([]byte(r.doc.String), &r.parsed)
 		}
@@ -197,12 +198,12 @@ func (s *Source) ListConversations(ctx context.Context, q provider.ConversationQ
 	}
 	where, args := []string{notShared}, []any{}
 	if !q.UpdatedSince.IsZero() {
-		where = append(where, "c.updated_at * 1000 >= ?")
-		args = append(args, q.UpdatedSince.UnixMilli())
+		where = append(where, "c.updated_at >= ?")
+		args = append(args, ceilSeconds(q.UpdatedSince.UnixMilli()))
 	}
 	if !q.StartedAfter.IsZero() {
-		where = append(where, "c.created_at * 1000 > ?")
-		args = append(args, q.StartedAfter.UnixMilli())
+		where = append(where, "c.created_at > ?")
+		args = append(args, floorSeconds(q.StartedAfter.UnixMilli()))
 	}
 	where, args = s.keyset(where, args, "c.updated_at", "c.id", q.After)
 	rows, err := s.query(ctx, fmt.Sprintf(`SELECT %s FROM chat c WHERE %s ORDER BY c.updated_at, %s LIMIT %d`,

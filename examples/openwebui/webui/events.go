@@ -55,8 +55,8 @@ func (s *Source) ListEvents(ctx context.Context, q provider.EventQuery) (provide
 	}
 	where, args := []string{"1 = 1"}, []any{}
 	if !q.OccurredAfter.IsZero() {
-		where = append(where, "e.at * 1000 > ?")
-		args = append(args, q.OccurredAfter.UnixMilli())
+		where = append(where, "e.at > ?")
+		args = append(args, floorSeconds(q.OccurredAfter.UnixMilli()))
 	}
 	if q.Category != "" {
 		var types []string

@@ -170,15 +170,33 @@ func strArgs(ids []string) []any {
 }
 
 // keyset appends the condition "strictly after key" over a time column
-// holding epoch seconds and an id column.
+// holding epoch seconds and an id column. The key's time has milliseconds;
+// the column compares in whole seconds, so that an index on it serves the
+// range: a key between two seconds is after every row of the earlier one.
 func (s *Source) keyset(where []string, args []any, timeCol, idCol string, after *provider.Key) ([]string, []any) {
 	if after == nil {
 		return where, args
 	}
 	ms := after.Time.UnixMilli()
-	where = append(where, fmt.Sprintf("(%[1]s * 1000 > ? OR (%[1]s * 1000 = ? AND %[2]s > ?))", timeCol, s.binary(idCol)))
-	return where, append(args, ms, ms, after.ID)
+	if ms%1000 != 0 {
+		return append(where, timeCol+" > ?"), append(args, floorSeconds(ms))
+	}
+	where = append(where, fmt.Sprintf("(%[1]s > ? OR (%[1]s = ? AND %[2]s > ?))", timeCol, s.binary(idCol)))
+	return where, append(args, ms/1000, ms/1000, after.ID)
 }
+
+// floorSeconds and ceilSeconds turn a millisecond bound into the whole
+// seconds a column of seconds compares with: t*1000 > ms is t > floor(ms/1000),
+// and t*1000 >= ms is t >= ceil(ms/1000).
+func floorSeconds(ms int64) int64 {
+	s := ms / 1000
+	if ms%1000 < 0 {
+		s--
+	}
+	return s
+}
+
+func ceilSeconds(ms int64) int64 { return -floorSeconds(-ms) }
 
 // secondsTime converts an epoch-seconds column value.
 func secondsTime(v int64) spec.Time { return spec.NewTime(time.Unix(v, 0)) }
