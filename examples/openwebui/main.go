@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		if created {
-			log.Info("sample Open WebUI database created", "db", *db)
+			log.Info("sample Open WebUI database created", "db", redact(*db))
 		}
 	}
 	src, err := webui.Open(ctx, *db, webui.Config{Tenant: *tenant})
@@ -75,6 +76,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	tokens := []provider.Token{{Name: "openwebui", Secret: *token, Tenant: *tenant}}
 	return serve(ctx, ln, src, tokens, log)
+}
+
+// redact hides the password of a database URL, for logs.
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return dsn
 }
 
 // serve serves src over REST at the root and over MCP at /mcp on ln until

@@ -287,3 +287,9 @@ func TestMCP(t *testing.T) {
 	require.Equal(t, viaREST, viaMCP)
 	require.Len(t, viaMCP.Messages, 4)
 }
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "postgres://u:xxxxx@h/db", redact("postgres://u:secret@h/db"))
+	require.Equal(t, "webui.db", redact("webui.db"))
+}
