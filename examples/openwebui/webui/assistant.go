@@ -43,14 +43,7 @@ func (s *Source) users(ctx context.Context, ids []string) (map[string]userRow, e
 		if err := rows.Scan(&u.id, &email, &info, &u.createdAt); err != nil {
 			return nil, fmt.Errorf("webui: read user: %w", err)
 		}
-		u.email = email.String
-		if info.Valid {
-			var i struct {
-				Department string `json:"department"`
-			}
-			_ = json.Unmarshal([]byte(info.String), &i)
-			u.department = i.Department
-		}
+		u.email, u.department = email.String, department(info)
 		out[u.id] = u
 	}
 	if err := rows.Err(); err != nil {
@@ -77,6 +70,42 @@ func (s *Source) users(ctx context.Context, ids []string) (map[string]userRow, e
 		return nil, fmt.Errorf("webui: read group members: %w", err)
 	}
 	return out, nil
+}
+
+// departments returns the department of every user that has one.
+func (s *Source) departments(ctx context.Context) (map[string]string, error) {
+	rows, err := s.query(ctx, `SELECT u.id, CAST(u.info AS TEXT) FROM "user" u`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id string
+		var info sql.NullString
+		if err := rows.Scan(&id, &info); err != nil {
+			return nil, fmt.Errorf("webui: read user: %w", err)
+		}
+		if d := department(info); d != "" {
+			out[id] = d
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("webui: read users: %w", err)
+	}
+	return out, nil
+}
+
+// department reads the department key of user.info.
+func department(info sql.NullString) string {
+	if !info.Valid {
+		return ""
+	}
+	var i struct {
+		Department string `json:"department"`
+	}
+	_ = json.Unmarshal([]byte(info.String), &i)
+	return i.Department
 }
 
 func unique(ids []string) []string {

@@ -41,16 +41,9 @@ func scanChats(rows *sql.Rows) ([]chatRow, error) {
 	defer rows.Close()
 	var out []chatRow
 	for rows.Next() {
-		var r chatRow
-		var userID, title sql.NullString
-		var archived sql.NullBool
-		if err := rows.Scan(&r.id, &userID, &title, &r.doc, &r.createdAt, &r.updatedAt, &r.shareID, &archived,
-			&r.pinned, &r.meta, &r.folderID); err != nil {
-			return nil, fmt.Errorf("webui: read chat: %w", err)
-		}
-		r.userID, r.title, r.archived = userID.String, title.String, archived.Bool
-		if r.doc.Valid && r.doc.String != "" {
-			r.parseErr = json.Unmarshal([]byte(r.doc.String), &r.parsed)
+		r, err := scanChat(rows)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -58,6 +51,22 @@ func scanChats(rows *sql.Rows) ([]chatRow, error) {
 		return nil, fmt.Errorf("webui: read chats: %w", err)
 	}
 	return out, nil
+}
+
+// scanChat reads the current row, of chatColumns, and parses its JSON.
+func scanChat(rows *sql.Rows) (chatRow, error) {
+	var r chatRow
+	var userID, title sql.NullString
+	var archived sql.NullBool
+	if err := rows.Scan(&r.id, &userID, &title, &r.doc, &r.createdAt, &r.updatedAt, &r.shareID, &archived,
+		&r.pinned, &r.meta, &r.folderID); err != nil {
+		return r, fmt.Errorf("webui: read chat: %w", err)
+	}
+	r.userID, r.title, r.archived = userID.String, title.String, archived.Bool
+	if r.doc.Valid && r.doc.String != "" {
+		r.parseErr = json.Unmarshal([]byte(r.doc.String), &r.parsed)
+	}
+	return r, nil
 }
 
 // chatDoc is the JSON document in chat.chat, as the web client writes it.

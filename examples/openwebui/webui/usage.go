@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -101,23 +102,31 @@ func (s *Source) Usage(ctx context.Context, q provider.UsageQuery) (provider.Pag
 	if !s.ownTenant(q.Tenant) {
 		return page, nil
 	}
-	rows, err := s.query(ctx, `SELECT `+chatColumns+` FROM chat c WHERE `+notShared+` AND c.updated_at >= ? AND c.created_at < ?
-		ORDER BY c.id`, q.Start.Unix(), q.End.Add(time.Second-1).Unix())
+	// What the chats refer to is loaded first, whole: the chats of a range
+	// may be many more than an IN list holds.
+	models, err := s.models(ctx)
 	if err != nil {
 		return page, err
 	}
-	chats, err := scanChats(rows)
+	var departments map[string]string
+	if grouped[3] {
+		if departments, err = s.departments(ctx); err != nil {
+			return page, err
+		}
+	}
+	rows, err := s.query(ctx, `SELECT `+chatColumns+` FROM chat c WHERE `+notShared+` AND c.updated_at >= ? AND c.created_at < ?`,
+		q.Start.Unix(), q.End.Add(time.Second-1).Unix())
 	if err != nil {
 		return page, err
 	}
-	cat, err := s.catalogueFor(ctx, chats)
-	if err != nil {
-		return page, err
-	}
+	defer rows.Close()
 	accs := map[provider.UsageKey]*bucketAcc{}
-	for i := range chats {
-		c := &chats[i]
-		user := cat.users[c.userID]
+	// One chat at a time: only the buckets stay in memory.
+	for rows.Next() {
+		c, err := scanChat(rows)
+		if err != nil {
+			return page, err
+		}
 		for _, m := range c.parsed.all() {
 			if m.Role != spec.RoleAssistant {
 				continue
@@ -127,7 +136,7 @@ func (s *Source) Usage(ctx context.Context, q provider.UsageQuery) (provider.Pag
 				continue
 			}
 			model, assistant := m.Model, ""
-			if mr, ok := cat.models[m.Model]; ok && mr.baseModelID != "" {
+			if mr, ok := models[m.Model]; ok && mr.baseModelID != "" {
 				model, assistant = mr.baseModelID, mr.id
 			}
 			k := provider.UsageKey{Start: q.Start.Add(at.Sub(q.Start) / width * width).UTC()}
@@ -141,7 +150,7 @@ func (s *Source) Usage(ctx context.Context, q provider.UsageQuery) (provider.Pag
 				k.UserID = c.userID
 			}
 			if grouped[3] {
-				k.Department = user.department
+				k.Department = departments[c.userID]
 			}
 			a := accs[k]
 			if a == nil {
@@ -156,6 +165,9 @@ func (s *Source) Usage(ctx context.Context, q provider.UsageQuery) (provider.Pag
 			a.conversations[c.id] = true
 			a.users[c.userID] = true
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return page, fmt.Errorf("webui: read chats: %w", err)
 	}
 	keys := make([]provider.UsageKey, 0, len(accs))
 	for k := range accs {
