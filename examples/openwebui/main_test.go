@@ -102,46 +102,50 @@ func TestConformance(t *testing.T) {
 func TestRunCreatesSample(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "webui.db")
-	ctx, cancel := context.WithCancel(t.Context())
-	logs := newLineWriter()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--db", path, "--token", "T", "--addr", "127.0.0.1:0", "--create-sample"}, logs)
-	}()
-	var url string
-	for line := range logs.lines {
-		if strings.Contains(line, "Open WebUI provider serving") {
-			_, rest, _ := strings.Cut(line, "url=")
-			url, _, _ = strings.Cut(rest, " ")
-			break
-		}
-	}
-	require.NotEmpty(t, url)
+	url, seen, stop := startRun(t, "--db", path, "--token", "T", "--addr", "127.0.0.1:0", "--create-sample")
+	require.Contains(t, seen, "sample Open WebUI database created")
 	c, err := consumer.NewClient(consumer.ClientConfig{URL: url, Token: "T"})
 	require.NoError(t, err)
 	p, err := c.Fetch(t.Context(), consumer.Conversations, consumer.Query{Limit: 5})
 	require.NoError(t, err)
 	require.Len(t, p.Records, 5)
-	cancel()
-	require.NoError(t, <-done)
+	stop()
 
 	// A second start leaves the existing file alone.
-	ctx2, cancel2 := context.WithCancel(t.Context())
-	logs2 := newLineWriter()
-	go func() {
-		done <- run(ctx2, []string{"--db", path, "--token", "T", "--addr", "127.0.0.1:0", "--create-sample"}, logs2)
-	}()
-	for line := range logs2.lines {
-		require.NotContains(t, line, "sample Open WebUI database created")
-		if strings.Contains(line, "serving") {
-			break
-		}
-	}
-	cancel2()
-	require.NoError(t, <-done)
+	_, seen, stop = startRun(t, "--db", path, "--token", "T", "--addr", "127.0.0.1:0", "--create-sample")
+	require.NotContains(t, seen, "sample Open WebUI database created")
+	stop()
 
 	require.Error(t, run(t.Context(), []string{"--db", filepath.Join(t.TempDir(), "none.db"), "--token", "T"}, newLineWriter()),
 		"without --create-sample a missing file is an error, not an empty database")
+}
+
+// startRun runs the command with args until the returned stop is called,
+// and returns the base URL of its ready line and what it logged up to it.
+func startRun(t *testing.T, args ...string) (url, logged string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	logs := newLineWriter()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, logs) }()
+	var b strings.Builder
+	for url == "" {
+		select {
+		case line := <-logs.lines:
+			b.WriteString(line + "\n")
+			if strings.Contains(line, "Open WebUI provider serving") {
+				_, rest, _ := strings.Cut(line, "url=")
+				url, _, _ = strings.Cut(rest, " ")
+			}
+		case err := <-done:
+			cancel()
+			t.Fatalf("the command ended before it was ready: %v\n%s", err, b.String())
+		}
+	}
+	return url, b.String(), func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
 }
 
 // lineWriter hands the lines written to it to a channel.
