@@ -62,12 +62,15 @@ var rules = map[string][]string{
 		"internal/app/orgapi", "internal/infra/"},
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
-		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/"},
+		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
+		"examples/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
 	"cmd/aiusage": {"internal/cli"},
 
 	// Examples show what a user outside the module can do: public packages only.
-	"examples/embed":  {"spec", "provider", "provider/memsource"},
-	"examples/vendor": {"spec", "provider", "provider/memsource", "conformance"},
+	"examples/embed":           {"spec", "provider", "provider/memsource"},
+	"examples/vendor":          {"spec", "provider", "provider/memsource", "conformance"},
+	"examples/openwebui":       {"provider", "mcp", "examples/openwebui/webui"},
+	"examples/openwebui/webui": {"spec", "provider"},
 
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},

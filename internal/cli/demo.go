@@ -36,6 +36,7 @@ type demoFlags struct {
 	serverFlags
 	embeddings                        embeddingsFlags
 	databaseURL, accessLog, exportDir string
+	openWebUIDB                       string
 	conversations                     int
 	secrets                           secretFlags
 	metrics                           metricsFlags
@@ -58,6 +59,12 @@ func demoCommand() *command {
     its own: the provider over REST; a scheduled export the demo writes to
     --export-dir every minute; and a push stream it sends to the service's
     receiver every minute. The organisation's one view shows all three.
+
+With --openwebui-db, a fourth source: the Open WebUI database at PATH (its
+SQLite webui.db), served read-only at /openwebui by the provider of
+examples/openwebui (which maps its chats, custom models, feedback and token
+usage) and synced like the first; a missing file is created with that
+example's sample data.
 
 The first start creates all of it in the database (default: the SQLite file
 aiusage-demo.db in the working directory); later starts reuse it without
@@ -85,6 +92,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			fs.IntVar(&f.conversations, "conversations", 500, "`N` generated conversations of the demo provider (first start only)")
 			fs.StringVar(&f.accessLog, "access-log", "aiusage-demo.log", "`FILE` the requests and syncs are logged to (- for standard error)")
 			fs.StringVar(&f.exportDir, "export-dir", "aiusage-demo-export", "`DIR` the demo's scheduled export is written to, and read from by its export source")
+			fs.StringVar(&f.openWebUIDB, "openwebui-db", "", "`PATH` of an Open WebUI database (webui.db) served read-only at /openwebui as a fourth source; created with sample data when missing")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
@@ -186,8 +194,17 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		r.Handle("/provider", standalone)
 		r.Handle("/provider/*", standalone)
 	}
+	mounts := []func(chi.Router){mountProvider}
+	var owui *demoOpenWebUI
+	if f.openWebUIDB != "" {
+		if owui, err = startOpenWebUI(ctx, f.openWebUIDB, st.providerToken, serviceLog); err != nil {
+			return fmt.Errorf("%s: %w", e.cmd, err)
+		}
+		defer owui.close()
+		mounts = append(mounts, owui.mount)
+	}
 	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher, budget: f.embeddings.budget,
-		mounts: []func(chi.Router){mountProvider}, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
+		mounts: mounts, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -243,6 +260,13 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 			metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
 		}
 		printDemo(e.stdout, base, st, transports, accessLog, metricsNote)
+		if owui != nil {
+			if err := owui.connect(ctx, ds, full.sources, st.orgID, base, st.providerToken); err != nil {
+				log.Error(e.cmd+": the Open WebUI source", "error", err)
+			} else {
+				owui.print(e.stdout, base, st.orgID)
+			}
+		}
 	}
 	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
 }

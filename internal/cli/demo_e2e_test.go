@@ -34,16 +34,17 @@ type demoRun struct {
 	block     string
 	commands  map[string]string // "1" .. "5" -> the command printed under "# N."
 	stderr    *syncBuffer
-	accessLog string // the --access-log file
+	after     *syncBuffer // what it printed after the block
+	accessLog string      // the --access-log file
 }
 
-// startDemo starts the binary's demo and reads its block up to the MCP
-// configuration.
-func startDemo(t *testing.T, bin, dbURL string) *demoRun {
+// startDemo starts the binary's demo, with extra flags, and reads its block
+// up to the MCP configuration.
+func startDemo(t *testing.T, bin, dbURL string, extra ...string) *demoRun {
 	t.Helper()
 	accessLog := filepath.Join(t.TempDir(), "access.log")
-	cmd := exec.Command(bin, "demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60", "--access-log", accessLog,
-		"--export-dir", filepath.Join(t.TempDir(), "export"))
+	cmd := exec.Command(bin, append([]string{"demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60",
+		"--access-log", accessLog, "--export-dir", filepath.Join(t.TempDir(), "export")}, extra...)...)
 	cmd.Env = append(os.Environ(), envMetricsToken+"="+testMetricsToken)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -71,11 +72,13 @@ func startDemo(t *testing.T, bin, dbURL string) *demoRun {
 			t.Fatalf("no demo block within 60 s:\n%s", b.String())
 		}
 	}
+	after := &syncBuffer{}
 	go func() {
-		for range lines { // drain
+		for l := range lines {
+			_, _ = after.Write([]byte(l + "\n"))
 		}
 	}()
-	run := &demoRun{cmd: cmd, block: b.String(), commands: map[string]string{}, stderr: stderr, accessLog: accessLog}
+	run := &demoRun{cmd: cmd, block: b.String(), commands: map[string]string{}, stderr: stderr, after: after, accessLog: accessLog}
 	// A command is the lines after "# N." up to an empty line, joined
 	// where they end in a backslash.
 	re := regexp.MustCompile(`(?m)^  # ([0-9])\..*\n((?:  .*\n)+)`)
@@ -255,4 +258,43 @@ func TestDemoEndToEnd(t *testing.T) {
 			again.stop(t)
 		})
 	}
+}
+
+// TestDemoOpenWebUI starts the demo with --openwebui-db on a missing file:
+// it creates the Open WebUI sample there, serves it at /openwebui, adds it
+// as a fourth source, syncs it, and prints where; the organisation's
+// collected view then holds its chats as the example maps them.
+func TestDemoOpenWebUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("the test uses curl")
+	}
+	bin := buildBinary(t)
+	webuiDB := filepath.Join(t.TempDir(), "webui.db")
+	demo := startDemo(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "demo.db"), "--openwebui-db", webuiDB)
+	line := regexp.MustCompile(`(?m)^  Open WebUI     source ([0-9a-f-]{36})  \(the Open WebUI database (\S+), served read-only at$`)
+	var m []string
+	require.Eventually(t, func() bool {
+		m = line.FindStringSubmatch(demo.after.String())
+		return m != nil
+	}, 60*time.Second, 100*time.Millisecond, "the demo prints the Open WebUI source:\n%s\n%s", demo.after.String(), demo.stderr.String())
+	require.Equal(t, webuiDB, m[2])
+	require.FileExists(t, webuiDB, "the sample is created")
+
+	view := regexp.MustCompile(`(http://[^ ]+)/organisations/([0-9a-f-]+)/sources/`).FindStringSubmatch(demo.commands["3"])
+	require.Len(t, view, 3, demo.commands["3"])
+	key := regexp.MustCompile(`aiu_[0-9A-Za-z]+`).FindString(demo.commands["1"])
+	out, err := exec.Command("curl", "-s", "-f", "-H", "X-API-Key: "+key,
+		view[1]+"/organisations/"+view[2]+"/sources/"+m[1]+"/conversations/chat-branches").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var c struct {
+		Messages []struct{ ID string }  `json:"messages"`
+		User     struct{ Email string } `json:"user"`
+	}
+	require.NoError(t, json.Unmarshal(out, &c), "%s", out)
+	require.Len(t, c.Messages, 4, "the served branch of the sample's regenerated chat")
+	require.Equal(t, "bob@example.com", c.User.Email)
+	demo.stop(t)
 }
