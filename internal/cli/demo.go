@@ -259,7 +259,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		case opsToken != "":
 			metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
 		}
-		printDemo(e.stdout, base, st, transports, accessLog, metricsNote)
+		printDemo(e.stdout, base, st, transports, accessLog, metricsNote, owui != nil)
 		if owui != nil {
 			if err := owui.connect(ctx, ds, full.sources, st.orgID, base, st.providerToken); err != nil {
 				log.Error(e.cmd+": the Open WebUI source", "error", err)
@@ -467,7 +467,11 @@ func demoReviewTask(ctx context.Context, ds *demoStore, orgs *orgapi.Store, svc 
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote string) {
+func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote string, openWebUI bool) {
+	sources := "three"
+	if openWebUI {
+		sources = "four" // the Open WebUI source, printed after this block
+	}
 	bin := "aiusage"
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
 		bin = exe
@@ -484,7 +488,7 @@ aiusage demo is ready at %[1]s/
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
   export source  %[13]s  (tenant %[14]s, exported every minute to %[15]s)
   push source    %[16]s  (tenant %[17]s, pushed every minute to %[1]s/push/%[16]s)
-  one view       %[1]s/organisations/%[2]s/conversations  (all three sources, each record naming its own)
+  one view       %[1]s/organisations/%[2]s/conversations  (all %[19]s sources, each record naming its own)
   dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
   operations     %[1]s/healthz, %[1]s/readyz; metrics %[18]s
   access log     %[8]s  (one line per request and per sync)
@@ -509,5 +513,5 @@ Try:
 
 `, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
 		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
-		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote)
+		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote, sources)
 }

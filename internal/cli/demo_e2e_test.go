@@ -282,6 +282,7 @@ func TestDemoOpenWebUI(t *testing.T) {
 	}, 60*time.Second, 100*time.Millisecond, "the demo prints the Open WebUI source:\n%s\n%s", demo.after.String(), demo.stderr.String())
 	require.Equal(t, webuiDB, m[2])
 	require.FileExists(t, webuiDB, "the sample is created")
+	require.Contains(t, demo.block, "(all four sources, each record naming its own)")
 
 	view := regexp.MustCompile(`(http://[^ ]+)/organisations/([0-9a-f-]+)/sources/`).FindStringSubmatch(demo.commands["3"])
 	require.Len(t, view, 3, demo.commands["3"])
