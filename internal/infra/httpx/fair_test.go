@@ -84,7 +84,11 @@ func TestWorkTakesTurns(t *testing.T) {
 	l.SetWorkers(1, 1)
 	ctx := t.Context()
 	a1 := startWork(ctx, l, "a").wait(t)
-	a2, a3 := startWork(ctx, l, "a"), startWork(ctx, l, "a")
+	// a2 queues before a3 is started: two started at once may queue in
+	// either order.
+	a2 := startWork(ctx, l, "a")
+	waitFor(t, func() bool { return waiters(l) == 1 })
+	a3 := startWork(ctx, l, "a")
 	waitFor(t, func() bool { return waiters(l) == 2 })
 	b1 := startWork(ctx, l, "b")
 	waitFor(t, func() bool { return waiters(l) == 3 })
