@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +27,19 @@ type hardenedService struct {
 
 func startHardenedService(t *testing.T, args ...string) hardenedService {
 	t.Helper()
+	return startHardenedServiceEnv(t, nil, args...)
+}
+
+// startHardenedServiceEnv is startHardenedService with the environment
+// variables environ.
+func startHardenedServiceEnv(t *testing.T, environ map[string]string, args ...string) hardenedService {
+	t.Helper()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
 	f := newFixture(t, dbURL)
 	var rest, push map[string]any
 	adminOK(t, dbURL, &rest, "source", "add", "--org", f.org.ID, "--name", "rest", "--url", "http://127.0.0.1:9/", "--token", "x")
 	adminOK(t, dbURL, &push, "source", "add", "--org", f.org.ID, "--name", "push", "--transport", "push")
-	base, _, _ := startService(t, serviceURLText, append([]string{"--database-url", dbURL}, args...)...)
+	base, _, _ := startServiceEnv(t, environ, serviceURLText, append([]string{"--database-url", dbURL}, args...)...)
 	return hardenedService{base: strings.TrimSuffix(base, "/"), key: f.key.Secret, org: f.org.ID,
 		source: rest["id"].(string), push: push["id"].(string), dbURL: dbURL}
 }
@@ -135,14 +144,24 @@ func TestServiceBodyLimits(t *testing.T) {
 }
 
 // holdRequest opens a connection and sends a POST /review-tasks with key
-// whose body never arrives, so the request stays in flight (holding its
-// slot) until the test closes the connection.
+// whose body never arrives, and returns once the service has admitted it:
+// the request then stays in flight, holding its slot, until the test
+// closes the connection.
 func (s hardenedService) holdRequest(t *testing.T, key string) net.Conn {
 	t.Helper()
 	return s.hold(t, "/review-tasks", key)
 }
 
 // hold is holdRequest to any path, with key unless it is empty.
+//
+// The request says "Expect: 100-continue", and net/http answers "100
+// Continue" when the handler first reads the body: the service reads it
+// only once the request has its slot ([httpx.Limiter.Admit] reads it after
+// taking the slot, the push receiver likewise), so the interim answer says
+// the request holds its slot. hold fails when the answer is another (a 429:
+// the slot was not free). Sending the request and probing at once would
+// not do: the probe, in flight first, could take the slot the held request
+// was meant to take, and the held request, refused, would hold nothing.
 func (s hardenedService) hold(t *testing.T, path, key string) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
@@ -153,7 +172,19 @@ func (s hardenedService) hold(t *testing.T, path, key string) net.Conn {
 		hdr = "X-API-Key: " + key + "\r\n"
 	}
 	_, err = io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: x\r\n"+hdr+
-		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		"Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	rd := bufio.NewReader(conn)
+	status, err := rd.ReadString('\n')
+	require.NoError(t, err, "POST %s: no answer", path)
+	if !strings.HasPrefix(status, "HTTP/1.1 100 ") {
+		rest, _ := io.ReadAll(io.LimitReader(rd, 2000))
+		t.Fatalf("POST %s: not admitted: %s%s", path, status, rest)
+	}
+	blank, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", blank, "the end of the 100 Continue")
+	_, err = io.WriteString(conn, "{") // the body starts, and stops
 	require.NoError(t, err)
 	return conn
 }
@@ -165,21 +196,35 @@ func (s hardenedService) statusWith(t *testing.T, path, key string) (int, []byte
 	return resp.StatusCode, b, resp.Header
 }
 
-// eventually waits (generously) until the status of GET path with key is
-// want.
-func (s hardenedService) eventually(t *testing.T, path, key string, want int) {
+// awaitEnded waits until the service has counted n requests of method to
+// route as answered (its metrics, on the metrics token): a request is
+// counted after its slot is given back. It polls, without a deadline of
+// its own (go test's -timeout bounds it).
+func (s hardenedService) awaitEnded(t *testing.T, method, route string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, b, _ := s.statusWith(t, path, key)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %d, want %d: %s", path, got, want, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+	for s.answered(t, method, route) < n {
+		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// answered is the sum of aiusage_http_requests_total of method and route,
+// over their statuses.
+func (s hardenedService) answered(t *testing.T, method, route string) int {
+	t.Helper()
+	resp, b := s.send(t, http.MethodGet, "/metrics", false, map[string]string{"Authorization": "Bearer " + testMetricsToken}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%.300s", b)
+	sum := 0
+	labels := `method="` + method + `",route="` + route + `",`
+	for _, line := range strings.Split(string(b), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, "aiusage_http_requests_total{"+labels) {
+			continue
+		}
+		v, err := strconv.Atoi(value)
+		require.NoError(t, err, line)
+		sum += v
+	}
+	return sum
 }
 
 // TestServiceConcurrencyLimits: requests held in flight by one key use up
@@ -189,18 +234,20 @@ func (s hardenedService) eventually(t *testing.T, path, key string, want int) {
 // is served. A slot is given back when its request ends.
 func TestServiceConcurrencyLimits(t *testing.T) {
 	t.Parallel()
-	s := startHardenedService(t, "--max-concurrent-per-key", "2", "--max-concurrent-per-organisation", "3",
-		"--read-timeout", "1m")
+	s := startHardenedServiceEnv(t, map[string]string{envMetricsToken: testMetricsToken},
+		"--max-concurrent-per-key", "2", "--max-concurrent-per-organisation", "3", "--read-timeout", "1m")
 	var second orgapi.CreatedKey
 	var other fixture
 	adminOK(t, s.dbURL, &second, "key", "create", "--org", s.org, "--name", "second", "--type", "API")
 	adminOK(t, s.dbURL, &other.org, "org", "create", "--name", "Globex")
 	adminOK(t, s.dbURL, &other.key, "key", "create", "--org", other.org.ID, "--name", "ci", "--type", "API")
 
+	// Each request below is answered before the next is sent, and a request
+	// gives its slot back before its answer is sent: only the held ones are
+	// in flight.
 	held := []net.Conn{s.holdRequest(t, s.key), s.holdRequest(t, s.key)}
-	s.eventually(t, "/review-tasks", s.key, http.StatusTooManyRequests)
 	status, b, hdr := s.statusWith(t, "/review-tasks", s.key)
-	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Equal(t, http.StatusTooManyRequests, status, string(b))
 	require.Contains(t, string(b), `"code":"RATE_LIMIT_EXCEEDED"`)
 	require.Equal(t, "1", hdr.Get("Retry-After"))
 	require.NotEmpty(t, hdr.Get("RateLimit-Policy"))
@@ -214,7 +261,8 @@ func TestServiceConcurrencyLimits(t *testing.T) {
 	status, b, _ = s.statusWith(t, "/review-tasks", second.Secret)
 	require.Equal(t, http.StatusOK, status, string(b))
 	s.holdRequest(t, second.Secret)
-	s.eventually(t, "/organisations", second.Secret, http.StatusTooManyRequests)
+	status, b, _ = s.statusWith(t, "/organisations", second.Secret)
+	require.Equal(t, http.StatusTooManyRequests, status, string(b))
 	// Another organisation is served all along.
 	for _, path := range []string{"/review-tasks", "/organisations"} {
 		status, b, _ = s.statusWith(t, path, other.key.Secret)
@@ -225,21 +273,15 @@ func TestServiceConcurrencyLimits(t *testing.T) {
 	for _, c := range held {
 		require.NoError(t, c.Close())
 	}
-	s.eventually(t, "/review-tasks", s.key, http.StatusOK)
+	s.awaitEnded(t, http.MethodPost, "/review-tasks", len(held))
+	status, b, _ = s.statusWith(t, "/review-tasks", s.key)
+	require.Equal(t, http.StatusOK, status, string(b))
 
 	// A push source's deliveries are bounded likewise, before their bodies
 	// are read.
 	s.hold(t, "/push/"+s.push, "")
 	s.hold(t, "/push/"+s.push, "")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, b := s.send(t, http.MethodPost, "/push/"+s.push, false, jsonHeader, strings.NewReader("{}"))
-		if resp.StatusCode == http.StatusTooManyRequests {
-			require.Equal(t, "1", resp.Header.Get("Retry-After"))
-			break
-		}
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "an unsigned push: %s", b)
-		require.True(t, time.Now().Before(deadline), "pushes held in flight are not counted")
-		time.Sleep(20 * time.Millisecond)
-	}
+	resp, b := s.send(t, http.MethodPost, "/push/"+s.push, false, jsonHeader, strings.NewReader("{}"))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "pushes held in flight are not counted: %s", b)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 }

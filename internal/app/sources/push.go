@@ -123,6 +123,7 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	// deliveries are read (up to MaxPushBody each) at once.
 	release, err := s.cfg.Concurrency.Acquire("push:"+sid, "push:"+sid)
 	if err != nil {
+		httpx.CloseUnread(w, r)
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries to this source are in flight; retry when one has finished.")
 		return

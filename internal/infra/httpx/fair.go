@@ -14,7 +14,8 @@ import (
 // when the handler returns):
 //
 //  1. it takes a slot of the key's and the organisation's requests in flight
-//     ([Limiter.Acquire]; [ErrTooManyConcurrent] when there is none);
+//     ([Limiter.Acquire]; [ErrTooManyConcurrent] when there is none, the
+//     answer then closing the connection, its body unread: [CloseUnread]);
 //  2. it reads the body, at most [MaxBodyBytes], into memory
 //     ([PrefetchBody]), so a client sending its body slowly holds only that
 //     slot, never a worker;
@@ -27,6 +28,7 @@ import (
 func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request, key, org string) (release func(), err error) {
 	inFlight, err := l.Acquire(key, org)
 	if err != nil {
+		CloseUnread(w, r)
 		return nil, err
 	}
 	PrefetchBody(w, r, MaxBodyBytes)

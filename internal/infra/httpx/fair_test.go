@@ -1,10 +1,12 @@
 package httpx
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,7 +84,11 @@ func TestWorkTakesTurns(t *testing.T) {
 	l.SetWorkers(1, 1)
 	ctx := t.Context()
 	a1 := startWork(ctx, l, "a").wait(t)
-	a2, a3 := startWork(ctx, l, "a"), startWork(ctx, l, "a")
+	// a2 queues before a3 is started: two started at once may queue in
+	// either order.
+	a2 := startWork(ctx, l, "a")
+	waitFor(t, func() bool { return waiters(l) == 1 })
+	a3 := startWork(ctx, l, "a")
 	waitFor(t, func() bool { return waiters(l) == 2 })
 	b1 := startWork(ctx, l, "b")
 	waitFor(t, func() bool { return waiters(l) == 3 })
@@ -199,4 +205,46 @@ func TestAdmitPrefetchesBody(t *testing.T) {
 	_, err = l2.Admit(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil), "k", "o")
 	require.True(t, errors.Is(err, ErrTooManyConcurrent))
 	rel()
+}
+
+// A request Admit refuses is answered at once, its body unread, and its
+// connection closed without waiting for the body. Without CloseUnread,
+// net/http reads the body before it answers, and the 429 to a client
+// sending its body slowly waits for the body (here, for ever: this client
+// sends none). A request without a body keeps its connection.
+func TestAdmitRefusesBeforeTheBody(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(1, -1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rel, err := l.Admit(w, r, "k", "o")
+		if err != nil {
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		defer rel()
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer srv.Close()
+	held, err := l.Acquire("k", "o")
+	require.NoError(t, err)
+	defer held()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.True(t, resp.Close, "the connection is closed: %v", resp.Header)
+	require.NoError(t, resp.Body.Close())
+	_, err = rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the server reads no more of the connection")
+
+	w := httptest.NewRecorder()
+	_, err = l.Admit(w, httptest.NewRequest(http.MethodGet, "/", nil), "k", "o")
+	require.ErrorIs(t, err, ErrTooManyConcurrent)
+	require.Empty(t, w.Header().Get("Connection"), "a request without a body keeps its connection")
 }

@@ -206,6 +206,26 @@ func (l *Limiter) Acquire(key, org string) (release func(), err error) {
 	}, nil
 }
 
+// CloseUnread makes the answer to r, a request refused before its body is
+// read, the last of its connection ("Connection: close") and stops reading
+// the connection (its read deadline passes now), so that the answer is sent
+// at once and the connection and its goroutine are freed. Otherwise
+// net/http reads up to 256 KiB of the unread body before it sends the
+// answer, and again before it lets the connection go: a client sending its
+// body slowly would get its refusal only when the body had arrived or the
+// read deadline had passed, and hold the connection until then. A request
+// without a body keeps its connection. Call it before the answer is
+// written, and read no more of r's body.
+func CloseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// A writer without deadlines (a test recorder, a wrapper without
+	// Unwrap) still closes the connection after the answer.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 // RetryAfterConcurrent is the Retry-After, in seconds, of an answer refused
 // by a [Limiter]: requests in flight end within seconds.
 const RetryAfterConcurrent = "1"
