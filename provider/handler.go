@@ -124,6 +124,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 		httpx.Annotate(r.Context(), slog.String("credential", p.Name))
 		release, err := h.cfg.inFlight.Acquire(p.Name+"\x00"+p.Tenant, p.Tenant)
 		if err != nil {
+			httpx.CloseUnread(w, r) // an MCP request's body: answer at once, unread
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 			httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
 				Detail: "Too many requests of this credential or its tenant are in flight; retry when one has finished."})

@@ -1,13 +1,16 @@
 package provider_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -558,7 +561,9 @@ func TestMaxConcurrent(t *testing.T) {
 	src := blockingSource{Source: seeded(t, 3), entered: make(chan struct{}, 10), release: make(chan struct{})}
 	h, err := provider.NewHandler(src, provider.WithTokens(
 		provider.Token{Secret: "a", Tenant: "t1"}, provider.Token{Secret: "b", Tenant: "t1"}, provider.Token{Secret: "c", Tenant: "t2"},
-	), provider.WithMaxConcurrent(2, 3))
+	), provider.WithMaxConcurrent(2, 3),
+		// A mounted protocol's requests have bodies (MCP's JSON-RPC).
+		provider.WithMount("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) })))
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -580,6 +585,22 @@ func TestMaxConcurrent(t *testing.T) {
 	resp, body := do(t, http.MethodGet, srv.URL+"/usage", bearer("a"))
 	problemOf(t, resp, body, http.StatusTooManyRequests)
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	// A refused request with a body (MCP) is answered at once, its body
+	// unread, and its connection closed: a client sending its body slowly
+	// does not wait for it to arrive (net/http would first read up to
+	// 256 KiB of it).
+	cn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer cn.Close()
+	_, err = fmt.Fprintf(cn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer a\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"jsonrpc\"")
+	require.NoError(t, err)
+	// A guard against hanging, not a measure: the answer comes at once.
+	require.NoError(t, cn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	slow, err := http.ReadResponse(bufio.NewReader(cn), nil)
+	require.NoError(t, err, "the refusal must not wait for the body")
+	require.Equal(t, http.StatusTooManyRequests, slow.StatusCode)
+	require.True(t, slow.Close, "the connection of a refused request with an unread body is closed")
+	_ = slow.Body.Close()
 	hold("b") // the tenant's third
 	resp, body = do(t, http.MethodGet, srv.URL+"/usage", bearer("b"))
 	problemOf(t, resp, body, http.StatusTooManyRequests)
