@@ -278,7 +278,12 @@ type RawGetter interface {
 type RawRecord struct {
 	Key Key
 	// JSON is the record exactly as served: a JSON object valid against the
-	// resource's schema, timestamps in UTC with milliseconds.
+	// resource's schema, timestamps in UTC with milliseconds. It is
+	// read-only: a source may share it between requests (a page cache), and
+	// may lay a page's records out in one buffer as the list serves them,
+	// each record followed by a comma and the next, with each slice's
+	// capacity reaching into the next record; the [Handler] then writes the
+	// page's records without copying them. Never append to it.
 	JSON json.RawMessage
 }
 

@@ -122,7 +122,7 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 }
 
 // queryRaw runs a keyset query. The records' bytes share one buffer per
-// page. With withRev, each row has a fourth column, the table's revision
+// page, joined by commas as the list serves them. With withRev, each row has a fourth column, the table's revision
 // (the same in every row), returned as rev; a page without rows then has
 // revision 0.
 func (s *Source) queryRaw(ctx context.Context, op string, limit int, query string, args []any, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
@@ -137,6 +137,7 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 	defer rows.Close()
 
 	keys := make([]provider.Key, 0, min(limit, 128))
+	starts := make([]int, 0, min(limit, 128))
 	ends := make([]int, 0, min(limit, 128))
 	var (
 		buf     []byte
@@ -165,8 +166,13 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 			// Room for the page (up to 128 records) if its records are
 			// about the size of the first.
 			n := min(limit, 128)
-			buf = make([]byte, 0, len(raw)*n+len(raw)*n/4)
+			buf = make([]byte, 0, (len(raw)+1)*n+len(raw)*n/4)
+		} else {
+			// The records lie as the list serves them, joined by commas
+			// (see provider.RawRecord): the handler writes them as they are.
+			buf = append(buf, ',')
 		}
+		starts = append(starts, len(buf))
 		buf = append(buf, raw...)
 		keys = append(keys, provider.Key{Time: fromMS(t), ID: id})
 		ends = append(ends, len(buf))
@@ -179,10 +185,9 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		buf = bytes.Clone(buf)
 	}
 	items := make([]provider.RawRecord, len(keys))
-	start := 0
 	for i, end := range ends {
-		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[start:end:end])}
-		start = end
+		// Not capped at end: the capacity reaches into the next record.
+		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[starts[i]:end])}
 	}
 	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, rev, nil
 }
