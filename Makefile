@@ -14,7 +14,7 @@ RACEFLAGS   ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-race bench soak lint tidy screenshots
+.PHONY: help build run test test-race bench soak scale lint tidy screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,9 @@ bench: ## run the benchmarks
 
 soak: ## soak test: a normal client beside hostile ones, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SOAK_REPORT=FILE saves the figures
 	AIUSAGE_SOAK=1 $(if $(SOAK_REPORT),AIUSAGE_SOAK_REPORT=$(abspath $(SOAK_REPORT))) $(GO) test -count=1 -v -timeout 15m -run '^TestSoak$$' ./internal/cli/
+
+scale: ## scale test: the real binaries over SCALE (default 1000000) and SCALE/10 conversations, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SCALE_REPORT=FILE saves the figures
+	AIUSAGE_SCALE=$(or $(SCALE),1000000) $(if $(SCALE_REPORT),AIUSAGE_SCALE_REPORT=$(abspath $(SCALE_REPORT))) $(GO) test -count=1 -v -timeout 60m -run '^TestScale$$' ./internal/cli/
 
 screenshots: ## save a PNG of each main dashboard page into docs/screenshots (needs chromium)
 	AIUSAGE_REQUIRE_CHROMIUM=1 AIUSAGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestBrowser' ./internal/app/dashboard/
