@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -45,7 +46,10 @@ var providerURLText = regexp.MustCompile(`msg="provider serving" url=(http://\S+
 // ratio), the walk of the conversations (and its rate), the sync of all
 // four resources (conversations, assistants, events, usage), the
 // provider's resident memory once loaded and after the walk and the sync,
-// its peak (the load included), and the consumer's peak.
+// its peak (the load included), and the consumer's peak; then the same in
+// private memory (RssAnon, without the database pages SQLite maps): the
+// provider's once loaded, after the walk and the sync, and its peak during
+// them (sampled), and the consumer's peak (sampled).
 func TestScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(envScale))
 	if n <= 0 {
@@ -118,6 +122,8 @@ func runScale(t *testing.T, bin string, d sqldb.Dialect, n int) string {
 	}
 	load := time.Since(begin)
 	rssLoaded := procStatusKB(t, prov.Process.Pid, "VmRSS")
+	anonLoaded := procStatusKB(t, prov.Process.Pid, "RssAnon")
+	stopProvider := sampleAnon(prov.Process.Pid)
 
 	// A walk-only client: every page once, timed.
 	var pages []time.Duration
@@ -160,18 +166,26 @@ func runScale(t *testing.T, bin string, d sqldb.Dialect, n int) string {
 	sync := exec.Command(bin, "consumer", "sync", "--url", base, "--token", scaleToken, "--source", "scale",
 		"--database-url", scaleDB(t, d, "consumer"))
 	sync.Env = env
+	var out bytes.Buffer
+	sync.Stdout, sync.Stderr = &out, &out
 	syncStart := time.Now()
-	out, err := sync.CombinedOutput()
+	require.NoError(t, sync.Start())
+	stopConsumer := sampleAnon(sync.Process.Pid)
+	err = sync.Wait()
 	syncTime := time.Since(syncStart)
-	require.NoError(t, err, "%s", tail(string(out), 20))
+	consumerAnon := stopConsumer()
+	require.NoError(t, err, "%s", tail(out.String(), 20))
 	consumerPeak := sync.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
 	providerPeak := procStatusKB(t, prov.Process.Pid, "VmHWM")
 	providerEnd := procStatusKB(t, prov.Process.Pid, "VmRSS")
+	anonEnd := procStatusKB(t, prov.Process.Pid, "RssAnon")
+	anonPeak := max(stopProvider(), anonEnd)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %s | %d | %.1f s | %s | %s | %.2f | %.1f s (%.0f/s) | %.1f s | %d MiB | %d MiB | %d MiB | %d MiB |",
+	fmt.Fprintf(&b, "| %s | %d | %.1f s | %s | %s | %.2f | %.1f s (%.0f/s) | %.1f s | %d / %d / %d MiB | %d MiB | %d / %d / %d MiB | %d MiB |",
 		d, n, load.Seconds(), ms(first), ms(last), float64(last)/float64(first),
-		walk.Seconds(), float64(n)/walk.Seconds(), syncTime.Seconds(), rssLoaded/1024, providerEnd/1024, providerPeak/1024, consumerPeak/1024)
+		walk.Seconds(), float64(n)/walk.Seconds(), syncTime.Seconds(), rssLoaded/1024, providerEnd/1024, providerPeak/1024, consumerPeak/1024,
+		anonLoaded/1024, anonEnd/1024, anonPeak/1024, consumerAnon/1024)
 	return b.String()
 }
 
@@ -181,19 +195,60 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// procStatusKB reads a field in KiB (VmRSS, VmHWM) of /proc/PID/status.
-func procStatusKB(t *testing.T, pid int, field string) int64 {
+// sampleAnon samples RssAnon, the private resident memory of process pid,
+// every 50 ms until the returned stop is called, which returns the highest
+// value seen, in KiB (0 when none could be read). Resident memory (VmRSS)
+// also counts the pages of the database files SQLite maps (mmap_size),
+// which the kernel takes back when it needs them; RssAnon is the memory
+// the process itself holds: its heap, stacks and runtime.
+func sampleAnon(pid int) (stop func() int64) {
+	done := make(chan struct{})
+	result := make(chan int64, 1)
+	go func() {
+		var peak int64
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kb, ok := readStatusKB(pid, "RssAnon"); ok {
+				peak = max(peak, kb)
+			}
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-result
+	}
+}
+
+// readStatusKB reads a field in KiB of /proc/PID/status; false when the
+// process or the field is gone.
+func readStatusKB(pid int, field string) (int64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
+	if err != nil {
+		return 0, false
+	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			require.NoError(t, err)
-			return kb
+			return kb, err == nil
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return 0, false
+}
+
+// procStatusKB reads a field in KiB (VmRSS, VmHWM, RssAnon) of /proc/PID/status.
+func procStatusKB(t *testing.T, pid int, field string) int64 {
+	kb, ok := readStatusKB(pid, field)
+	if !ok {
+		t.Fatalf("no %s in /proc/%d/status", field, pid)
+	}
+	return kb
 }
 
 func tail(s string, lines int) string {
