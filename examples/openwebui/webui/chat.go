@@ -23,18 +23,15 @@ const notShared = `COALESCE(c.user_id, '') NOT LIKE 'shared-%'`
 
 // chatRow is one row of the chat table.
 type chatRow struct {
-	id, userID, title      string
-	doc                    sql.NullString
-	createdAt, updatedAt   int64
-	shareID                sql.NullString
-	archived               bool
-	pinned                 sql.NullBool
-	meta, folderID         sql.NullString
-	parsed                 chatDoc
-	parseErr               error
-	messages               []message // the served branch, root first
-	model, assistantModel  string    // the model answering on the branch; the custom model, if one
-	hasInProgressAssistant bool
+	id, userID, title    string
+	doc                  sql.NullString
+	createdAt, updatedAt int64
+	shareID              sql.NullString
+	archived             bool
+	pinned               sql.NullBool
+	meta, folderID       sql.NullString
+	parsed               chatDoc
+	parseErr             error
 }
 
 func scanChats(rows *sql.Rows) ([]chatRow, error) {
