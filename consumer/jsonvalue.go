@@ -134,6 +134,18 @@ func (d *valueDecoder) literal(lit string) bool {
 	return true
 }
 
+// next reads what follows a member or an element: a comma (end false) or
+// the closing byte (end true); ok is false for anything else.
+func (d *valueDecoder) next(closing byte) (end, ok bool) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, false
+	}
+	c := d.data[d.pos]
+	d.pos++
+	return c == closing, c == closing || c == ','
+}
+
 func (d *valueDecoder) object() (any, bool) {
 	if d.depth++; d.depth > maxDepth {
 		return nil, false
@@ -165,17 +177,10 @@ func (d *valueDecoder) object() (any, bool) {
 			return nil, false
 		}
 		d.members = append(d.members, member{name, v})
-		d.skipSpace()
-		if d.pos >= len(d.data) {
+		if end, ok := d.next('}'); !ok {
 			return nil, false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == '}' {
+		} else if end {
 			break
-		}
-		if c != ',' {
-			return nil, false
 		}
 	}
 	ms := d.members[start:]
@@ -207,17 +212,10 @@ func (d *valueDecoder) array() (any, bool) {
 			return nil, false
 		}
 		d.elems = append(d.elems, v)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
+		if end, ok := d.next(']'); !ok {
 			return nil, false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == ']' {
+		} else if end {
 			break
-		}
-		if c != ',' {
-			return nil, false
 		}
 	}
 	es := d.elems[start:]

@@ -447,21 +447,19 @@ func writeRawPage(w http.ResponseWriter, page Page[RawRecord], limit, budget int
 		}
 		size += len(rec.JSON) + 1
 	}
+	// The records go into buf unless they already lie as served (span).
 	span, joined := joinedJSON(page.Items[:n])
+	buf.WriteString(`{"data":[`)
 	if !joined {
 		buf.Grow(size + 64)
-	}
-	buf.WriteString(`{"data":[`)
-	head := buf.Len()
-	if !joined {
 		for i, rec := range page.Items[:n] {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
 			buf.Write(rec.JSON)
 		}
-		head = buf.Len()
 	}
+	head := buf.Len()
 	buf.WriteString(`],"hasMore":`)
 	writeTail(buf, hasMore, func() string { return next(page.Items[n-1].Key) })
 	if !joined {
