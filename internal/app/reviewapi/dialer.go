@@ -317,6 +317,11 @@ func CheckWebhookURL(ctx context.Context, raw string, p AddressPolicy, resolver 
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
+	if err := ctx.Err(); err != nil {
+		// A lookup under an ended context may still answer: it shares the
+		// result of a lookup of the same name already in flight.
+		return err
+	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		if ctx.Err() != nil {
