@@ -62,6 +62,14 @@
 //	...
 //	err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 //
+// The streamable HTTP transport is stateless by default: initialize answers
+// no session id, and nothing is kept between requests, so a client looping
+// on initialize costs nothing after each answer and several processes serve
+// any client. [WithSessions] turns sessions on, each credential holding at
+// most [WithMaxSessionsPerCredential] of them (64) for at most
+// [WithSessionIdleTimeout] without a request (10 minutes); a request naming
+// an ended session is answered 404, and the client initializes again.
+//
 // mcp-go's streamable HTTP transport answers 403 to a request that reaches a
 // loopback address (127.0.0.1, ::1) with a Host header other than localhost
 // or a loopback address, against DNS rebinding; clients of a local server

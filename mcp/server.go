@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -44,6 +46,12 @@ type config struct {
 	logger        *slog.Logger
 	anyHost       bool
 	maxBody       int64
+	// sessions turns on MCP sessions (WithSessions), bounded by
+	// idleTimeout and maxSessions; now is their clock.
+	sessions    bool
+	idleTimeout time.Duration
+	maxSessions int
+	now         func() time.Time
 	// inProcessOnly names the options set that only NewServer accepts.
 	inProcessOnly []string
 }
@@ -182,6 +190,10 @@ type Server struct {
 	schemas   map[string][]byte
 	logger    *slog.Logger
 	maxBody   int64
+	// sessions is nil when the transport is stateless (the default).
+	sessions *sessionTable
+	// registered counts the sessions registered with mcp-go (tests).
+	registered atomic.Int64
 }
 
 // NewServer returns a Server over ds. The tools call an in-process
@@ -240,7 +252,8 @@ func New(b Backend, opts ...Option) (*Server, error) {
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{name: DefaultName, version: DefaultVersion, maxBody: DefaultMaxBodyBytes}
+	c := &config{name: DefaultName, version: DefaultVersion, maxBody: DefaultMaxBodyBytes,
+		idleTimeout: DefaultSessionIdleTimeout, maxSessions: DefaultMaxSessionsPerCredential, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("mcp: nil Option")
@@ -261,6 +274,9 @@ func newServer(b Backend, cfg *config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{backend: b, principal: cfg.principal, logger: cfg.logger, maxBody: cfg.maxBody}
+	if cfg.sessions {
+		s.sessions = newSessionTable(cfg.idleTimeout, cfg.maxSessions, cfg.now)
+	}
 	s.schemas = map[string][]byte{}
 	for k, v := range schemas {
 		s.schemas[k] = v
@@ -271,12 +287,24 @@ func newServer(b Backend, cfg *config) (*Server, error) {
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
+		server.WithHooks(s.sessionHooks()),
 	)
 	if err := s.addTools(); err != nil {
 		return nil, err
 	}
 	s.addResources()
-	s.http = server.NewStreamableHTTPServer(s.mcp,
+	// Stateless unless WithSessions: mcp-go then keeps nothing between
+	// requests, and a GET (an event stream, which would carry nothing) is
+	// 405. With sessions, the table issues and checks the ids, and mcp-go's
+	// sweeper also ends idle sessions while no request comes.
+	transport := []server.StreamableHTTPOption{server.WithStateLess(true), server.WithDisableStreaming(true)}
+	if s.sessions != nil {
+		transport = []server.StreamableHTTPOption{
+			server.WithSessionIdManagerResolver(sessionResolver{t: s.sessions, fallback: cfg.principal}),
+			server.WithSessionIdleTTL(cfg.idleTimeout),
+		}
+	}
+	s.http = server.NewStreamableHTTPServer(s.mcp, append(transport,
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			if p, ok := provider.PrincipalFrom(r.Context()); ok && p != nil {
 				ctx = withPrincipal(ctx, p)
@@ -285,7 +313,7 @@ func newServer(b Backend, cfg *config) (*Server, error) {
 		}),
 		server.WithStreamableHTTPLogger(cfg.logger),
 		server.WithDisableLocalhostProtection(cfg.anyHost),
-	)
+	)...)
 	return s, nil
 }
 
@@ -305,6 +333,11 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 // [WithAllowAnyHost] for the Host check on loopback addresses. A body over
 // [WithMaxBodyBytes] is answered 413 with a JSON-RPC error. Every answer is
 // marked X-Content-Type-Options: nosniff and Cache-Control: no-store.
+//
+// The transport is stateless unless [WithSessions]: it keeps nothing between
+// requests and answers a GET 405. With sessions, a request naming a session
+// that ended (DELETE, [WithSessionIdleTimeout], [WithMaxSessionsPerCredential])
+// or that another credential opened is answered 404.
 func (s *Server) HTTPHandler() http.Handler {
 	return httpx.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if principalFrom(r.Context(), s.principal) == nil {
@@ -325,7 +358,19 @@ func (s *Server) HTTPHandler() http.Handler {
 			writeRPCError(w, http.StatusBadRequest, "The request body could not be read in time.")
 			return
 		}
+		if s.sessions == nil {
+			s.http.ServeHTTP(w, r)
+			return
+		}
+		// mcp-go checks the session of a POST (Validate); a GET or DELETE
+		// naming a session must name a live one of this credential too.
+		if id := r.Header.Get(server.HeaderKeySessionID); id != "" && r.Method != http.MethodPost &&
+			!s.sessions.owns(id, credentialKey(r, s.principal)) {
+			http.Error(w, "Session not found: it ended or never existed; send initialize again.", http.StatusNotFound)
+			return
+		}
 		s.http.ServeHTTP(w, r)
+		s.releaseEnded()
 	}))
 }
 

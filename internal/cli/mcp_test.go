@@ -60,6 +60,12 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	t.Run("streamable HTTP", func(t *testing.T) {
 		runTSClient(t, node, "--rest", rest, "--token", "tok", "--http", rest+"/mcp")
 	})
+	t.Run("streamable HTTP with sessions", func(t *testing.T) {
+		base, _, _ := startServe(t, "--database-url", "sqlite:"+filepath.Join(t.TempDir(), "s.db"), "--token", "tok", "--demo", "20",
+			"--mcp-sessions", "--mcp-max-sessions-per-credential", "2")
+		rest := strings.TrimSuffix(base, "/")
+		runTSClient(t, node, "--rest", rest, "--token", "tok", "--http", rest+"/mcp")
+	})
 	t.Run("stdio", func(t *testing.T) {
 		bin := filepath.Join(t.TempDir(), "aiusage")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/aiusage")

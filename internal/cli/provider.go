@@ -50,6 +50,7 @@ type providerServeFlags struct {
 	metrics              metricsFlags
 	maxPerToken          int
 	maxPerTenant         int
+	mcpSessions          mcpSessionFlags
 }
 
 func providerServeCommand() *command {
@@ -72,7 +73,12 @@ that already holds conversations is served as it is.
 
 The same data is served over MCP (streamable HTTP) at /mcp, with the same
 credentials and scopes: tools list_conversations, get_conversation,
-list_assistants, get_assistant, list_events and get_usage.
+list_assistants, get_assistant, list_events and get_usage. MCP is stateless:
+nothing is kept between requests. --mcp-sessions gives clients sessions, each
+token holding at most --mcp-max-sessions-per-credential of them (the one used
+least recently ends first) for --mcp-session-idle-timeout without a request;
+a request naming an ended session is answered 404 and the client initializes
+again.
 
 Cursors are sealed with a key kept in the database, so several processes
 serving one PostgreSQL database accept each other's cursors.
@@ -92,6 +98,7 @@ cleanly on SIGINT or SIGTERM, letting requests in flight finish.`,
 			f.metrics.register(fs)
 			fs.IntVar(&f.maxPerToken, "max-concurrent-per-token", httpx.DefaultConcurrentPerKey, "most requests of one token in flight at once; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerTenant, "max-concurrent-per-tenant", httpx.DefaultConcurrentPerOrganisation, "most requests of one tenant's tokens in flight at once; more are answered 429 with Retry-After")
+			f.mcpSessions.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return providerServe(ctx, e, f)
@@ -130,6 +137,10 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 	if f.maxPerToken < 1 || f.maxPerTenant < 1 {
 		return usagef("%s: --max-concurrent-per-token and --max-concurrent-per-tenant must be at least 1, got %d and %d", e.cmd, f.maxPerToken, f.maxPerTenant)
 	}
+	mcpOpts, err := f.mcpSessions.options(e.cmd)
+	if err != nil {
+		return err
+	}
 	log, err := f.logger(e.cmd, e.stderr)
 	if err != nil {
 		return err
@@ -157,7 +168,7 @@ func providerServe(ctx context.Context, e *env, f *providerServeFlags) error {
 		return err
 	}
 	// The MCP binding at /mcp: the same data, credentials and scopes.
-	m, err := mcp.NewServer(src, mcp.WithCursorKey(key))
+	m, err := mcp.NewServer(src, append(mcpOpts, mcp.WithCursorKey(key))...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/policy"
 )
 
@@ -48,6 +49,7 @@ type serviceFlags struct {
 	secrets              secretFlags
 	metrics              metricsFlags
 	maxPerKey, maxPerOrg int
+	mcpSessions          mcpSessionFlags
 }
 
 func serviceServeCommand() *command {
@@ -70,7 +72,10 @@ func serviceServeCommand() *command {
     their schedule: GET /organisations/{id}/sources lists them with their
     sync status, and /organisations/{id}/sources/{sourceId}/ serves the
     collected data as a provider of the AI usage data interface (MCP at
-    .../mcp);
+    .../mcp, stateless unless --mcp-sessions: then each API key holds at
+    most --mcp-max-sessions-per-credential sessions, the one used least
+    recently ending first, for --mcp-session-idle-timeout without a
+    request; an ended session is answered 404);
   - operations: /healthz, /readyz (database reachable, migrations applied)
     and /metrics (Prometheus; see below).
 
@@ -125,6 +130,7 @@ that cannot be listened on).`,
 			f.metrics.register(fs)
 			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")
+			f.mcpSessions.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -157,6 +163,10 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
 		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
 	}
+	mcpOpts, err := f.mcpSessions.options(e.cmd)
+	if err != nil {
+		return err
+	}
 	ring, keySrc, err := f.secrets.keyring(e.cmd, e, db)
 	if err != nil {
 		return err
@@ -172,7 +182,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
 		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
-		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg)})
+		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), mcp: mcpOpts})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -198,6 +208,8 @@ type serviceOptions struct {
 	semantic policy.SemanticMatcher
 	// budget is the time budget of one evaluation (0: policy.DefaultBudget).
 	budget time.Duration
+	// mcp configures the collected views' MCP endpoints (nil: stateless).
+	mcp []mcp.Option
 	// mounts are more routes (the demo's provider).
 	mounts []func(chi.Router)
 	// readiness adds migration components to /readyz.
@@ -235,7 +247,8 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, err
 	}
 	// The sources: their syncs run on the review-task API's job queue.
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency})
+	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency,
+		MCPOptions: o.mcp})
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func (s *Service) buildView(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := mcp.NewServer(s.store, mcp.WithCursorKey(key))
+	m, err := mcp.NewServer(s.store, append(slices.Clone(s.cfg.MCPOptions), mcp.WithCursorKey(key))...)
 	if err != nil {
 		return fmt.Errorf("sources: mcp: %w", err)
 	}

@@ -171,6 +171,9 @@ type Config struct {
 	// organisation on the sources' routes; share it with the other APIs of
 	// the service. Default: nil, no bound.
 	Concurrency *httpx.Limiter
+	// MCPOptions configure the MCP endpoint of the collected views (.../mcp),
+	// for example mcp.WithSessions and its bounds. Default: none (stateless).
+	MCPOptions []mcp.Option
 }
 
 // Service stores the sources, syncs them and serves what was collected.
