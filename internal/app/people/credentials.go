@@ -27,6 +27,10 @@ func nullMillis(t *time.Time) sql.NullInt64 {
 	return sql.NullInt64{Int64: sqldb.Millis(*t), Valid: true}
 }
 
+// DeviceLifetime returns how long a device token stays valid after its last
+// sign-in (Config.DeviceLifetime).
+func (s *Store) DeviceLifetime() time.Duration { return s.cfg.DeviceLifetime }
+
 // OneTimePasswordTTL returns how long a one-time password may be signed in
 // with (Config.OneTimePasswordTTL).
 func (s *Store) OneTimePasswordTTL() time.Duration { return s.cfg.OneTimePasswordTTL }
