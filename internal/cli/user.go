@@ -128,6 +128,11 @@ other users of the machine could see it): its first line, without the line
 break. It must be at least 12 characters and at most 1,024 bytes. The service
 keeps only its argon2id hash, which is never printed.
 
+The password is the user's own, not one-time: it is for the operator's first
+Administrator. To give someone else an account, invite them in the dashboard,
+or run 'aiusage admin user reset-password' after this to hand over a one-time
+password they must change.
+
 The email is trimmed and lowercased, and names one user in the whole service.
 The role is Administrator (manages the organisation's people, keys, agents and
 instructions) or Reviewer (decides the review tasks waiting for a person). The
