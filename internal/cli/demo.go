@@ -40,6 +40,7 @@ type demoFlags struct {
 	conversations                     int
 	secrets                           secretFlags
 	metrics                           metricsFlags
+	proxies                           proxyFlags
 }
 
 func demoCommand() *command {
@@ -97,6 +98,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
+			f.proxies.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			if f.conversations < 1 {
@@ -204,7 +206,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		mounts = append(mounts, owui.mount)
 	}
 	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher, budget: f.embeddings.budget,
-		mounts: mounts, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}})
+		mounts: mounts, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}, trustedProxies: &f.proxies.trustedProxies})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}

@@ -116,6 +116,10 @@ var environment = []envVar{
 		"the operations token /metrics on the main address asks for, as Authorization: Bearer"},
 	{"AIUSAGE_METRICS_ADDR", "metrics-addr", metricsServing, envSetting,
 		"the separate address /metrics is served on, without a token"},
+	{"AIUSAGE_TRUSTED_PROXIES", "trusted-proxy", []string{"demo", "service serve"}, envSetting,
+		"the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or CIDR prefixes, separated by commas)"},
+	{"AIUSAGE_INVITE_TTL", "invite-ttl", []string{"admin user reset-password", "service serve"}, envSetting,
+		"how long a one-time password (an invitation or a reset) may be signed in with"},
 }
 
 // under says whether the command at path is cmd or under the group cmd.

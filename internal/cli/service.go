@@ -50,6 +50,8 @@ type serviceFlags struct {
 	metrics              metricsFlags
 	maxPerKey, maxPerOrg int
 	mcpSessions          mcpSessionFlags
+	proxies              proxyFlags
+	invites              inviteTTLFlag
 }
 
 func serviceServeCommand() *command {
@@ -131,6 +133,8 @@ that cannot be listened on).`,
 			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")
 			f.mcpSessions.register(fs)
+			f.proxies.register(fs)
+			f.invites.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -160,6 +164,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err := f.embeddings.checkBudget(e.cmd); err != nil {
 		return err
 	}
+	if err := f.invites.check(e.cmd); err != nil {
+		return err
+	}
 	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
 		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
 	}
@@ -182,7 +189,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
 		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
-		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), mcp: mcpOpts})
+		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), mcp: mcpOpts,
+		trustedProxies: &f.proxies.trustedProxies, inviteTTL: f.invites.inviteTTL})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -193,7 +201,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	}
 	defer stopMetrics()
 	return full.run(ctx, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
-		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks)}, matcherAttrs...)...)
+		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks),
+		slog.String("trusted_proxies", f.proxies.trustedProxies.String())}, matcherAttrs...)...)
 }
 
 // serviceOptions are what "service serve" and "demo" set differently.
@@ -217,6 +226,11 @@ type serviceOptions struct {
 	// concurrency bounds the requests in flight per key and organisation
 	// on every API (nil: the defaults of httpx.NewLimiter).
 	concurrency *httpx.Limiter
+	// trustedProxies name the clients' addresses and TLS (nil: nobody is
+	// trusted, every peer is the client).
+	trustedProxies *httpx.TrustedProxies
+	// inviteTTL is how long a one-time password lasts (0: the default).
+	inviteTTL time.Duration
 }
 
 // fullService is the whole oversight service over one database: the
@@ -242,7 +256,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	ops.SetGlobal(metrics) // webhook deliveries and syncs count here
 	// The people who sign in to the dashboard, their sessions and the
 	// throttle of their sign-ins.
-	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: store})
+	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: store, OneTimePasswordTTL: o.inviteTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +296,9 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	r := chi.NewRouter()
 	r.Use(metrics.Middleware) // first, so that every answer is measured
+	// Where each request came from, and whether over TLS: the peer, or
+	// what a trusted proxy says (--trusted-proxy).
+	r.Use(o.trustedProxies.Middleware)
 	r.Group(ops.Health(ops.DBCheck(db, components)))
 	r.Method(http.MethodGet, "/metrics", guardMetrics(o.metricsToken, metrics.Handler()))
 	// The dashboard's pages sit at the root of the address, beside the JSON

@@ -30,16 +30,23 @@ or too long).`
 func adminUserCommand() *command {
 	return &command{
 		name:    "user",
-		summary: "create, list and disable the people who sign in to the dashboard",
-		subs:    []*command{adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand()},
+		summary: "create, list and disable the people who sign in to the dashboard, and reset their passwords",
+		subs:    []*command{adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand(), adminUserResetPasswordCommand()},
 	}
 }
 
 // withPeople runs fn with the organisation store and the people store on
 // the command's database, their clock standing still at now.
 func (a *adminFlags) withPeople(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store, *people.Store) error) error {
+	return a.withPeopleConfig(ctx, cmd, now, people.Config{}, fn)
+}
+
+// withPeopleConfig is withPeople with the people store's settings in c (its
+// DB, Orgs and Now are set here).
+func (a *adminFlags) withPeopleConfig(ctx context.Context, cmd string, now time.Time, c people.Config, fn func(*orgapi.Store, *people.Store) error) error {
 	return a.withStore(ctx, cmd, now, func(s *orgapi.Store) error {
-		p, err := people.New(ctx, people.Config{DB: s.DB(), Orgs: s, Now: func() time.Time { return now }})
+		c.DB, c.Orgs, c.Now = s.DB(), s, func() time.Time { return now }
+		p, err := people.New(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
@@ -120,6 +127,11 @@ The password is read from standard input, never from the command line (where
 other users of the machine could see it): its first line, without the line
 break. It must be at least 12 characters and at most 1,024 bytes. The service
 keeps only its argon2id hash, which is never printed.
+
+The password is the user's own, not one-time: it is for the operator's first
+Administrator. To give someone else an account, invite them in the dashboard,
+or run 'aiusage admin user reset-password' after this to hand over a one-time
+password they must change.
 
 The email is trimmed and lowercased, and names one user in the whole service.
 The role is Administrator (manages the organisation's people, keys, agents and
@@ -246,6 +258,93 @@ trail under its name. Disabling a disabled user changes nothing.
 					return peopleError(cmd, hintUsers, err)
 				}
 				return writeJSONLine(e.stdout, u)
+			})
+		},
+	}
+}
+
+func adminUserResetPasswordCommand() *command {
+	f := &struct {
+		orgFlags
+		inviteTTLFlag
+		email         string
+		passwordStdin bool
+	}{}
+	return &command{
+		name:    "reset-password",
+		summary: "give a user a new password, ending its sessions, and print it as JSON",
+		long: `Gives the user with the email --email of the organisation --org a new
+password and ends all its sessions at once, then prints one JSON object:
+{"user": USER, "oneTimePassword": PASSWORD}, the user as 'admin user list'
+shows it.
+
+By default the password is a new one-time password (26 random characters),
+printed this once: the user signs in with it within --invite-ttl (default
+72h) and must then choose their own before doing anything else; past it,
+the user is told to ask an Administrator for a new one. Administrators do the
+same in the dashboard (Users, "Reset password").
+
+With --password-stdin, the password is read from standard input (its first
+line; at least 12 characters) and is the user's to keep, not one-time, and
+"oneTimePassword" is left out: the operator's way back into an account, such
+as the last Administrator's.
+
+The user must be active (a disabled user cannot sign in). The reset is
+recorded in the organisation's audit trail (user.password_reset), never with
+the password.
+
+` + userExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			f.inviteTTLFlag.register(fs)
+			fs.StringVar(&f.email, "email", "", "`EMAIL` of the user, in any case (required)")
+			fs.BoolVar(&f.passwordStdin, "password-stdin", false, "read the new password from the first line of standard input; it is not one-time")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			if err := required(cmd, "email", f.email); err != nil {
+				return err
+			}
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			actor, err := f.actorOf(cmd, e)
+			if err != nil {
+				return err
+			}
+			password, oneTime := people.NewOneTimePassword(), true
+			if f.passwordStdin {
+				if password, err = readPassword(cmd, e.stdin); err != nil {
+					return err
+				}
+				oneTime = false
+			}
+			return f.withPeopleConfig(ctx, cmd, time.Now(), people.Config{OneTimePasswordTTL: f.inviteTTL}, func(o *orgapi.Store, s *people.Store) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				u, err := s.UserByEmail(ctx, f.email)
+				if err == nil && u.OrganisationID != org {
+					err = httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No user with email %s in this organisation.", strings.ToLower(strings.TrimSpace(f.email))), "email", "no such user in this organisation")
+				}
+				if err == nil {
+					u, err = s.ResetPassword(ctx, org, u.ID, password, oneTime, actor)
+				}
+				if err != nil {
+					return peopleError(cmd, hintUsers, err)
+				}
+				out := struct {
+					User            people.User `json:"user"`
+					OneTimePassword string      `json:"oneTimePassword,omitempty"`
+				}{User: u}
+				if oneTime {
+					out.OneTimePassword = password
+				}
+				return writeJSONLine(e.stdout, out)
 			})
 		},
 	}

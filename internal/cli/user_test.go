@@ -97,10 +97,10 @@ func TestAdminUser(t *testing.T) {
 
 			// The dashboard signs them in with those passwords.
 			p := peopleOn(t, dbURL)
-			_, u, err := p.SignIn(t.Context(), "alice@example.com", testPassword, "192.0.2.1")
+			_, u, err := p.SignIn(t.Context(), "alice@example.com", testPassword, people.Client{Addr: "192.0.2.1"})
 			require.NoError(t, err)
 			require.Equal(t, alice, u)
-			sess, _, err := p.SignIn(t.Context(), "bob@example.com", "ünïcödé passwörd", "192.0.2.1")
+			sess, _, err := p.SignIn(t.Context(), "bob@example.com", "ünïcödé passwörd", people.Client{Addr: "192.0.2.1"})
 			require.NoError(t, err)
 
 			// Disable Bob, with the email in any case: his session ends at
@@ -111,7 +111,7 @@ func TestAdminUser(t *testing.T) {
 			require.Equal(t, bob.ID, disabled.ID)
 			_, _, err = p.Authenticate(t.Context(), sess.Token)
 			require.ErrorIs(t, err, people.ErrNoSession)
-			_, _, err = p.SignIn(t.Context(), "bob@example.com", "ünïcödé passwörd", "192.0.2.1")
+			_, _, err = p.SignIn(t.Context(), "bob@example.com", "ünïcödé passwörd", people.Client{Addr: "192.0.2.1"})
 			require.ErrorIs(t, err, people.ErrBadCredentials)
 			adminOK(t, dbURL, &list, "user", "list", "--org", org.ID)
 			require.Equal(t, userList{org.ID, []people.User{alice, disabled}}, list)

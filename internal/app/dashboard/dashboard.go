@@ -85,6 +85,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 		r.Post("/signout", d.signout)
 		r.Group(func(r chi.Router) {
 			r.Use(d.requireSession)
+			r.Get(passwordPath, d.page(d.passwordPage))
+			r.Post(passwordPath, d.action(d.changePassword))
 			r.Get("/", d.page(d.overview))
 			r.Get("/review", d.page(d.reviewQueue))
 			r.Post("/review/{taskId}/decision", d.action(d.decide))
@@ -103,6 +105,7 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Post("/settings/users", d.action(d.createUser))
 				r.Post("/settings/users/{userId}/role", d.action(d.setRole))
 				r.Post("/settings/users/{userId}/disable", d.action(d.disableUser))
+				r.Post("/settings/users/{userId}/reset-password", d.action(d.resetPassword))
 				r.Post("/agents", d.action(d.createAgent))
 				r.Get("/instructions/new", d.page(d.newInstruction))
 				r.Post("/instructions", d.action(d.createInstruction))
@@ -147,7 +150,9 @@ func viewerOf(r *http.Request) *viewer {
 }
 
 // requireSession loads the session of the cookie; without one it answers
-// 303 to the sign-in page, which comes back here after.
+// 303 to the sign-in page, which comes back here after. A user who holds a
+// one-time password is sent to the password form (303) from every other
+// page: the session can do nothing else until it is changed.
 func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(SessionCookie)
@@ -171,6 +176,10 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 			return
 		}
 		httpx.Annotate(r.Context(), slog.String("user", u.ID))
+		if u.MustChangePassword() && r.URL.Path != passwordPath {
+			http.Redirect(w, r, passwordPath, http.StatusSeeOther)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, &viewer{User: u, Organisation: org})))
 	})
 }
@@ -198,12 +207,12 @@ func (d *Dashboard) requireRole(role people.Role) func(http.Handler) http.Handle
 
 func setSessionCookie(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", Expires: expires,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: httpx.IsSecure(r)})
 }
 
 func clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: httpx.IsSecure(r)})
 }
 
 // safeNext returns next when it is a path of this site ("/review"), else "/":

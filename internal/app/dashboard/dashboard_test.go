@@ -337,6 +337,9 @@ func TestUsersInviteAndDisable(t *testing.T) {
 		vera := e.browser()
 		s := vera.post(t, "/signin", url.Values{"email": {"vera@acme.test"}, "password": {m[1]}})
 		require.Equal(t, http.StatusSeeOther, s.Status, s.Body)
+		require.Equal(t, "/account/password", s.location(), "a one-time password is changed first")
+		s = vera.post(t, "/account/password", url.Values{"current": {m[1]}, "new": {"vera's own passphrase"}, "confirm": {"vera's own passphrase"}})
+		require.Equal(t, http.StatusSeeOther, s.Status, s.Body)
 		require.Equal(t, http.StatusOK, vera.get(t, "/review").Status)
 
 		dup := adm.post(t, "/settings/users", url.Values{"email": {"vera@acme.test"}, "role": {"Reviewer"}})

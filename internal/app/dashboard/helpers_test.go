@@ -20,6 +20,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -33,6 +34,7 @@ const password = "correct horse battery"
 // composes it: the JSON APIs and the pages on one router.
 type env struct {
 	t      *testing.T
+	db     *sqldb.DB
 	url    string
 	orgs   *orgapi.Store
 	people *people.Store
@@ -68,10 +70,15 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	require.NoError(t, err)
 	oh, err := orgapi.NewHandler(orgs)
 	require.NoError(t, err)
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) }))
+	// The test's requests come from loopback, trusted as a proxy (as
+	// --trusted-proxy 127.0.0.0/8 would): a test names a client's address
+	// with X-Forwarded-For and a TLS proxy with X-Forwarded-Proto.
+	loopback, err := httpx.ParseTrustedProxies("127.0.0.0/8,::1")
+	require.NoError(t, err)
+	srv := httptest.NewServer(loopback.Middleware(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) })))
 	t.Cleanup(srv.Close)
 
-	e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
+	e := &env{t: t, db: db, url: srv.URL, orgs: orgs, people: ppl, review: svc}
 	e.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	e.agent, err = orgs.CreateAgent(ctx, e.org.ID, "Support", admin)

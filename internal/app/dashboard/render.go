@@ -18,35 +18,40 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"date": func(t any) string {
-		var v time.Time
-		switch x := t.(type) {
-		case time.Time:
-			v = x
-		case *time.Time:
-			if x != nil {
-				v = *x
-			}
-		case spec.Time:
-			v = x.Time
-		case *spec.Time:
-			if x != nil {
-				v = x.Time
-			}
-		default:
-			return fmt.Sprint(t)
-		}
-		if v.IsZero() {
-			return ""
-		}
-		return v.UTC().Format("2006-01-02 15:04 UTC")
-	},
+	"date": date,
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one
 		}
 		return strconv.Itoa(n) + " " + many
 	},
+	"before": func(t *time.Time, now time.Time) bool { return t != nil && t.Before(now) },
+}
+
+// date formats a time of any of the kinds pages hold as "2006-01-02 15:04
+// UTC"; the zero time and nil are "".
+func date(t any) string {
+	var v time.Time
+	switch x := t.(type) {
+	case time.Time:
+		v = x
+	case *time.Time:
+		if x != nil {
+			v = *x
+		}
+	case spec.Time:
+		v = x.Time
+	case *spec.Time:
+		if x != nil {
+			v = x.Time
+		}
+	default:
+		return fmt.Sprint(t)
+	}
+	if v.IsZero() {
+		return ""
+	}
+	return v.UTC().Format("2006-01-02 15:04 UTC")
 }
 
 // parsePages parses every templates/NAME.html but the layout: each defines
@@ -80,6 +85,9 @@ type pageData struct {
 	Error  string  // a message of failure, shown above the form
 	Fields map[string]string
 	Data   any
+	// Restricted hides the navigation: the session may open only the page
+	// shown (a one-time password to change).
+	Restricted bool
 }
 
 // IsAdmin reports whether the viewer is an Administrator.

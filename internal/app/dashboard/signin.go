@@ -2,12 +2,18 @@ package dashboard
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/infra/httpx"
 )
+
+// DeviceCookie is the name of the cookie that carries the device token of
+// a browser that signed in before: its failed sign-ins are counted apart
+// from everyone else's, so that nobody else's failures keep its owner out.
+const DeviceCookie = "aiusage_device"
 
 type signinData struct {
 	Next  string
@@ -26,8 +32,10 @@ func (d *Dashboard) signinPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signin checks the form's email and password. Unknown email, wrong password
-// and disabled user get one answer; too many failures get 429 with
-// Retry-After.
+// and disabled user get one answer; an expired one-time password its own;
+// too many failures get 429 with Retry-After. The browser's device cookie,
+// if any, goes with the attempt; a success sets it (anew or refreshed) and
+// goes to the password form when the password is a one-time one.
 func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
@@ -42,7 +50,11 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusBadRequest, "signin", data)
 		return
 	}
-	sess, _, err := d.cfg.People.SignIn(r.Context(), email, password, clientAddr(r))
+	client := people.Client{Addr: httpx.ClientAddr(r)}
+	if c, err := r.Cookie(DeviceCookie); err == nil {
+		client.Device = c.Value
+	}
+	sess, u, err := d.cfg.People.SignIn(r.Context(), email, password, client)
 	var te *people.ThrottledError
 	switch {
 	case errors.As(err, &te):
@@ -50,6 +62,10 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		data.Error = "Too many failed sign-ins. Try again in " + strconv.Itoa((secs+59)/60) + " minutes."
 		d.render(w, r, http.StatusTooManyRequests, "signin", data)
+		return
+	case errors.Is(err, people.ErrOneTimePasswordExpired):
+		data.Error = "Your one-time password has expired. Ask an Administrator of your organisation for a new one."
+		d.render(w, r, http.StatusUnauthorized, "signin", data)
 		return
 	case errors.Is(err, people.ErrBadCredentials):
 		data.Error = "The email or the password is wrong."
@@ -60,7 +76,18 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setSessionCookie(w, r, sess.Token, sess.ExpiresAt)
+	setDeviceCookie(w, r, sess.Device, d.cfg.People.DeviceLifetime())
+	if u.MustChangePassword() {
+		next = passwordPath
+	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// setDeviceCookie gives the browser its device token for lifetime. It is
+// sent only to the sign-in form.
+func setDeviceCookie(w http.ResponseWriter, r *http.Request, token string, lifetime time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: DeviceCookie, Value: token, Path: "/signin", MaxAge: int(lifetime / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: httpx.IsSecure(r)})
 }
 
 // signout ends the session server-side.
@@ -73,14 +100,4 @@ func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request) {
 	}
 	clearCookie(w, r)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
-}
-
-// clientAddr is the address the request came from, without its port: what
-// failed sign-ins are counted per. Forwarded headers are not trusted.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -162,7 +163,7 @@ func (d *Dashboard) addSource(w http.ResponseWriter, r *http.Request) error {
 	if src.Transport == sources.TransportPush {
 		// The signing secret is shown this once, on this answer.
 		scheme := "http"
-		if r.TLS != nil {
+		if httpx.IsSecure(r) {
 			scheme = "https"
 		}
 		p := &pageData{Notice: "The push source " + src.Name + " is added. Give its provider the address and the secret below.",

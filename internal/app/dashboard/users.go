@@ -1,9 +1,9 @@
 package dashboard
 
 import (
-	"crypto/rand"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -12,9 +12,13 @@ import (
 
 type usersData struct {
 	Users []people.User
-	// Invited is the user just created, with its one-time password.
+	// Invited is the user just created, or whose password was just reset
+	// (Reset), with its one-time password.
 	Invited  *people.User
 	Password string
+	Reset    bool
+	// Now tells one-time passwords that have expired.
+	Now time.Time
 }
 
 func (d *Dashboard) renderUsers(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
@@ -23,7 +27,7 @@ func (d *Dashboard) renderUsers(w http.ResponseWriter, r *http.Request, status i
 		return err
 	}
 	data, _ := p.Data.(usersData)
-	data.Users = users
+	data.Users, data.Now = users, d.cfg.Now()
 	p.Title, p.Nav, p.Data = "Users", "users", data
 	d.render(w, r, status, "users", p)
 	return nil
@@ -37,6 +41,7 @@ func (d *Dashboard) users(w http.ResponseWriter, r *http.Request) error {
 	case "disabled":
 		p.Notice = "The user is disabled and signed out everywhere."
 	}
+
 	return d.renderUsers(w, r, http.StatusOK, p)
 }
 
@@ -51,9 +56,9 @@ func (d *Dashboard) createUser(w http.ResponseWriter, r *http.Request) error {
 		p.Error = "Role must be Administrator or Reviewer."
 		return d.renderUsers(w, r, http.StatusBadRequest, p)
 	}
-	password := oneTimePassword()
+	password := people.NewOneTimePassword()
 	u, err := d.cfg.People.CreateUser(r.Context(), people.UserCreate{OrganisationID: v.Organisation.ID,
-		Email: f.Get("email"), Name: strings.TrimSpace(f.Get("name")), Role: role, Password: password}, v.User.Actor())
+		Email: f.Get("email"), Name: strings.TrimSpace(f.Get("name")), Role: role, Password: password, OneTime: true}, v.User.Actor())
 	if msg, status, ok := clientMessage(err); ok {
 		p.Error = msg
 		return d.renderUsers(w, r, status, p)
@@ -63,7 +68,8 @@ func (d *Dashboard) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Fields = nil
 	p.Data = usersData{Invited: &u, Password: password}
-	p.Notice = u.Email + " can now sign in with the password below. Hand it over safely: it is shown only this once."
+	p.Notice = u.Email + " can now sign in with the one-time password below, until " + date(u.OneTimePasswordUntil) +
+		", and must then choose their own. Hand it over safely: it is shown only this once."
 	return d.renderUsers(w, r, http.StatusCreated, p)
 }
 
@@ -110,6 +116,25 @@ func (d *Dashboard) disableUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// oneTimePassword returns a random password: crypto/rand.Text, 26
-// characters carrying 130 bits.
-func oneTimePassword() string { return rand.Text() }
+// resetPassword gives a user of the organisation a new one-time password,
+// shown once, and ends all their sessions. An Administrator changes their
+// own password on the password page instead.
+func (d *Dashboard) resetPassword(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	id := chi.URLParam(r, "userId")
+	if id == v.User.ID {
+		return d.renderUsers(w, r, http.StatusConflict, &pageData{Error: "Change your own password on the password page; a reset is for other users."})
+	}
+	password := people.NewOneTimePassword()
+	u, err := d.cfg.People.ResetPassword(r.Context(), v.Organisation.ID, id, password, true, v.User.Actor())
+	if msg, status, ok := clientMessage(err); ok {
+		return d.renderUsers(w, r, status, &pageData{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	p := &pageData{Data: usersData{Invited: &u, Password: password, Reset: true}}
+	p.Notice = u.Email + " is signed out everywhere and can sign in with the one-time password below, until " + date(u.OneTimePasswordUntil) +
+		", and must then choose their own. Hand it over safely: it is shown only this once."
+	return d.renderUsers(w, r, http.StatusOK, p)
+}

@@ -7,7 +7,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	sess, user, err := store.SignIn(ctx, email, password, clientIP)
+//	sess, user, err := store.SignIn(ctx, email, password, people.Client{Addr: clientIP, Device: deviceCookie})
 //	// ... later, on every request, with the token the client holds:
 //	sess, user, err = store.Authenticate(ctx, token)
 //
@@ -31,10 +31,25 @@
 // of the database, so every process on one database honours them and they
 // survive restarts.
 //
-// Failed sign-ins are counted per account (email) and per client address in
-// fixed windows of Config.FailureWindow. Once either count reaches
-// Config.MaxFailures, sign-ins for it are refused with a [*ThrottledError]
-// until the window ends, without the password being checked, so that guessing
-// gains nothing. A sign-in counts while its password is checked, so that
-// concurrent attempts (in any process) cannot overrun the limit.
+// Failed sign-ins are counted in fixed windows of Config.FailureWindow, so
+// that guessing is slow and nobody else's failures keep a person out of
+// their own account (OWASP's "device cookies"). A client that presents a
+// device token of the account ([Session].Device of an earlier sign-in,
+// kept in a cookie) is trusted: its failures count for it alone,
+// Config.MaxFailures per window. Any other client has Config.MaxFailures
+// per window on one account from its address, and Config.MaxAddressFailures
+// on all accounts; once an account has failed Config.MaxAccountFailures
+// times from such clients, each address has one try at it for the rest of
+// the window, so that many addresses guessing gain little while an address
+// that has not failed still signs in. Past a limit, sign-ins are refused
+// with a [*ThrottledError] without the password being checked. A sign-in
+// counts while its password is checked, so that concurrent attempts (in any
+// process) cannot overrun a limit.
+//
+// An invitation or a reset gives a one-time password
+// ([User.OneTimePasswordUntil]): it expires after Config.OneTimePasswordTTL
+// ([ErrOneTimePasswordExpired]) and must be changed
+// ([Store.ChangePassword]) before the session may do anything else, which
+// the dashboard enforces. [Store.ResetPassword] ends the user's sessions;
+// ChangePassword ends the others. Both are recorded in the audit trail.
 package people

@@ -78,7 +78,7 @@ func (e *env) create(email string, role people.Role) people.User {
 // signIn signs in with the test password and must succeed.
 func (e *env) signIn(email, addr string) people.Session {
 	e.t.Helper()
-	s, _, err := e.people.SignIn(e.t.Context(), email, password, addr)
+	s, _, err := e.people.SignIn(e.t.Context(), email, password, people.Client{Addr: addr})
 	require.NoError(e.t, err)
 	return s
 }

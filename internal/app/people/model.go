@@ -54,21 +54,34 @@ type User struct {
 	Role       Role       `json:"role"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	DisabledAt *time.Time `json:"disabledAt"` // nil: active
+	// OneTimePasswordUntil is set while the user's password is a one-time
+	// password (an invitation, or a reset by an Administrator or the
+	// operator): it must be changed at the first sign-in, and it cannot be
+	// signed in with from this time on. Nil for a password the user chose.
+	OneTimePasswordUntil *time.Time `json:"oneTimePasswordUntil"`
 }
+
+// MustChangePassword says whether the user holds a one-time password: a
+// session of theirs may do nothing but change it.
+func (u User) MustChangePassword() bool { return u.OneTimePasswordUntil != nil }
 
 // MarshalJSON writes the times as the service does everywhere: UTC with
 // milliseconds ([spec.Time]).
 func (u User) MarshalJSON() ([]byte, error) {
 	type plain User
-	var disabled *spec.Time
+	var disabled, oneTime *spec.Time
 	if u.DisabledAt != nil {
 		disabled = spec.TimePtr(*u.DisabledAt)
 	}
+	if u.OneTimePasswordUntil != nil {
+		oneTime = spec.TimePtr(*u.OneTimePasswordUntil)
+	}
 	return json.Marshal(struct {
 		plain
-		CreatedAt  spec.Time  `json:"createdAt"`
-		DisabledAt *spec.Time `json:"disabledAt"`
-	}{plain(u), spec.NewTime(u.CreatedAt), disabled})
+		CreatedAt            spec.Time  `json:"createdAt"`
+		DisabledAt           *spec.Time `json:"disabledAt"`
+		OneTimePasswordUntil *spec.Time `json:"oneTimePasswordUntil"`
+	}{plain(u), spec.NewTime(u.CreatedAt), disabled, oneTime})
 }
 
 // Actor returns the actor of the changes the user makes, for the audit
@@ -90,6 +103,10 @@ type UserCreate struct {
 	// Password is at least MinPasswordLength characters and at most
 	// MaxPasswordBytes bytes. Only its argon2id hash is kept.
 	Password string
+	// OneTime makes Password a one-time password (an invitation): the user
+	// must change it at the first sign-in, and it expires after
+	// Config.OneTimePasswordTTL.
+	OneTime bool
 }
 
 // Session is a signed-in user's session.
@@ -104,6 +121,22 @@ type Session struct {
 	// ExpiresAt is the absolute end of the session, CreatedAt plus the
 	// absolute timeout; it ends earlier when unused for the idle timeout.
 	ExpiresAt time.Time
+	// Device is the device token for the client to keep (a cookie) and
+	// present at its next sign-in to this account ([Client].Device): the
+	// one it presented while still valid, else a new one. Only
+	// [Store.SignIn] returns it; the store keeps its SHA-256 digest.
+	Device string
+}
+
+// Client is who asks to sign in, as [Store.SignIn] counts failures.
+type Client struct {
+	// Addr is the client's IP address (a port is ignored): its own, or the
+	// one a trusted proxy names (httpx.ClientAddr).
+	Addr string
+	// Device is the device token the client holds from an earlier sign-in
+	// to the account ([Session].Device), or "". A valid one makes the
+	// client trusted: its failures are counted for it alone.
+	Device string
 }
 
 // Audit actions of the people of an organisation.
@@ -111,6 +144,12 @@ const (
 	AuditUserCreated     = "user.created"
 	AuditUserRoleChanged = "user.role_changed"
 	AuditUserDisabled    = "user.disabled"
+	// AuditUserPasswordChanged: a user changed their own password.
+	AuditUserPasswordChanged = "user.password_changed"
+	// AuditUserPasswordReset: an Administrator or the operator gave a user
+	// a new password (a one-time one, or, by the operator, a chosen one),
+	// ending the user's sessions.
+	AuditUserPasswordReset = "user.password_reset"
 )
 
 // auditResource is the resource type of users in the audit trail.
@@ -126,9 +165,14 @@ var ErrBadCredentials = fmt.Errorf("people: the email or the password is wrong: 
 // disabled). It is of kind spec.ErrUnauthorized.
 var ErrNoSession = fmt.Errorf("people: no such session, or it has ended; sign in again: %w", spec.ErrUnauthorized)
 
-// ThrottledError is the error of [Store.SignIn] when the account or the
-// client address has failed MaxFailures times in the current window: the
-// password was not checked.
+// ErrOneTimePasswordExpired is the error of [Store.SignIn] with the right
+// one-time password after it expired: only an Administrator (or the
+// operator) can give a new one. It is of kind spec.ErrUnauthorized.
+var ErrOneTimePasswordExpired = fmt.Errorf("people: the one-time password has expired; ask an Administrator of the organisation for a new one: %w", spec.ErrUnauthorized)
+
+// ThrottledError is the error of [Store.SignIn] (and of
+// [Store.ChangePassword]) when the client has used up its failures in the
+// current window: the password was not checked.
 type ThrottledError struct {
 	// RetryAfter is how long until the window ends.
 	RetryAfter time.Duration

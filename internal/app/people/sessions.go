@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strings"
@@ -42,8 +43,22 @@ func hashToken(token string) []byte {
 
 // Kinds of the throttle's counts.
 const (
+	// kindAccount counts an account's failures from clients without a
+	// trusted device (subject: the email). Past MaxAccountFailures it only
+	// narrows each address's budget for the account; it refuses nobody.
 	kindAccount = "account"
+	// kindAddress counts a client address's failures, on any account, when
+	// it has no trusted device (subject: the address key).
 	kindAddress = "address"
+	// kindPair counts the failures of one client address on one account
+	// (subject: email, space, address key).
+	kindPair = "pair"
+	// kindDevice counts the failures of one trusted device (subject: the
+	// hex digest of its token).
+	kindDevice = "device"
+	// kindChange counts a user's wrong current passwords when changing it
+	// (subject: the user id).
+	kindChange = "change"
 )
 
 // maxAddressLength bounds a client address stored as given (not an IP
@@ -78,26 +93,74 @@ func addressKey(addr string) string {
 // errThrottled rolls back the counting of an attempt that is refused.
 var errThrottled = errors.New("throttled")
 
+// attempt is one sign-in being counted.
+type attempt struct {
+	email, addr string
+	// device is the digest of the client's device token when it is a valid
+	// one of the account (a trusted device), else nil.
+	device []byte
+	window time.Time
+}
+
+// count is one of the throttle's counts an attempt adds to, with its limit
+// (0: none).
+type count struct {
+	kind, subject string
+	limit         int
+}
+
+// counts returns the counts the attempt adds to. A trusted device counts
+// only for itself; any other client for its address on the account, for
+// its address, and for the account, whose count narrows the first limit to
+// one once it reaches MaxAccountFailures (underAttack).
+func (s *Store) counts(a attempt, underAttack bool) []count {
+	if a.device != nil {
+		return []count{{kindDevice, hex.EncodeToString(a.device), s.cfg.MaxFailures}}
+	}
+	pair := s.cfg.MaxFailures
+	if underAttack {
+		pair = 1
+	}
+	return []count{
+		{kindPair, a.email + " " + a.addr, pair},
+		{kindAddress, a.addr, s.cfg.MaxAddressFailures},
+		{kindAccount, a.email, 0},
+	}
+}
+
 // SignIn checks the email and password of a user and starts a session:
-// always a new one, whatever sessions the user holds. clientAddr is the
-// client's IP address (a port is ignored); failed sign-ins are counted per
-// email and per client address, and once either count reaches MaxFailures
-// in the current window SignIn returns a [*ThrottledError] without checking
-// the password. An unknown email, a wrong password and a disabled user are
-// all [ErrBadCredentials], after the same work. A successful sign-in clears
-// the account's count, not the address's.
-func (s *Store) SignIn(ctx context.Context, email, password, clientAddr string) (Session, User, error) {
+// always a new one, whatever sessions the user holds.
+//
+// Failed sign-ins are counted so that guessing is slow and an attacker
+// cannot keep the owner out. A client whose c.Device is a valid device token
+// of the account (its browser signed in to it before) is trusted: its
+// failures count for that device alone, MaxFailures per window. Any other
+// client has MaxFailures per window on the account from its address (one
+// once the account is under attack, see Config.MaxAccountFailures), and
+// MaxAddressFailures on all accounts. Past a limit SignIn returns a
+// [*ThrottledError] without checking the password.
+//
+// An unknown email, a wrong password and a disabled user are all
+// [ErrBadCredentials], after the same work; the right one-time password
+// past its expiry is [ErrOneTimePasswordExpired]. A successful sign-in takes
+// its attempt back from the counts, clears those of its address (or
+// device) on the account, and returns in Session.Device the device token
+// for the client to keep.
+func (s *Store) SignIn(ctx context.Context, email, password string, c Client) (Session, User, error) {
 	email, err := checkEmail(email)
 	if err != nil {
 		// No user has such an email: there is nothing to guess.
 		return Session{}, User{}, ErrBadCredentials
 	}
-	addr := addressKey(clientAddr)
 	now := s.now()
-	window := time.UnixMilli(sqldb.FloorTo(now.UnixMilli(), s.cfg.FailureWindow.Milliseconds())).UTC()
+	a := attempt{email: email, addr: addressKey(c.Addr),
+		window: time.UnixMilli(sqldb.FloorTo(now.UnixMilli(), s.cfg.FailureWindow.Milliseconds())).UTC()}
+	if a.device, err = s.trustedDevice(ctx, c.Device, email, now); err != nil {
+		return Session{}, User{}, err
+	}
 	// The attempt counts as a failure from here until it succeeds, so that
 	// attempts checked at once, in any process, cannot overrun the limit.
-	if err := s.countAttempt(ctx, email, addr, window, now); err != nil {
+	if err := s.countAttempt(ctx, a, now); err != nil {
 		return Session{}, User{}, err
 	}
 	var hash string
@@ -119,50 +182,101 @@ func (s *Store) SignIn(ctx context.Context, email, password, clientAddr string) 
 	if !ok || !found || u.DisabledAt != nil {
 		return Session{}, User{}, ErrBadCredentials
 	}
-	sess, err := s.startSession(ctx, u, email, addr, window, now)
+	if u.OneTimePasswordUntil != nil && !now.Before(*u.OneTimePasswordUntil) {
+		return Session{}, User{}, ErrOneTimePasswordExpired
+	}
+	sess, err := s.startSession(ctx, u, a, now)
 	if err != nil {
 		return Session{}, User{}, err
+	}
+	if a.device != nil {
+		sess.Device = c.Device // still valid: the client keeps it
 	}
 	return sess, u, nil
 }
 
-// countAttempt adds a sign-in to the counts of the account and of the
-// client address in window, unless one of them has reached MaxFailures:
-// then it counts nothing and returns a *ThrottledError.
-func (s *Store) countAttempt(ctx context.Context, email, addr string, window, now time.Time) error {
-	w := sqldb.Millis(window)
+// trustedDevice returns the digest of token when it is a device token of
+// the account email, used within DeviceLifetime; else nil.
+func (s *Store) trustedDevice(ctx context.Context, token, email string, now time.Time) ([]byte, error) {
+	if len(token) != tokenLength {
+		return nil, nil
+	}
+	digest := hashToken(token)
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM people_devices d JOIN people_users u ON u.id = d.user_id
+		WHERE d.token_hash = $1 AND u.email = $2 AND d.last_used_at > $3`,
+		digest, email, sqldb.Millis(now.Add(-s.cfg.DeviceLifetime))).Scan(&n)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return digest, nil
+}
+
+// countAttempt adds a sign-in to its counts in its window, unless one of
+// them has reached its limit: then it counts nothing and returns a
+// *ThrottledError.
+func (s *Store) countAttempt(ctx context.Context, a attempt, now time.Time) error {
+	w := sqldb.Millis(a.window)
 	// The counts of past windows are of no more use.
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM people_signin_failures WHERE window_start < $1`, w); err != nil && !sqldb.IsRetryable(err) {
 		return err
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, c := range [...]struct{ kind, subject string }{{kindAccount, email}, {kindAddress, addr}} {
+		underAttack := false
+		if a.device == nil {
 			var n int
-			err := tx.QueryRowContext(ctx, `INSERT INTO people_signin_failures (kind, subject, window_start, count)
-				VALUES ($1, $2, $3, 1)
-				ON CONFLICT (kind, subject, window_start) DO UPDATE SET count = people_signin_failures.count + 1
-				WHERE people_signin_failures.count < $4
-				RETURNING count`, c.kind, c.subject, w, s.cfg.MaxFailures).Scan(&n)
-			if errors.Is(err, sql.ErrNoRows) {
-				return errThrottled // the count is at the limit: nothing returned, nothing changed
+			err := tx.QueryRowContext(ctx, `SELECT count FROM people_signin_failures WHERE kind = $1 AND subject = $2 AND window_start = $3`,
+				kindAccount, a.email, w).Scan(&n)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
 			}
-			if err != nil {
+			underAttack = n >= s.cfg.MaxAccountFailures
+		}
+		for _, c := range s.counts(a, underAttack) {
+			if err := addCount(ctx, tx, c, w); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if errors.Is(err, errThrottled) {
-		return &ThrottledError{RetryAfter: window.Add(s.cfg.FailureWindow).Sub(now)}
+		return &ThrottledError{RetryAfter: a.window.Add(s.cfg.FailureWindow).Sub(now)}
+	}
+	return err
+}
+
+// addCount adds one to the count c in the window w, or returns
+// errThrottled when it has reached its limit.
+func addCount(ctx context.Context, tx *sql.Tx, c count, w int64) error {
+	limit := int64(c.limit)
+	if limit == 0 {
+		limit = math.MaxInt64
+	}
+	var n int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO people_signin_failures (kind, subject, window_start, count)
+		VALUES ($1, $2, $3, 1)
+		ON CONFLICT (kind, subject, window_start) DO UPDATE SET count = people_signin_failures.count + 1
+		WHERE people_signin_failures.count < $4
+		RETURNING count`, c.kind, c.subject, w, limit).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errThrottled // the count is at the limit: nothing returned, nothing changed
 	}
 	return err
 }
 
 // startSession starts a session of u, whose password was right, and takes
-// the attempt back from the counts: the address's count loses it, the
-// account's is cleared. It also deletes the user's sessions that have ended.
-func (s *Store) startSession(ctx context.Context, u User, email, addr string, window, now time.Time) (Session, error) {
+// the attempt back from the counts: the counts of its address (or device)
+// on the account are cleared, the others lose the attempt. It keeps the
+// client's device token (or makes one) and deletes the user's sessions that
+// have ended and devices beyond DeviceLifetime and MaxDevicesPerUser.
+func (s *Store) startSession(ctx context.Context, u User, a attempt, now time.Time) (Session, error) {
 	sess := Session{Token: newToken(), UserID: u.ID, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(s.cfg.AbsoluteTimeout)}
+	device := a.device
+	if device == nil {
+		sess.Device = newToken()
+		device = hashToken(sess.Device)
+	}
+	w := sqldb.Millis(a.window)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Locked, so that a user disabled meanwhile gets no session.
 		var disabled sql.NullInt64
@@ -181,11 +295,27 @@ func (s *Store) startSession(ctx context.Context, u User, email, addr string, wi
 			VALUES ($1, $2, $3, $4, $5)`, hashToken(sess.Token), u.ID, sqldb.Millis(now), sqldb.Millis(now), sqldb.Millis(sess.ExpiresAt)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE people_signin_failures SET count = count - 1
-			WHERE kind = $1 AND subject = $2 AND window_start = $3 AND count > 0`, kindAddress, addr, sqldb.Millis(window)); err != nil {
+		for i, c := range s.counts(a, false) {
+			q := `UPDATE people_signin_failures SET count = count - 1 WHERE kind = $1 AND subject = $2 AND window_start = $3 AND count > 0`
+			if i == 0 { // the address's (or device's) own count on the account
+				q = `DELETE FROM people_signin_failures WHERE kind = $1 AND subject = $2 AND window_start <= $3`
+			}
+			if _, err := tx.ExecContext(ctx, q, c.kind, c.subject, w); err != nil {
+				return err
+			}
+		}
+		if a.device != nil {
+			_, err = tx.ExecContext(ctx, `UPDATE people_devices SET last_used_at = $1 WHERE token_hash = $2`, sqldb.Millis(now), device)
+		} else {
+			_, err = tx.ExecContext(ctx, `INSERT INTO people_devices (token_hash, user_id, created_at, last_used_at) VALUES ($1, $2, $3, $3)`,
+				device, u.ID, sqldb.Millis(now))
+		}
+		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM people_signin_failures WHERE kind = $1 AND subject = $2`, kindAccount, email)
+		_, err = tx.ExecContext(ctx, `DELETE FROM people_devices WHERE user_id = $1 AND (last_used_at <= $2 OR token_hash NOT IN
+			(SELECT token_hash FROM people_devices WHERE user_id = $1 ORDER BY last_used_at DESC, token_hash LIMIT $3))`,
+			u.ID, sqldb.Millis(now.Add(-s.cfg.DeviceLifetime)), MaxDevicesPerUser)
 		return err
 	})
 	if err != nil {
@@ -195,7 +325,7 @@ func (s *Store) startSession(ctx context.Context, u User, email, addr string, wi
 }
 
 // sessionUserColumns are userColumns of the users joined as u.
-const sessionUserColumns = `u.id, u.org_id, u.email, u.name, u.role, u.created_at, u.disabled_at`
+const sessionUserColumns = `u.id, u.org_id, u.email, u.name, u.role, u.created_at, u.disabled_at, u.one_time_until`
 
 // touchInterval is how stale a session's LastSeenAt may grow before
 // Authenticate writes it: a minute, or a quarter of the idle timeout when

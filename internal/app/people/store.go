@@ -37,6 +37,17 @@ const (
 	DefaultAbsoluteTimeout = 12 * time.Hour
 	DefaultMaxFailures     = 5
 	DefaultFailureWindow   = 15 * time.Minute
+	// DefaultMaxAddressFailures is Config.MaxAddressFailures's default.
+	DefaultMaxAddressFailures = 20
+	// DefaultMaxAccountFailures is Config.MaxAccountFailures's default.
+	DefaultMaxAccountFailures = 10
+	// DefaultDeviceLifetime is Config.DeviceLifetime's default.
+	DefaultDeviceLifetime = 90 * 24 * time.Hour
+	// DefaultOneTimePasswordTTL is Config.OneTimePasswordTTL's default.
+	DefaultOneTimePasswordTTL = 72 * time.Hour
+	// MaxDevicesPerUser is how many device tokens a user keeps: the ones
+	// used last; an older one is forgotten (its browser is untrusted again).
+	MaxDevicesPerUser = 10
 )
 
 // Config configures a [Store]. DB and Orgs are required; every other field
@@ -55,13 +66,31 @@ type Config struct {
 	// AbsoluteTimeout ends a session this long after its sign-in, however
 	// much it is used. Default 12 h.
 	AbsoluteTimeout time.Duration
-	// MaxFailures is how many failed sign-ins an account, and a client
-	// address, may make within one FailureWindow; further sign-ins are
-	// refused until the window ends. Default 5.
+	// MaxFailures is how many failed sign-ins to one account a client
+	// address may make within one FailureWindow, and how many a trusted
+	// device (a browser that signed in to the account before) may make;
+	// further ones are refused until the window ends. Default 5.
 	MaxFailures int
-	// FailureWindow is the window of MaxFailures. Windows are fixed
+	// MaxAddressFailures is how many failed sign-ins to any accounts a
+	// client address without a trusted device may make within one
+	// FailureWindow. Default 20.
+	MaxAddressFailures int
+	// MaxAccountFailures is how many failed sign-ins to one account, from
+	// every client without a trusted device, make the account "under
+	// attack" for the rest of the window: then each such client address has
+	// one attempt at the account per window instead of MaxFailures. It never
+	// refuses a trusted device, nor an address that has not failed yet.
+	// Default 10.
+	MaxAccountFailures int
+	// FailureWindow is the window of the failure counts. Windows are fixed
 	// (aligned on the Unix epoch), not sliding. Default 15 min.
 	FailureWindow time.Duration
+	// DeviceLifetime is how long a device token stays valid after its last
+	// successful sign-in. Default 90 days.
+	DeviceLifetime time.Duration
+	// OneTimePasswordTTL is how long a one-time password (an invitation or
+	// a reset) may be signed in with. Default 72 h.
+	OneTimePasswordTTL time.Duration
 }
 
 // Store keeps the people of organisations, their sessions and the throttle
@@ -96,12 +125,26 @@ func New(ctx context.Context, c Config) (*Store, error) {
 	if c.FailureWindow == 0 {
 		c.FailureWindow = DefaultFailureWindow
 	}
+	if c.MaxAddressFailures == 0 {
+		c.MaxAddressFailures = DefaultMaxAddressFailures
+	}
+	if c.MaxAccountFailures == 0 {
+		c.MaxAccountFailures = DefaultMaxAccountFailures
+	}
+	if c.DeviceLifetime == 0 {
+		c.DeviceLifetime = DefaultDeviceLifetime
+	}
+	if c.OneTimePasswordTTL == 0 {
+		c.OneTimePasswordTTL = DefaultOneTimePasswordTTL
+	}
 	switch {
-	case c.IdleTimeout < time.Millisecond, c.AbsoluteTimeout < time.Millisecond, c.FailureWindow < time.Millisecond:
-		return nil, fmt.Errorf("people: Config.IdleTimeout (%s), AbsoluteTimeout (%s) and FailureWindow (%s) must be at least 1ms",
-			c.IdleTimeout, c.AbsoluteTimeout, c.FailureWindow)
-	case c.MaxFailures < 1:
-		return nil, fmt.Errorf("people: Config.MaxFailures must be at least 1, got %d", c.MaxFailures)
+	case c.IdleTimeout < time.Millisecond, c.AbsoluteTimeout < time.Millisecond, c.FailureWindow < time.Millisecond,
+		c.DeviceLifetime < time.Millisecond, c.OneTimePasswordTTL < time.Millisecond:
+		return nil, fmt.Errorf("people: Config.IdleTimeout (%s), AbsoluteTimeout (%s), FailureWindow (%s), DeviceLifetime (%s) and OneTimePasswordTTL (%s) must be at least 1ms",
+			c.IdleTimeout, c.AbsoluteTimeout, c.FailureWindow, c.DeviceLifetime, c.OneTimePasswordTTL)
+	case c.MaxFailures < 1, c.MaxAddressFailures < 1, c.MaxAccountFailures < 1:
+		return nil, fmt.Errorf("people: Config.MaxFailures (%d), MaxAddressFailures (%d) and MaxAccountFailures (%d) must be at least 1",
+			c.MaxFailures, c.MaxAddressFailures, c.MaxAccountFailures)
 	}
 	if err := c.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("people: migrate: %w", err)

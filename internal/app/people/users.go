@@ -143,10 +143,14 @@ func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor orgapi.Actor
 	}
 	now := s.now()
 	u := User{ID: uuid.NewString(), OrganisationID: org, Email: email, Name: name, Role: c.Role, CreatedAt: now}
+	if c.OneTime {
+		until := now.Add(s.cfg.OneTimePasswordTTL)
+		u.OneTimePasswordUntil = &until
+	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO people_users
-			(id, org_id, email, name, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			u.ID, u.OrganisationID, u.Email, u.Name, string(u.Role), hash, sqldb.Millis(now)); err != nil {
+			(id, org_id, email, name, role, password_hash, created_at, one_time_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			u.ID, u.OrganisationID, u.Email, u.Name, string(u.Role), hash, sqldb.Millis(now), nullMillis(u.OneTimePasswordUntil)); err != nil {
 			if sqldb.IsUniqueViolation(err) {
 				return httpx.FieldError(spec.ErrConflict, fmt.Sprintf("A user with email %s already exists; an email names one user in the whole service.", email),
 					"email", "already taken")
@@ -161,20 +165,24 @@ func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor orgapi.Actor
 	return u, nil
 }
 
-const userColumns = `id, org_id, email, name, role, created_at, disabled_at`
+const userColumns = `id, org_id, email, name, role, created_at, disabled_at, one_time_until`
 
 func scanUser(row interface{ Scan(...any) error }, more ...any) (User, error) {
 	var u User
 	var role string
 	var created int64
-	var disabled sql.NullInt64
-	if err := row.Scan(append([]any{&u.ID, &u.OrganisationID, &u.Email, &u.Name, &role, &created, &disabled}, more...)...); err != nil {
+	var disabled, oneTime sql.NullInt64
+	if err := row.Scan(append([]any{&u.ID, &u.OrganisationID, &u.Email, &u.Name, &role, &created, &disabled, &oneTime}, more...)...); err != nil {
 		return u, err
 	}
 	u.Role, u.CreatedAt = Role(role), fromMillis(created)
 	if disabled.Valid {
 		t := fromMillis(disabled.Int64)
 		u.DisabledAt = &t
+	}
+	if oneTime.Valid {
+		t := fromMillis(oneTime.Int64)
+		u.OneTimePasswordUntil = &t
 	}
 	return u, nil
 }

@@ -127,7 +127,7 @@ func TestUserJSON(t *testing.T) {
 	b, err := json.Marshal(u)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"0b7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e","organisationId":"1c7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e",
-		"email":"a@example.com","name":"A","role":"Reviewer","createdAt":"2026-03-02T10:07:00.000Z","disabledAt":null}`, string(b))
+		"email":"a@example.com","name":"A","role":"Reviewer","createdAt":"2026-03-02T10:07:00.000Z","disabledAt":null,"oneTimePasswordUntil":null}`, string(b))
 	u.DisabledAt = &disabled
 	b, err = json.Marshal(u)
 	require.NoError(t, err)
@@ -307,7 +307,7 @@ func TestDisableUserEndsItsSessions(t *testing.T) {
 		require.Equal(t, alice, u)
 
 		// It cannot sign in: the same error as a wrong password.
-		_, _, err = e.people.SignIn(ctx, "bob@example.com", password, "192.0.2.3")
+		_, _, err = e.people.SignIn(ctx, "bob@example.com", password, people.Client{Addr: "192.0.2.3"})
 		require.Equal(t, people.ErrBadCredentials, err)
 
 		// It stays listed, disabled; the change is audited once.
