@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -56,4 +57,127 @@ func TestServiceSlowBodyInvalid(t *testing.T) {
 		require.Contains(t, string(b), "body", c.path)
 		require.Less(t, took, 10*time.Second, c.path)
 	}
+}
+
+// dialFrom opens a connection to base ("http://host:port") from the local
+// address from (on Linux every address of 127.0.0.0/8 is the loopback's,
+// so a test can be several clients). It fails the test when the connection
+// cannot be made; a connection the server resets at once fails later.
+func dialFrom(t *testing.T, base, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// clientFrom returns an HTTP client whose connections come from the local
+// address from, each request on a connection of its own.
+func clientFrom(from string, timeout time.Duration) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+}
+
+// healthz sends GET /healthz from the address from and returns the error
+// of the exchange, nil for a 200.
+func healthz(base, from string, timeout time.Duration) error {
+	resp, err := clientFrom(from, timeout).Get(base + "/healthz")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /healthz: %s", resp.Status)
+	}
+	return nil
+}
+
+// holdSignin opens a connection from the address from and sends POST
+// /signin with a body that never arrives, as an attacker without
+// credentials would, and waits until the server reads the body: the
+// connection is then held by the server.
+func holdSignin(t *testing.T, base, from string) net.Conn {
+	t.Helper()
+	c := dialFrom(t, base, from)
+	_, err := io.WriteString(c, "POST /signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err, "POST /signin from %s: no answer", from)
+	require.True(t, strings.HasPrefix(line, "HTTP/1.1 100 "), "POST /signin from %s: %s", from, line)
+	_, err = io.WriteString(c, "email=")
+	require.NoError(t, err)
+	return c
+}
+
+// TestServiceConnectionLimits: slow unauthenticated /signin bodies from one
+// address hold at most --max-connections-per-address connections; the next
+// connection of that address is reset at once while another address is
+// served. Past --max-connections, a connection waits until one closes. A
+// connection that sends no request is closed after --header-timeout and
+// holds no place after.
+func TestServiceConnectionLimits(t *testing.T) {
+	t.Parallel()
+	s := startHardenedService(t, "--max-connections-per-address", "4", "--max-connections", "8", "--read-timeout", "1m")
+	const attacker, other = "127.0.0.2", "127.0.0.3"
+	for range 4 {
+		holdSignin(t, s.base, attacker)
+	}
+	for i := range 20 {
+		require.Error(t, healthz(s.base, attacker, 5*time.Second), "connection %d past the bound of the address is served", i+5)
+	}
+	start := time.Now()
+	require.NoError(t, healthz(s.base, other, 5*time.Second), "another address is served")
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	// Four more places, held from two more addresses, fill the total of 8:
+	// the next connection waits, and is served once one closes.
+	var last net.Conn
+	for i := range 4 {
+		last = holdSignin(t, s.base, fmt.Sprintf("127.0.0.%d", 4+i%2))
+	}
+	done := make(chan error, 1)
+	go func() { done <- healthz(s.base, other, 30*time.Second) }()
+	select {
+	case err := <-done:
+		t.Fatalf("a connection past --max-connections was answered at once: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, last.Close())
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the waiting connection is served once a place is free")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting connection was not served after a place was freed")
+	}
+}
+
+// TestServiceIdleConnections: connections that send nothing are closed
+// after --header-timeout, and their places are given back.
+func TestServiceIdleConnections(t *testing.T) {
+	t.Parallel()
+	s := startHardenedService(t, "--max-connections-per-address", "2", "--header-timeout", "500ms")
+	const from = "127.0.0.6"
+	idle := []net.Conn{dialFrom(t, s.base, from), dialFrom(t, s.base, from)}
+	require.Error(t, healthz(s.base, from, 5*time.Second), "the address is at its bound")
+	for _, c := range idle {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err := c.Read(make([]byte, 1))
+		require.Error(t, err, "the idle connection is closed")
+	}
+	require.NoError(t, healthz(s.base, from, 5*time.Second), "their places are given back")
+}
+
+// TestProviderConnectionLimits: provider serve bounds connections per
+// address too (every serving command shares the listener).
+func TestProviderConnectionLimits(t *testing.T) {
+	t.Parallel()
+	base, _, _ := startServe(t, "--database-url", "sqlite::memory:", "--token", "t", "--max-connections-per-address", "1")
+	base = strings.TrimSuffix(base, "/")
+	dialFrom(t, base, "127.0.0.7")
+	require.Eventually(t, func() bool { return healthz(base, "127.0.0.7", 5*time.Second) != nil }, 5*time.Second, 20*time.Millisecond)
+	require.NoError(t, healthz(base, "127.0.0.8", 5*time.Second))
 }
