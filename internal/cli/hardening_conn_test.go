@@ -2,15 +2,22 @@ package cli
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/spec/webhook"
 )
 
 // slowPost sends a POST of path to the service at base from a connection of
@@ -180,4 +187,92 @@ func TestProviderConnectionLimits(t *testing.T) {
 	dialFrom(t, base, "127.0.0.7")
 	require.Eventually(t, func() bool { return healthz(base, "127.0.0.7", 5*time.Second) != nil }, 5*time.Second, 20*time.Millisecond)
 	require.NoError(t, healthz(base, "127.0.0.8", 5*time.Second))
+}
+
+// pushHeaders returns the Standard Webhooks headers of a delivery that
+// could be authentic (an id, the current time, a v1 signature of the right
+// form) but is not: what a client knowing only a push source's id sends.
+func pushHeaders() map[string]string {
+	return map[string]string{
+		"Content-Type":          "application/json",
+		webhook.HeaderID:        "msg_forged",
+		webhook.HeaderTimestamp: strconv.FormatInt(time.Now().Unix(), 10),
+		webhook.HeaderSignature: "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)),
+	}
+}
+
+// slowPush opens a connection from the address from and sends POST
+// /push/{id} with hdr, announcing a body of 1000 bytes and asking "Expect:
+// 100-continue". It returns the connection and the first status line: "100
+// Continue" when the receiver started reading the body (the body then
+// starts and stops, and the connection is held), else the answer.
+func slowPush(t *testing.T, base, from, id string, hdr map[string]string) (net.Conn, string) {
+	t.Helper()
+	c := dialFrom(t, base, from)
+	var b strings.Builder
+	b.WriteString("POST /push/" + id + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n")
+	for k, v := range hdr {
+		b.WriteString(k + ": " + v + "\r\n")
+	}
+	b.WriteString("\r\n")
+	_, err := io.WriteString(c, b.String())
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err, "POST /push from %s: no answer", from)
+	if strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		_, err = io.WriteString(c, `{"type":"records",`)
+		require.NoError(t, err)
+	}
+	return c, strings.TrimSpace(line)
+}
+
+// TestServicePushSlowSenders: clients that know only a push source's id
+// cannot hold its receiver. Slow deliveries without the secret's signature
+// hold at most their own address's places (--max-concurrent-per-key, 16),
+// and one without the Standard Webhooks headers is refused at once, while
+// 'aiusage provider push' delivers every record of the source, signed, all
+// along. Before, 16 such connections took the source's 16 places and its
+// provider's deliveries were refused 429 until the read deadline.
+func TestServicePushSlowSenders(t *testing.T) {
+	t.Parallel()
+	provDB := sqldbtest.URL(t, sqldb.SQLite)
+	_, _, stopProvider := startServe(t, "--database-url", provDB, "--token", "t", "--demo", "30")
+	stopProvider()
+
+	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	f := newFixture(t, dbURL)
+	var src map[string]any
+	adminOK(t, dbURL, &src, "source", "add", "--org", f.org.ID, "--name", "pushed", "--transport", "push")
+	id, secret := src["id"].(string), src["secret"].(string)
+	base, _, _ := startService(t, serviceURLText, "--database-url", dbURL, "--read-timeout", "1m")
+	base = strings.TrimSuffix(base, "/")
+
+	const attacker = "127.0.0.9"
+	held := 0
+	for range 20 {
+		if _, status := slowPush(t, base, attacker, id, pushHeaders()); strings.HasPrefix(status, "HTTP/1.1 100 ") {
+			held++
+		} else {
+			require.Contains(t, status, " 429 ", "a slow delivery past the address's places")
+		}
+	}
+	require.Equal(t, 16, held, "the attacker's address holds 16 places")
+	_, status := slowPush(t, base, attacker, id, map[string]string{"Content-Type": "application/json"})
+	require.Contains(t, status, " 401 ", "a delivery without the Standard Webhooks headers is refused before its body")
+
+	start := time.Now()
+	r := runCLI(t, "", nil, "provider", "push", "--database-url", provDB, "--to", base+"/push/"+id,
+		"--secret", secret, "--attempts", "3")
+	require.Equal(t, ExitOK, r.code, "the provider's deliveries while 16 slow ones hold on: %s", r.stderr)
+	require.Contains(t, r.stderr, "every delivery acknowledged")
+	require.Less(t, time.Since(start), 20*time.Second)
+
+	status2, b, _ := call(t, http.MethodGet, base+"/organisations/"+f.org.ID+"/sources/"+id+"/conversations?limit=100", f.key.Secret, nil)
+	require.Equal(t, http.StatusOK, status2, string(b))
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(b, &page))
+	require.Len(t, page.Data, 30, "every conversation pushed")
 }
