@@ -51,7 +51,15 @@ func slowPost(t *testing.T, base, path, key string) (*http.Response, []byte, tim
 // organisation API; never 200 with an empty body.
 func TestServiceSlowBodyInvalid(t *testing.T) {
 	t.Parallel()
-	s := startHardenedService(t, "--read-timeout", "1s")
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			testSlowBodyInvalid(t, startHardenedServiceAt(t, nil, sqldbtest.URL(t, d), "--read-timeout", "1s"))
+		})
+	}
+}
+
+func testSlowBodyInvalid(t *testing.T, s hardenedService) {
 	for _, c := range []struct{ path, want string }{
 		{"/review-tasks", `"code":"INVALID_REQUEST"`},
 		{"/webhooks", `"code":"INVALID_REQUEST"`},
@@ -236,11 +244,20 @@ func slowPush(t *testing.T, base, from, id string, hdr map[string]string) (net.C
 // provider's deliveries were refused 429 until the read deadline.
 func TestServicePushSlowSenders(t *testing.T) {
 	t.Parallel()
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			testPushSlowSenders(t, d)
+		})
+	}
+}
+
+func testPushSlowSenders(t *testing.T, d sqldb.Dialect) {
 	provDB := sqldbtest.URL(t, sqldb.SQLite)
 	_, _, stopProvider := startServe(t, "--database-url", provDB, "--token", "t", "--demo", "30")
 	stopProvider()
 
-	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	dbURL := sqldbtest.URL(t, d)
 	f := newFixture(t, dbURL)
 	var src map[string]any
 	adminOK(t, dbURL, &src, "source", "add", "--org", f.org.ID, "--name", "pushed", "--transport", "push")

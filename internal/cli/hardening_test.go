@@ -34,7 +34,12 @@ func startHardenedService(t *testing.T, args ...string) hardenedService {
 // variables environ.
 func startHardenedServiceEnv(t *testing.T, environ map[string]string, args ...string) hardenedService {
 	t.Helper()
-	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	return startHardenedServiceAt(t, environ, sqldbtest.URL(t, sqldb.SQLite), args...)
+}
+
+// startHardenedServiceAt is startHardenedServiceEnv on the database at dbURL.
+func startHardenedServiceAt(t *testing.T, environ map[string]string, dbURL string, args ...string) hardenedService {
+	t.Helper()
 	f := newFixture(t, dbURL)
 	var rest, push map[string]any
 	adminOK(t, dbURL, &rest, "source", "add", "--org", f.org.ID, "--name", "rest", "--url", "http://127.0.0.1:9/", "--token", "x")
