@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec/webhook"
@@ -292,4 +293,29 @@ func testPushSlowSenders(t *testing.T, d sqldb.Dialect) {
 	}
 	require.NoError(t, json.Unmarshal(b, &page))
 	require.Len(t, page.Data, 30, "every conversation pushed")
+}
+
+// TestConnectionFlags: --max-connections takes auto or a count (0: no
+// bound), from the flag or its environment variable, and the ready line
+// names the bounds in force.
+func TestConnectionFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args    []string
+		environ map[string]string
+		want    string
+	}{
+		{[]string{"--max-connections", "-5"}, nil, `invalid value "-5" for flag -max-connections: want auto or a number of connections, 0 for no bound`},
+		{[]string{"--max-connections", "many"}, nil, `invalid value "many" for flag -max-connections`},
+		{nil, map[string]string{"AIUSAGE_MAX_CONNECTIONS": "x"}, `invalid value "x" of AIUSAGE_MAX_CONNECTIONS (for --max-connections)`},
+	} {
+		r := runCLI(t, "", c.environ, append([]string{"service", "serve", "--database-url", "sqlite::memory:"}, c.args...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+	}
+	_, logs, _ := startServeEnv(t, map[string]string{"AIUSAGE_MAX_CONNECTIONS": "100", "AIUSAGE_MAX_CONNECTIONS_PER_ADDRESS": "7"},
+		"--database-url", "sqlite::memory:", "--token", "t")
+	require.Contains(t, logs.String(), "max_connections=100 max_connections_per_address=7")
+	_, logs, _ = startServe(t, "--database-url", "sqlite::memory:", "--token", "t", "--max-connections", "auto")
+	require.Contains(t, logs.String(), fmt.Sprintf("max_connections=%d max_connections_per_address=256", httpx.DefaultMaxConnections()))
 }
