@@ -172,10 +172,11 @@ func TestServiceConnectionLimits(t *testing.T) {
 }
 
 // TestServiceIdleConnections: connections that send nothing are closed
-// after --header-timeout, and their places are given back.
+// after --header-timeout, and their places are given back; a kept-alive
+// connection is closed after --idle-timeout without a request.
 func TestServiceIdleConnections(t *testing.T) {
 	t.Parallel()
-	s := startHardenedService(t, "--max-connections-per-address", "2", "--header-timeout", "500ms")
+	s := startHardenedService(t, "--max-connections-per-address", "2", "--header-timeout", "500ms", "--idle-timeout", "700ms")
 	const from = "127.0.0.6"
 	idle := []net.Conn{dialFrom(t, s.base, from), dialFrom(t, s.base, from)}
 	require.Error(t, healthz(s.base, from, 5*time.Second), "the address is at its bound")
@@ -185,6 +186,20 @@ func TestServiceIdleConnections(t *testing.T) {
 		require.Error(t, err, "the idle connection is closed")
 	}
 	require.NoError(t, healthz(s.base, from, 5*time.Second), "their places are given back")
+
+	kept := dialFrom(t, s.base, "127.0.0.10")
+	_, err := io.WriteString(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	rd := bufio.NewReader(kept)
+	resp, err := http.ReadResponse(rd, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.False(t, resp.Close, "the connection is kept alive")
+	start := time.Now()
+	require.NoError(t, kept.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed")
+	require.Less(t, time.Since(start), 5*time.Second)
 }
 
 // TestProviderConnectionLimits: provider serve bounds connections per
