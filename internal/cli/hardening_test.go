@@ -34,7 +34,12 @@ func startHardenedService(t *testing.T, args ...string) hardenedService {
 // variables environ.
 func startHardenedServiceEnv(t *testing.T, environ map[string]string, args ...string) hardenedService {
 	t.Helper()
-	dbURL := sqldbtest.URL(t, sqldb.SQLite)
+	return startHardenedServiceAt(t, environ, sqldbtest.URL(t, sqldb.SQLite), args...)
+}
+
+// startHardenedServiceAt is startHardenedServiceEnv on the database at dbURL.
+func startHardenedServiceAt(t *testing.T, environ map[string]string, dbURL string, args ...string) hardenedService {
+	t.Helper()
 	f := newFixture(t, dbURL)
 	var rest, push map[string]any
 	adminOK(t, dbURL, &rest, "source", "add", "--org", f.org.ID, "--name", "rest", "--url", "http://127.0.0.1:9/", "--token", "x")
@@ -134,7 +139,7 @@ func TestServiceBodyLimits(t *testing.T) {
 		{"POST", "/review-tasks", true, jsonHeader, mib},
 		{"POST", "/webhooks", true, jsonHeader, mib},
 		{"POST", orgPath + "/sources/" + s.source + "/mcp", true, mcpHeader, 50 * mib},
-		{"POST", "/push/" + s.push, false, jsonHeader, 5 * mib},
+		{"POST", "/push/" + s.push, false, pushHeaders(), 5 * mib},
 		{"POST", "/signin", false, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 16 << 10},
 	} {
 		body := io.MultiReader(strings.NewReader(`{"pad":"`), bytes.NewReader(bytes.Repeat([]byte("a"), c.size)), strings.NewReader(`"}`))
@@ -277,11 +282,13 @@ func TestServiceConcurrencyLimits(t *testing.T) {
 	status, b, _ = s.statusWith(t, "/review-tasks", s.key)
 	require.Equal(t, http.StatusOK, status, string(b))
 
-	// A push source's deliveries are bounded likewise, before their bodies
-	// are read.
-	s.hold(t, "/push/"+s.push, "")
-	s.hold(t, "/push/"+s.push, "")
-	resp, b := s.send(t, http.MethodPost, "/push/"+s.push, false, jsonHeader, strings.NewReader("{}"))
+	// The push receiver bounds the deliveries it reads from one client
+	// address likewise, before their bodies are read.
+	for range 2 {
+		_, status := slowPush(t, s.base, "127.0.0.1", s.push, pushHeaders())
+		require.True(t, strings.HasPrefix(status, "HTTP/1.1 100 "), status)
+	}
+	resp, b := s.send(t, http.MethodPost, "/push/"+s.push, false, pushHeaders(), strings.NewReader("{}"))
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "pushes held in flight are not counted: %s", b)
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 }

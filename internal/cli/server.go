@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,55 @@ type serverFlags struct {
 	// deadlines bound each request's body and answer (--read-timeout,
 	// --write-timeout, --stream-timeout).
 	deadlines httpx.Deadlines
+	// maxConns and maxConnsPerAddr bound the connections open at once
+	// (--max-connections, --max-connections-per-address).
+	maxConns        connBound
+	maxConnsPerAddr int
+	// headerTimeout bounds the time a request's headers may take to arrive,
+	// idleTimeout the time a kept-alive connection may wait for its next
+	// request (--header-timeout, --idle-timeout).
+	headerTimeout, idleTimeout time.Duration
+}
+
+// Defaults of the connection flags.
+const (
+	defaultHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout   = 30 * time.Second
+)
+
+// connBound is the value of --max-connections: "auto" (the default,
+// [httpx.DefaultMaxConnections]) or a number, 0 for no bound.
+type connBound struct {
+	n    int
+	auto bool
+}
+
+func (b *connBound) String() string {
+	if b == nil || b.auto {
+		return "auto"
+	}
+	return strconv.Itoa(b.n)
+}
+
+func (b *connBound) Set(v string) error {
+	if v == "auto" {
+		*b = connBound{auto: true}
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return errors.New(`want auto or a number of connections, 0 for no bound`)
+	}
+	*b = connBound{n: n}
+	return nil
+}
+
+// value returns the bound: the default for auto.
+func (b connBound) value() int {
+	if b.auto {
+		return httpx.DefaultMaxConnections()
+	}
+	return b.n
 }
 
 // register declares --addr, --log-format, --shutdown-timeout and the
@@ -37,6 +88,14 @@ func (s *serverFlags) register(fs *flag.FlagSet, addr string, shutdownTimeout ti
 	fs.DurationVar(&s.deadlines.Read, "read-timeout", httpx.DefaultReadDeadline, "how long a request's body may take to arrive; a slower one is cut off")
 	fs.DurationVar(&s.deadlines.Write, "write-timeout", httpx.DefaultWriteDeadline, "how long an answer may take to be written")
 	fs.DurationVar(&s.deadlines.Stream, "stream-timeout", httpx.DefaultStreamDeadline, "how long an event stream (MCP's GET) may stay open")
+	s.maxConns = connBound{auto: true}
+	fs.Var(&s.maxConns, "max-connections", "most connections open at once, `N` or auto (the open-file limit less a reserve of 1024, at most 16384); "+
+		"past it new connections wait in the kernel's accept backlog; 0: no bound")
+	fs.IntVar(&s.maxConnsPerAddr, "max-connections-per-address", httpx.DefaultMaxConnectionsPerAddress,
+		"most connections open at once from one client address (IPv4, or IPv6 /64) as the listener sees it, a proxy's when behind one; "+
+			"past it a connection is reset at once; 0: no bound")
+	fs.DurationVar(&s.headerTimeout, "header-timeout", defaultHeaderTimeout, "how long a request's headers may take to arrive; a slower connection is closed")
+	fs.DurationVar(&s.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request before it is closed")
 }
 
 // logger checks the flags and returns the command's logger, writing to w in
@@ -48,10 +107,14 @@ func (s *serverFlags) logger(cmd string, w io.Writer) (*slog.Logger, error) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"read-timeout", s.deadlines.Read}, {"write-timeout", s.deadlines.Write}, {"stream-timeout", s.deadlines.Stream}} {
+	}{{"read-timeout", s.deadlines.Read}, {"write-timeout", s.deadlines.Write}, {"stream-timeout", s.deadlines.Stream},
+		{"header-timeout", s.headerTimeout}, {"idle-timeout", s.idleTimeout}} {
 		if d.v <= 0 {
 			return nil, usagef("%s: --%s must be positive, got %s", cmd, d.flag, d.v)
 		}
+	}
+	if s.maxConnsPerAddr < 0 {
+		return nil, usagef("%s: --max-connections-per-address must be 0 (no bound) or more, got %d", cmd, s.maxConnsPerAddr)
 	}
 	return newLogger(cmd, w, s.logFormat)
 }
@@ -99,15 +162,18 @@ func isMCPStream(r *http.Request) bool {
 }
 
 // serve is the lifecycle of every serving command. It listens on --addr (a
-// usage error if it cannot), runs hooks.start, serves h, logs msg with the
-// url and attrs, and calls hooks.ready. When ctx ends it logs "shutting
-// down", lets requests in flight finish within --shutdown-timeout, runs
-// hooks.stop and logs "stopped".
+// usage error if it cannot), bounding the connections (--max-connections,
+// --max-connections-per-address), runs hooks.start, serves h, logs msg with
+// the url, attrs and the bounds, and calls hooks.ready. When ctx ends it
+// logs "shutting down", lets requests in flight finish within
+// --shutdown-timeout, runs hooks.stop and logs "stopped".
 func (s *serverFlags) serve(ctx context.Context, log *slog.Logger, h http.Handler, hooks serveHooks, msg string, attrs ...slog.Attr) error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return usagef("--addr: %v", err)
 	}
+	limits := httpx.ConnLimits{Total: s.maxConns.value(), PerAddress: s.maxConnsPerAddr, Logger: log}
+	ln = limits.Listener(ln)
 	if hooks.start != nil {
 		if err := hooks.start(); err != nil {
 			_ = ln.Close()
@@ -120,16 +186,18 @@ func (s *serverFlags) serve(ctx context.Context, log *slog.Logger, h http.Handle
 	deadlines.IsStream = isMCPStream
 	srv := &http.Server{
 		Handler:           deadlines.Handler(h),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cmp.Or(s.headerTimeout, defaultHeaderTimeout),
 		ReadTimeout:       10*time.Second + s.deadlines.WithDefaults().Read,
 		WriteTimeout:      10*time.Second + s.deadlines.WithDefaults().Write,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       cmp.Or(s.idleTimeout, defaultIdleTimeout),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
-	log.LogAttrs(ctx, slog.LevelInfo, msg, append([]slog.Attr{slog.String("url", base+"/")}, attrs...)...)
+	attrs = append([]slog.Attr{slog.String("url", base+"/")}, attrs...)
+	log.LogAttrs(ctx, slog.LevelInfo, msg, append(attrs, slog.Int("max_connections", limits.Total),
+		slog.Int("max_connections_per_address", limits.PerAddress))...)
 	if hooks.ready != nil {
 		hooks.ready(base)
 	}

@@ -35,7 +35,8 @@ func TestServerFlagsShared(t *testing.T) {
 		path := strings.Fields(cmd)
 		fs := newFlagSet(findCommand(t, path), append([]string{"aiusage"}, path...))
 		got := map[string]string{}
-		for _, name := range []string{"addr", "log-format", "shutdown-timeout", "read-timeout", "write-timeout", "stream-timeout"} {
+		for _, name := range []string{"addr", "log-format", "shutdown-timeout", "read-timeout", "write-timeout", "stream-timeout",
+			"max-connections", "max-connections-per-address", "header-timeout", "idle-timeout"} {
 			f := fs.Lookup(name)
 			require.NotNil(t, f, "%v has no --%s", path, name)
 			got[name] = f.Usage
@@ -63,11 +64,14 @@ func TestServerFlagsChecks(t *testing.T) {
 		path := strings.Fields(cmd)
 		name := strings.Join(path, " ")
 		for flagArgs, want := range map[[2]string]string{
-			{"--log-format", "xml"}:       name + `: --log-format must be text or json, got "xml"`,
-			{"--shutdown-timeout", "0s"}:  name + ": --shutdown-timeout must be positive, got 0s",
-			{"--shutdown-timeout", "-1s"}: name + ": --shutdown-timeout must be positive, got -1s",
-			{"--read-timeout", "0s"}:      name + ": --read-timeout must be positive, got 0s",
-			{"--stream-timeout", "-1s"}:   name + ": --stream-timeout must be positive, got -1s",
+			{"--log-format", "xml"}:                 name + `: --log-format must be text or json, got "xml"`,
+			{"--shutdown-timeout", "0s"}:            name + ": --shutdown-timeout must be positive, got 0s",
+			{"--shutdown-timeout", "-1s"}:           name + ": --shutdown-timeout must be positive, got -1s",
+			{"--read-timeout", "0s"}:                name + ": --read-timeout must be positive, got 0s",
+			{"--stream-timeout", "-1s"}:             name + ": --stream-timeout must be positive, got -1s",
+			{"--header-timeout", "0s"}:              name + ": --header-timeout must be positive, got 0s",
+			{"--idle-timeout", "-1s"}:               name + ": --idle-timeout must be positive, got -1s",
+			{"--max-connections-per-address", "-1"}: name + ": --max-connections-per-address must be 0 (no bound) or more, got -1",
 		} {
 			args := append(append(append([]string(nil), path...), extra[name]...), flagArgs[0], flagArgs[1])
 			r := runCLI(t, "", nil, args...)

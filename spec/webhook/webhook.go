@@ -187,6 +187,53 @@ func Verify(secret string, header http.Header, body []byte, now time.Time, toler
 	return nil
 }
 
+// CheckHeaders checks what [Verify] can check of a delivery before its body
+// has arrived, and without the secret: webhook-id is present and well
+// formed, webhook-timestamp is Unix seconds within tolerance of now
+// (tolerance 0 means [DefaultTolerance]), and webhook-signature holds at
+// least one "v1" entry of the form [Sign] writes (the standard base64 of 32
+// bytes). A receiver calls it before it reads the body, so that a request
+// which cannot be authentic is refused without holding anything while its
+// body arrives; it says nothing of authenticity, which only [Verify]
+// decides.
+//
+// The error wraps [ErrID], [ErrTimestamp] or [ErrSignature].
+func CheckHeaders(header http.Header, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	id := header.Get(HeaderID)
+	if id == "" {
+		return fmt.Errorf("%w: header %s missing", ErrID, HeaderID)
+	}
+	if err := checkWebhookID(id); err != nil {
+		return err
+	}
+	rawTS := header.Get(HeaderTimestamp)
+	sec, err := parseWebhookTimestamp(rawTS)
+	if err != nil {
+		return err
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: %s is %s away from now, more than the tolerance %s",
+			ErrTimestamp, rawTS, d.Round(time.Second), tolerance)
+	}
+	sigs := strings.Fields(strings.Join(header.Values(HeaderSignature), " "))
+	if len(sigs) == 0 {
+		return fmt.Errorf("%w: header %s missing", ErrSignature, HeaderSignature)
+	}
+	for _, entry := range sigs {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		if mac, err := base64.StdEncoding.DecodeString(sig); err == nil && len(mac) == sha256.Size {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no v1 signature of 32 bytes in standard base64 in %s", ErrSignature, HeaderSignature)
+}
+
 // webhookKey decodes the HMAC key of a "whsec_" secret.
 func webhookKey(secret string) ([]byte, error) {
 	enc, ok := strings.CutPrefix(secret, webhookSecretPrefix)

@@ -245,3 +245,50 @@ func ExampleSign() {
 	fmt.Println(sig)
 	// Output: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
 }
+
+// CheckHeaders accepts every delivery Verify accepts, judging the headers
+// alone, and refuses, without the body, one that cannot be authentic.
+func TestCheckHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(http.Header)
+		now  time.Time
+		want error // nil: the headers can be authentic
+	}{
+		{name: "official vector", edit: func(http.Header) {}},
+		{name: "any v1 signature of the right form", edit: func(h http.Header) {
+			h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+		}},
+		{name: "a v2 entry beside a v1", edit: func(h http.Header) { h.Set("webhook-signature", "v2,abc "+whVectorSig) }},
+		{name: "5m late", now: whVectorTime.Add(5 * time.Minute)},
+		{name: "5m01s late", now: whVectorTime.Add(5*time.Minute + time.Second), want: webhook.ErrTimestamp},
+		{name: "5m01s early", now: whVectorTime.Add(-5*time.Minute - time.Second), want: webhook.ErrTimestamp},
+		{name: "no id", edit: func(h http.Header) { h.Del("webhook-id") }, want: webhook.ErrID},
+		{name: "id with a full stop", edit: func(h http.Header) { h.Set("webhook-id", "a.b") }, want: webhook.ErrID},
+		{name: "no timestamp", edit: func(h http.Header) { h.Del("webhook-timestamp") }, want: webhook.ErrTimestamp},
+		{name: "timestamp not seconds", edit: func(h http.Header) { h.Set("webhook-timestamp", "2026-01-01") }, want: webhook.ErrTimestamp},
+		{name: "no signature", edit: func(h http.Header) { h.Del("webhook-signature") }, want: webhook.ErrSignature},
+		{name: "only v2", edit: func(h http.Header) { h.Set("webhook-signature", "v2,abc") }, want: webhook.ErrSignature},
+		{name: "v1 not base64", edit: func(h http.Header) { h.Set("webhook-signature", "v1,not base64!") }, want: webhook.ErrSignature},
+		{name: "v1 of 16 bytes", edit: func(h http.Header) {
+			h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 16)))
+		}, want: webhook.ErrSignature},
+	}
+	for _, tc := range tests {
+		h := whVectorHeader()
+		if tc.edit != nil {
+			tc.edit(h)
+		}
+		now := tc.now
+		if now.IsZero() {
+			now = whVectorTime
+		}
+		err := webhook.CheckHeaders(h, now, 0)
+		if tc.want == nil {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		require.ErrorIs(t, err, tc.want, tc.name)
+	}
+}

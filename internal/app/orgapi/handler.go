@@ -176,6 +176,11 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		release, err := h.concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
+		var bodyErr *httpx.Error
+		if errors.As(err, &bodyErr) { // the body did not arrive: 400 or 413 naming it
+			h.writeError(w, r, err)
+			return
+		}
 		if err != nil {
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,

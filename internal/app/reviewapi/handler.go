@@ -127,11 +127,18 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 // concurrency takes a slot of the key's and the organisation's requests in
 // flight for the request, and gives it back when the request is answered.
 // A request over the bound is refused before the hourly count, which it
-// does not use up, with the rate-limit headers and Retry-After.
+// does not use up, with the rate-limit headers and Retry-After. A request
+// whose body does not arrive (too large, too slow) is answered there, 413
+// or 400 naming body, and not counted either.
 func (s *Service) concurrency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
 		release, err := s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
+		var bodyErr *httpx.Error
+		if errors.As(err, &bodyErr) { // the body did not arrive: 400 or 413 naming it
+			s.fail(w, r, err)
+			return
+		}
 		if err != nil {
 			s.reportRate(w, r, p)
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)

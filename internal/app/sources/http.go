@@ -146,6 +146,18 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Pr
 		return orgapi.Principal{}, "", nil, false
 	}
 	release, err = s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
+	var bodyErr *httpx.Error
+	switch {
+	case errors.As(err, &bodyErr) && errors.Is(err, spec.ErrTooLarge):
+		// The handler answers it in its own shape (MCP's JSON-RPC error)
+		// at its first read, holding no slot.
+		return p, cred, func() {}, true
+	case errors.As(err, &bodyErr):
+		// The body did not arrive in time or was cut off, and net/http has
+		// ended the request's context: nothing more can be read for it.
+		writeProblem(w, http.StatusBadRequest, "The request body "+bodyErr.Fields[0].Message+".")
+		return orgapi.Principal{}, "", nil, false
+	}
 	if err != nil {
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 		writeProblem(w, http.StatusTooManyRequests, "Too many requests of this key or organisation are in flight; retry when one has finished.")

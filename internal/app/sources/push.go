@@ -119,16 +119,28 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
 		return
 	}
-	// The source's secret is its sender's key: at most so many of its
-	// deliveries are read (up to MaxPushBody each) at once.
-	release, err := s.cfg.Concurrency.Acquire("push:"+sid, "push:"+sid)
+	now := s.cfg.Now()
+	// What can be checked before the body arrives is checked first, so a
+	// request that cannot be authentic holds nothing while its body comes.
+	if err := webhook.CheckHeaders(r.Header, now, PushTolerance); err != nil {
+		httpx.CloseUnread(w, r)
+		w.Header().Set("WWW-Authenticate", `Webhook realm="aiusage"`)
+		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
+		return
+	}
+	// Until the signature is checked the sender is anyone: the bodies
+	// being read (up to MaxPushBody each) are bounded per client address,
+	// not per source, so that clients who know only the source's id cannot
+	// take the places of its provider's deliveries.
+	from := httpx.AddressKey(httpx.ClientAddr(r))
+	reading, err := s.cfg.Concurrency.Acquire("push-from:"+from, "push-from:"+from)
 	if err != nil {
 		httpx.CloseUnread(w, r)
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries to this source are in flight; retry when one has finished.")
+		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries from this address are in flight; retry when one has finished.")
 		return
 	}
-	defer release()
+	defer reading()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -136,16 +148,25 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send fewer records per delivery.", MaxPushBody))
 		return
 	case err != nil:
-		writeProblem(w, http.StatusBadRequest, "The body could not be read.")
+		writeProblem(w, http.StatusBadRequest, "The body could not be read: "+httpx.BodyError(err).Fields[0].Message+".")
 		return
 	}
-	now := s.cfg.Now()
 	if err := webhook.Verify(secret, r.Header, body, now, PushTolerance); err != nil {
 		// The error names the header at fault, never the expected value.
 		w.Header().Set("WWW-Authenticate", `Webhook realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
 		return
 	}
+	reading()
+	// The source's secret is its sender's key: at most so many of its
+	// authentic deliveries are written at once.
+	release, err := s.cfg.Concurrency.Acquire("push:"+sid, "push:"+sid)
+	if err != nil {
+		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries to this source are in flight; retry when one has finished.")
+		return
+	}
+	defer release()
 	d, err := spec.DecodePushDelivery(body)
 	if err != nil {
 		writeProblem(w, http.StatusBadRequest, strings.TrimSuffix(err.Error(), ": "+spec.ErrInvalid.Error())+".")

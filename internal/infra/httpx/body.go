@@ -71,20 +71,29 @@ func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 			"must be application/json, got %s", got)
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return nil, BodyError(err)
+	}
+	return b, nil
+}
+
+// BodyError returns err, the error of reading a request body, as the
+// [*Error] a client is answered: of kind spec.ErrTooLarge for a body over
+// its limit (an *http.MaxBytesError), else of kind spec.ErrInvalid, saying
+// whether the body did not arrive within the read deadline or could not be
+// read at all; each names the field "body".
+func BodyError(err error) *Error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, FieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", MaxBodyBytes), "body",
-			"is larger than %d bytes", MaxBodyBytes)
+		return FieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", mbe.Limit), "body",
+			"is larger than %d bytes", mbe.Limit)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return nil, FieldError(spec.ErrInvalid, "The body did not arrive in time.", "body",
+		return FieldError(spec.ErrInvalid, "The body did not arrive in time.", "body",
 			"did not arrive within the request's read deadline; send it at once")
 	}
-	if err != nil {
-		return nil, FieldError(spec.ErrInvalid, DetailBody, "body", "could not be read: %v", err)
-	}
-	return b, nil
+	return FieldError(spec.ErrInvalid, DetailBody, "body", "could not be read: %v", err)
 }
 
 // DecodeJSON checks that body is exactly one JSON value of valid UTF-8 that

@@ -24,6 +24,17 @@ import (
 //     An event stream (MCP's GET), which lasts as long as its client wants,
 //     takes no worker.
 //
+// A body that cannot be read (larger than [MaxBodyBytes], not arrived
+// within the read deadline, cut off) ends the request there: Admit gives
+// its slot back and returns the [*Error] of [BodyError] (kind
+// spec.ErrTooLarge or spec.ErrInvalid, naming "body"), for the caller to
+// answer in its API's shape, with nothing to release. r's body then fails
+// with the same error, for a handler that answers such a body itself. The
+// request does no work past that point: net/http ends a request's context
+// when a read of its connection fails, so anything that ran on (a database
+// query, the wait for a worker) would fail as if the client had gone away,
+// and the client would get no answer at all.
+//
 // It fails with ctx's error when the request ends while it waits.
 func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request, key, org string) (release func(), err error) {
 	inFlight, err := l.Acquire(key, org)
@@ -31,7 +42,10 @@ func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request, key, org string)
 		CloseUnread(w, r)
 		return nil, err
 	}
-	PrefetchBody(w, r, MaxBodyBytes)
+	if err := PrefetchBody(w, r, MaxBodyBytes); err != nil {
+		inFlight()
+		return nil, BodyError(err)
+	}
 	if IsEventStream(r) {
 		return inFlight, nil
 	}
@@ -46,14 +60,17 @@ func (l *Limiter) Admit(w http.ResponseWriter, r *http.Request, key, org string)
 // PrefetchBody reads the body of r, at most limit bytes, into memory and
 // puts it back for the handler. A body it cannot read (too large, too slow,
 // cut off) is replaced by one that fails with the same error, so the
-// handler answers it as it would have: its 413 or its 400.
-func PrefetchBody(w http.ResponseWriter, r *http.Request, limit int64) {
+// handler answers it as it would have (its 413 or its 400), and that error
+// is returned.
+func PrefetchBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 	if r.Body == nil || r.Body == http.NoBody {
-		return
+		return nil
 	}
-	if err := BufferBody(w, r, limit); err != nil {
+	err := BufferBody(w, r, limit)
+	if err != nil {
 		r.Body = io.NopCloser(errReader{err})
 	}
+	return err
 }
 
 type errReader struct{ err error }

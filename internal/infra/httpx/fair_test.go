@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/aiusage/kit/spec"
 )
 
 // pendingWork is a Work call under way in a goroutine.
@@ -181,12 +184,24 @@ func TestAdmitPrefetchesBody(t *testing.T) {
 	require.Equal(t, `{"a":1}`, string(b))
 	rel()
 
+	// A body it cannot read ends the request: Admit returns the error to
+	// answer, holds nothing, and the handler sees the same error.
 	big := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(make([]byte, MaxBodyBytes+1)))
-	rel, err = l.Admit(httptest.NewRecorder(), big, "k", "o")
-	require.NoError(t, err)
+	_, err = l.Admit(httptest.NewRecorder(), big, "k", "o")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.ErrorIs(t, err, spec.ErrTooLarge)
+	require.Equal(t, "body", e.Fields[0].Field)
 	_, err = io.ReadAll(big.Body)
 	require.True(t, IsTooLarge(err), "the handler sees the body as too large: %v", err)
-	rel()
+	slow := httptest.NewRequest(http.MethodPost, "/x", io.NopCloser(timeoutReader{}))
+	_, err = l.Admit(httptest.NewRecorder(), slow, "k", "o")
+	require.ErrorIs(t, err, spec.ErrInvalid)
+	require.Contains(t, err.Error(), "did not arrive within the request's read deadline")
+	require.Equal(t, 0, l.gate.running, "no worker taken")
+	l.mu.Lock()
+	require.Empty(t, l.keys, "no slot kept")
+	l.mu.Unlock()
 
 	// An event stream takes no worker.
 	hold, err := l.Work(t.Context(), "o")
@@ -206,6 +221,11 @@ func TestAdmitPrefetchesBody(t *testing.T) {
 	require.True(t, errors.Is(err, ErrTooManyConcurrent))
 	rel()
 }
+
+// timeoutReader fails as a body whose read deadline passed.
+type timeoutReader struct{}
+
+func (timeoutReader) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
 
 // A request Admit refuses is answered at once, its body unread, and its
 // connection closed without waiting for the body. Without CloseUnread,
