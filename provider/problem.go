@@ -30,9 +30,17 @@ func statusOf(err error) int {
 }
 
 // writeError writes err as a problem details body. Details of errors that
-// are not an [*Error] of a known kind never reach the client.
+// are not an [*Error] of a known kind never reach the client. An error
+// of no known kind of a request that ran out of time (its context's
+// deadline passed, as the kit's servers set it before the connection's read
+// deadline) is a 503 with Retry-After, not logged: the request may be
+// retried, and nothing failed.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
+	if status == http.StatusInternalServerError && httpx.TimedOut(r, err) {
+		err = &Error{Kind: ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
+		status = http.StatusServiceUnavailable
+	}
 	p := spec.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status}
 	var e *Error
 	switch {

@@ -530,10 +530,12 @@ func adminKeyRevokeCommand() *command {
 		name:    "revoke",
 		summary: "revoke an API key at once and print it as JSON",
 		long: `Revokes the key --key of the organisation --org and prints it as one JSON
-object, as 'admin key list' shows it (status revoked). The next request with
-the key gets 401: there is no grace period and no cache. Revocation cannot be
-undone; revoking a revoked key changes nothing. To rotate a key, create the
-replacement, deploy it, then revoke the old one.
+object, as 'admin key list' shows it (status revoked). Every service process
+on the database refuses the key with 401 within 5 seconds (the time a process
+reuses a key's check; the dashboard's revocation has effect on the next
+request). Revocation cannot be undone; revoking a revoked key changes
+nothing. To rotate a key, create the replacement, deploy it, then revoke the
+old one.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) {

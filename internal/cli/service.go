@@ -85,7 +85,8 @@ Every request needs an API key of type API, sent as "X-API-Key: KEY" or
 "Authorization: Bearer KEY" (the review-task API also takes
 "Authorization: KEY"). Organisations, agents and keys are created by an
 administrator with the 'aiusage admin' commands, on the same database; a key
-revoked there is refused on its next request. The review-task API limits
+revoked there is refused within 5 seconds (a process reuses a key's check
+that long). The review-task API limits
 each organisation, all its keys together, to its plan's requests in any hour
 (a sliding window counted in the database, shared by every process).
 

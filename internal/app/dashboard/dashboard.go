@@ -237,9 +237,16 @@ func (d *Dashboard) crossOrigin(w http.ResponseWriter, r *http.Request) {
 	d.errorPage(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed.")
 }
 
-// fail answers an unexpected error with a 500 page, logged with the request id.
+// fail answers an unexpected error with a 500 page, logged with the request
+// id; a request that ran out of time (httpx.TimedOut) gets a 503 page with
+// Retry-After, not logged.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if httpx.ClientGone(r, err) {
+	switch {
+	case httpx.ClientGone(r, err):
+		return
+	case httpx.TimedOut(r, err):
+		w.Header().Set("Retry-After", "1")
+		d.errorPage(w, r, http.StatusServiceUnavailable, "The page took too long to prepare; reload it shortly.")
 		return
 	}
 	id := httpx.RequestIDFrom(r.Context())

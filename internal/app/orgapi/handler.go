@@ -138,17 +138,19 @@ func (h *Handler) strictQuery(next http.Handler) http.Handler {
 func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
 
 // writeError writes err as a problem; a 5xx is logged once, with the
-// request id, and shows the client nothing of its cause.
+// request id, and shows the client nothing of its cause. A request that ran
+// out of time (httpx.TimedOut: its wait or its database work was cut by its
+// deadline) is a 503 with Retry-After, not logged.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case httpx.ClientGone(r, err):
 		return // the client went away; nobody reads an answer
-	case errors.Is(err, context.DeadlineExceeded):
+	case statusOf(err) == http.StatusInternalServerError && httpx.TimedOut(r, err):
 		err = &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
 	}
 	id := httpx.RequestIDFrom(r.Context())
 	p := problemOf(err, id)
-	if p.Status >= 500 {
+	if p.Status >= 500 && !httpx.TimedOut(r, err) {
 		h.logger.ErrorContext(r.Context(), "internal error", "request_id", id,
 			"method", r.Method, "path", r.URL.Path, "error", err)
 	}

@@ -156,7 +156,8 @@ func (s *Store) Keys(ctx context.Context, orgID string) ([]APIKey, error) {
 }
 
 // RevokeKey revokes the organisation's key keyID at once; the next request
-// with it is refused. Revoking a revoked key changes nothing and returns it
+// with it is refused (by another process sharing the database, within its
+// key cache time: [WithKeyCacheTTL]). Revoking a revoked key changes nothing and returns it
 // as it is.
 func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor) (APIKey, error) {
 	orgID, keyID = strings.ToLower(orgID), strings.ToLower(keyID)
@@ -178,6 +179,9 @@ func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, actor Actor)
 		}
 		return s.audit(ctx, tx, orgID, now, actor, AuditKeyRevoked, "key", k.ID, before, k)
 	})
+	if err == nil {
+		s.keys.clear()
+	}
 	return k, err
 }
 
@@ -187,8 +191,13 @@ const maxSecretLength = 256
 
 // Authenticate returns the principal of an API key secret. A secret that is
 // unknown, revoked or expired is an error of kind spec.ErrUnauthorized, the same
-// for all three; a valid key that is not of type API is spec.ErrForbidden. It reads
-// the database every time: revocation has effect on the next request.
+// for all three; a valid key that is not of type API is spec.ErrForbidden.
+//
+// What it reads of a key (found or not) is reused for the store's key cache
+// time (WithKeyCacheTTL, default [DefaultKeyCacheTTL]): a burst of requests
+// with one key costs one lookup. Expiry is checked at every call; a
+// revocation made with this store has effect on the next request, one made
+// by another process within the cache time.
 //
 // With a revoked or expired key the principal is returned too (KeyID,
 // OrganisationID, KeyName; no Type), beside the error, so that callers can
@@ -199,28 +208,62 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 	if secret == "" || len(secret) > maxSecretLength {
 		return Principal{}, spec.ErrUnauthorized
 	}
-	digest := hashSecret(secret)
-	var p Principal
+	digest := sha256.Sum256([]byte(secret))
+	now := s.Now()
+	k, ok, gen := s.keys.get(digest, now)
+	if !ok {
+		var err error
+		if k, err = s.lookupKey(ctx, digest[:]); err != nil {
+			return Principal{}, err
+		}
+		s.keys.put(digest, k, now, gen)
+	}
+	return k.principal(now)
+}
+
+// storedKey is what Authenticate reads of a key, found or not.
+type storedKey struct {
+	found   bool
+	p       Principal // without Type
+	typ     KeyType
+	expires int64 // Unix milliseconds; 0: none
+	revoked bool
+}
+
+// lookupKey reads the key whose secret has the SHA-256 digest.
+func (s *Store) lookupKey(ctx context.Context, digest []byte) (storedKey, error) {
+	var k storedKey
 	var typ string
 	var stored []byte
 	var expires, revoked sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT id, org_id, name, type, secret_hash, expires_at, revoked_at
 		FROM orgapi_api_keys WHERE secret_hash = $1`, digest).
-		Scan(&p.KeyID, &p.OrganisationID, &p.KeyName, &typ, &stored, &expires, &revoked)
-	if errors.Is(err, sql.ErrNoRows) {
+		Scan(&k.p.KeyID, &k.p.OrganisationID, &k.p.KeyName, &typ, &stored, &expires, &revoked)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return storedKey{}, nil
+	case err != nil:
+		return storedKey{}, err
+	case subtle.ConstantTimeCompare(stored, digest) != 1:
+		return storedKey{}, nil
+	}
+	k.found, k.typ, k.revoked = true, KeyType(typ), revoked.Valid
+	if expires.Valid {
+		k.expires = expires.Int64
+	}
+	return k, nil
+}
+
+// principal is Authenticate's answer for the key k at now.
+func (k storedKey) principal(now time.Time) (Principal, error) {
+	switch {
+	case !k.found:
 		return Principal{}, spec.ErrUnauthorized
+	case k.revoked || k.expires != 0 && now.UnixMilli() >= k.expires:
+		return k.p, spec.ErrUnauthorized
 	}
-	if err != nil {
-		return Principal{}, err
-	}
-	now := s.Now()
-	if subtle.ConstantTimeCompare(stored, digest) != 1 {
-		return Principal{}, spec.ErrUnauthorized
-	}
-	if revoked.Valid || (expires.Valid && now.UnixMilli() >= expires.Int64) {
-		return p, spec.ErrUnauthorized
-	}
-	p.Type = KeyType(typ)
+	p := k.p
+	p.Type = k.typ
 	if p.Type != KeyTypeAPI {
 		return p, &httpx.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
 	}

@@ -55,11 +55,21 @@ func scanOrg(row interface{ Scan(...any) error }) (Organisation, error) {
 	return o, nil
 }
 
-// Organisation returns the organisation id, or an error of kind spec.ErrNotFound.
+// Organisation returns the organisation id, or an error of kind
+// spec.ErrNotFound. An organisation found is reused for the key cache's
+// time (WithKeyCacheTTL): what it returns never changes after creation.
 func (s *Store) Organisation(ctx context.Context, id string) (Organisation, error) {
-	o, err := scanOrg(s.db.QueryRowContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations WHERE id = $1`, strings.ToLower(id)))
+	lower, now := strings.ToLower(id), s.Now()
+	o, ok, gen := s.orgs.get(lower, now)
+	if ok {
+		return o, nil
+	}
+	o, err := scanOrg(s.db.QueryRowContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations WHERE id = $1`, lower))
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, fmt.Errorf("organisation %s: %w", id, spec.ErrNotFound)
+	}
+	if err == nil {
+		s.orgs.put(lower, o, now, gen)
 	}
 	return o, err
 }

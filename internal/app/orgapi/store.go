@@ -43,6 +43,10 @@ const MaxNameLength = 200
 type Store struct {
 	db  *sqldb.DB
 	now func() time.Time
+	// keyTTL is how long keys and organisations read are reused.
+	keyTTL time.Duration
+	keys   *ttlCache[[32]byte, storedKey] // by the secret's SHA-256
+	orgs   *ttlCache[string, Organisation]
 }
 
 // StoreOption configures a Store.
@@ -52,15 +56,35 @@ type StoreOption func(*Store)
 // time.Now.
 func WithNow(now func() time.Time) StoreOption { return func(s *Store) { s.now = now } }
 
+// WithKeyCacheTTL sets how long the store reuses, in this process, what it
+// read of an API key ([Store.Authenticate]) and of an organisation
+// ([Store.Organisation]) before it reads them again, so that a burst of
+// requests with one key costs one lookup, and a request refused for being
+// over a bound costs none. A key revoked with this store is refused at once;
+// a key revoked by another process on the same database (aiusage admin key
+// revoke, another service process) is refused within ttl. Default
+// [DefaultKeyCacheTTL] (5 s); a negative ttl reads the database every time.
+// The store's clock (WithNow) measures it.
+func WithKeyCacheTTL(ttl time.Duration) StoreOption {
+	return func(s *Store) {
+		if ttl == 0 {
+			ttl = DefaultKeyCacheTTL
+		}
+		s.keyTTL = ttl
+	}
+}
+
 // NewStore applies the store's migrations to db and returns the store.
 func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("orgapi: NewStore: nil database")
 	}
-	s := &Store{db: db, now: time.Now}
+	s := &Store{db: db, now: time.Now, keyTTL: DefaultKeyCacheTTL}
 	for _, o := range opts {
 		o(s)
 	}
+	s.keys = newTTLCache[[32]byte, storedKey](s.keyTTL)
+	s.orgs = newTTLCache[string, Organisation](s.keyTTL)
 	if s.now == nil {
 		return nil, errors.New("orgapi: WithNow: nil clock")
 	}

@@ -79,15 +79,17 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if httpx.ClientGone(r, err) {
 		return
 	}
-	// A request that ran out of time is UNAVAILABLE, unless the error says
-	// more already: a POLICY_ERROR whose semantic matcher timed out names
-	// the task it kept pending.
+	// A request that ran out of time (httpx.TimedOut: its wait or its
+	// database work was cut by its deadline) is UNAVAILABLE, not logged,
+	// unless the error says more already: a POLICY_ERROR whose semantic
+	// matcher timed out names the task it kept pending.
 	var known *Error
-	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &known) {
+	timedOut := httpx.TimedOut(r, err)
+	if timedOut && !errors.As(err, &known) && statusOfCode(apiError(err).Code) == http.StatusInternalServerError {
 		err = &Error{Code: CodeUnavailable, Message: "The request ran out of time; retry it shortly.", cause: err}
 	}
 	e := apiError(err)
-	if statusOfCode(e.Code) >= 500 {
+	if statusOfCode(e.Code) >= 500 && !timedOut {
 		s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpx.RequestIDFrom(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err)
 	}

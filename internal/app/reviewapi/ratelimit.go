@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -45,6 +48,13 @@ const (
 	// margin for processes whose clocks lag.
 	rateKeep = 2 * time.Hour
 )
+
+// rateMemoTTL is how long a process reuses an organisation's rate state it
+// read or counted, for the answers that do not count (a refusal for too many
+// requests in flight, the 401 of a revoked key: their headers) and, while
+// the state says the limit is reached, to refuse without the database (see
+// rateMemo).
+const rateMemoTTL = 5 * time.Second
 
 // rateLockPrefix namespaces the advisory locks of the rate limit, as
 // sqldb.Migrate namespaces its own.
@@ -114,10 +124,75 @@ func setRateHeaders(h http.Header, plan orgapi.Plan, st rateState) {
 	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, plan, st.remaining(), seconds(st.reset())))
 }
 
+// at returns the state at now, a later instant with no more requests: the
+// buckets that have left the window by then are dropped.
+func (st rateState) at(now time.Time) rateState {
+	out := rateState{now: now, limit: st.limit}
+	for _, b := range st.buckets {
+		if b.start > sqldb.Millis(now.Add(-rateSpan)) {
+			out.buckets = append(out.buckets, b)
+		}
+	}
+	return out
+}
+
+// rateMemo keeps the last rate state of each organisation this process read
+// or counted, for rateMemoTTL. A state whose count has reached the limit
+// refuses the organisation's requests without the database until one more
+// could be admitted (retryAfter) or the memo expires, whichever is first:
+// other processes only add to the count meanwhile, so such a refusal is the
+// one the database would give. The memo holds at most maxRateMemo
+// organisations; when full it is emptied. It is safe for concurrent use.
+type rateMemo struct {
+	mu sync.Mutex
+	m  map[string]rateState
+}
+
+// maxRateMemo bounds the organisations of a rateMemo.
+const maxRateMemo = 10_000
+
+// get returns the organisation's state at now, if one was kept less than
+// rateMemoTTL before.
+func (m *rateMemo) get(org string, now time.Time) (rateState, bool) {
+	m.mu.Lock()
+	st, ok := m.m[org]
+	m.mu.Unlock()
+	if !ok || now.Before(st.now) || now.Sub(st.now) >= rateMemoTTL {
+		return rateState{}, false
+	}
+	return st.at(now), true
+}
+
+// put keeps st, unless a newer state of the organisation is kept.
+func (m *rateMemo) put(org string, st rateState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxRateMemo {
+		m.m = map[string]rateState{}
+	}
+	if old, ok := m.m[org]; ok && old.now.After(st.now) {
+		return
+	}
+	st.buckets = slices.Clone(st.buckets)
+	m.m[org] = st
+}
+
+// refusing returns the organisation's state at now when it was kept at the
+// limit and no request could be admitted yet.
+func (m *rateMemo) refusing(org string, now time.Time) (rateState, bool) {
+	st, ok := m.get(org, now)
+	if !ok || st.used() < st.limit {
+		return rateState{}, false
+	}
+	return st, true
+}
+
 // rateLimit counts the request against its organisation's hourly limit and
 // writes the RateLimit-Policy and RateLimit headers; a request over the
 // limit is answered 429 RATE_LIMIT_EXCEEDED with Retry-After, and not
-// counted.
+// counted. While the organisation's last state in this process says the
+// limit is reached (rateMemo), the refusal reads nothing from the database,
+// nor its body.
 func (s *Service) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
@@ -126,13 +201,17 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		st, err := s.countRequest(r.Context(), org.ID, org.RateLimit())
-		if err != nil {
-			s.fail(w, r, err)
-			return
+		st, refused := s.rates.refusing(org.ID, s.now())
+		if !refused {
+			if st, err = s.countRequest(r.Context(), org.ID, org.RateLimit()); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			s.rates.put(org.ID, st)
 		}
 		setRateHeaders(w.Header(), org.Plan, st)
 		if !st.admitted {
+			httpx.CloseUnread(w, r)
 			wait := seconds(st.retryAfter())
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
@@ -146,20 +225,28 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 
 // reportRate writes the rate-limit headers of the key's organisation without
 // counting the request: for the 401 of a known key that is revoked or
-// expired. Such requests are never counted, so a leaked revoked key cannot
-// use up its organisation's plan. The headers are left out when they cannot
-// be read; the answer is a 401 either way.
+// expired, and the 429 of a request refused for too many in flight. Such
+// requests are never counted, so a leaked revoked key cannot use up its
+// organisation's plan. The state is this process's last of the organisation
+// when it is younger than rateMemoTTL (so that a flood of refusals reads
+// nothing), else read. The headers are left out when they cannot be read;
+// the answer is the same either way.
 func (s *Service) reportRate(w http.ResponseWriter, r *http.Request, p orgapi.Principal) {
 	org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
 	if err != nil {
 		return
 	}
 	now := s.now()
-	buckets, err := readRateBuckets(r.Context(), s.db, org.ID, now)
-	if err != nil {
-		return
+	st, ok := s.rates.get(org.ID, now)
+	if !ok {
+		buckets, err := readRateBuckets(r.Context(), s.db, org.ID, now)
+		if err != nil {
+			return
+		}
+		st = rateState{now: now, limit: org.RateLimit(), buckets: buckets}
+		s.rates.put(org.ID, st)
 	}
-	setRateHeaders(w.Header(), org.Plan, rateState{now: now, limit: org.RateLimit(), buckets: buckets})
+	setRateHeaders(w.Header(), org.Plan, st)
 }
 
 // countRequest admits the organisation's request when the window holds

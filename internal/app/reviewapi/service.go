@@ -228,6 +228,8 @@ type Service struct {
 	orgDeliveries *riverjobs.KeyLimiter
 	// orgVolume sets the priority of the deliveries queued.
 	orgVolume orgVolume
+	// rates keeps the organisations' last rate states (rateMemo).
+	rates rateMemo
 }
 
 // New applies the migrations (the service's and River's) and returns the

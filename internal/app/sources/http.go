@@ -15,6 +15,7 @@ import (
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
@@ -136,8 +137,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Pr
 		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
 		return orgapi.Principal{}, "", nil, false
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "sources: authenticate", "error", err)
-		writeProblem(w, http.StatusServiceUnavailable, "The service cannot check the key now.")
+		s.fail(w, r, err, http.StatusServiceUnavailable, "The service cannot check the key now.", "sources: authenticate")
 		return orgapi.Principal{}, "", nil, false
 	}
 	org, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
@@ -236,8 +236,7 @@ func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	out, err := s.Statuses(r.Context(), p.OrganisationID)
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "sources: list", "error", err)
-		writeProblem(w, http.StatusInternalServerError, "The sources cannot be listed now.")
+		s.fail(w, r, err, http.StatusInternalServerError, "The sources cannot be listed now.", "sources: list")
 		return
 	}
 	_ = httpx.WriteJSON(w, http.StatusOK, out) // an error means the client went away
@@ -257,8 +256,7 @@ func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "No such source.")
 		return
 	case err != nil:
-		s.log.ErrorContext(r.Context(), "sources: get", "error", err)
-		writeProblem(w, http.StatusInternalServerError, "The source cannot be read now.")
+		s.fail(w, r, err, http.StatusInternalServerError, "The source cannot be read now.", "sources: get")
 		return
 	}
 	serveBelow(s.view, w, r, verified{credential: cred, keyName: p.KeyName, tenant: src.ID}, 5)
@@ -308,6 +306,28 @@ func below(path string, n int) string {
 		return "/"
 	}
 	return "/" + parts[n]
+}
+
+// fail answers r, whose handler could not read what it needs (err), in the
+// one way of this package's endpoints: nothing when the client went away
+// (nobody reads an answer); 503 with Retry-After, not logged, when the
+// request ran out of time (httpx.TimedOut: its wait for a database
+// connection or its query was cut by its deadline) or the database is busy;
+// otherwise status with detail, logged once as msg with the request id.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error, status int, detail, msg string) {
+	switch {
+	case httpx.ClientGone(r, err):
+		return
+	case httpx.TimedOut(r, err), errors.Is(err, spec.ErrUnavailable), sqldb.IsRetryable(err):
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusServiceUnavailable, "The request ran out of time or the service is busy; retry it shortly.")
+		return
+	}
+	s.log.ErrorContext(r.Context(), msg, "request_id", httpx.RequestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path, "error", err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeProblem(w, status, detail)
 }
 
 func writeProblem(w http.ResponseWriter, status int, detail string) {

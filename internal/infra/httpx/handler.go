@@ -24,9 +24,10 @@ func Adapt(fn HandlerFunc, fail ErrorWriter) http.HandlerFunc {
 }
 
 // ClientGone reports whether err comes from the client of r going away
-// (its request context was cancelled), rather than from the server.
+// (its request context was cancelled before its deadline), rather than from
+// the server or from the request running out of time ([TimedOut]).
 func ClientGone(r *http.Request, err error) bool {
-	return errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled)
+	return errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) && !TimedOut(r, err)
 }
 
 // AllowedMethods returns the methods routes serves for path, in the order

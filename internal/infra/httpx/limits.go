@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -73,23 +74,63 @@ func (d Deadlines) WithDefaults() Deadlines {
 // Handler returns next with the deadlines of d set on each request's
 // connection before next runs. It must wrap the server's handler directly
 // (before any middleware that wraps the ResponseWriter without Unwrap).
+//
+// The request's context gets a deadline too, [WorkMargin] before the read
+// deadline: when the read deadline of a request still being served passes,
+// net/http cancels its context with the same context.Canceled as when the
+// client goes away, and the handler could no longer tell the two apart (it
+// answered nothing, or a 500). Ending the context first with
+// context.DeadlineExceeded lets the handler answer a request whose wait or
+// database work ran out of time with 503 and Retry-After ([TimedOut]).
 func (d Deadlines) Handler(next http.Handler) http.Handler {
 	d = d.WithDefaults()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		now := time.Now()
+		read := d.Read
 		// A writer without deadlines (a test recorder) is served as it is.
 		if d.IsStream(r) {
 			// No body follows the GET; the read deadline only watches for
 			// the client going away, so it lasts as long as the stream.
+			read = d.Stream
 			_ = rc.SetReadDeadline(now.Add(d.Stream))
 			_ = rc.SetWriteDeadline(now.Add(d.Stream))
 		} else {
 			_ = rc.SetReadDeadline(now.Add(d.Read))
 			_ = rc.SetWriteDeadline(now.Add(d.Write))
 		}
-		next.ServeHTTP(w, r)
+		ctx, cancel := context.WithDeadline(r.Context(), now.Add(read-WorkMargin(read)))
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// WorkMargin is how long before a request's read deadline [Deadlines.Handler]
+// ends its context: a tenth of the read time, at most one second (one
+// second of the default 30 s).
+func WorkMargin(read time.Duration) time.Duration { return min(time.Second, read/10) }
+
+// TimedOut reports whether err, or the end of r's context, is r running out
+// of time (context.DeadlineExceeded, as [Deadlines.Handler] ends a request's
+// context before its read deadline), rather than a failure of the server or
+// the client going away. A context cancelled once its deadline has passed
+// counts too: on a machine too busy to run the deadline's timer at once,
+// net/http's cancellation at the read deadline can come first. Such a
+// request is answered 503 with Retry-After (or 429 when it was waiting for
+// a slot) and is not an internal error.
+func TimedOut(r *http.Request, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	ctx := r.Context()
+	switch cerr := ctx.Err(); {
+	case cerr == nil:
+		return false
+	case errors.Is(cerr, context.DeadlineExceeded):
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // IsEventStream reports whether r asks for a server-sent event stream: a
