@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,11 +211,29 @@ func budgetComment(e *policy.BudgetError) string {
 	case e.Pattern != nil:
 		return fmt.Sprintf("Not evaluated: the pattern of instruction %s (%q) %v. Fix the instruction; until then every task of the agent waits for a person.",
 			e.InstructionID, e.Title, e.Pattern)
+	case e.Matches > 0 && e.InstructionID != "":
+		return fmt.Sprintf("The evaluation stopped after more than %s matches (the bound of one evaluation) while matching the pattern of instruction %s (%q): too many to record or to review one by one.",
+			thousands(e.Matches), e.InstructionID, e.Title)
+	case e.Matches > 0:
+		return fmt.Sprintf("The evaluation stopped after more than %s matches (the bound of one evaluation): too many to record or to review one by one.",
+			thousands(e.Matches))
 	case e.InstructionID != "":
 		return fmt.Sprintf("The evaluation exceeded its time budget of %s while matching the pattern of instruction %s (%q).",
 			e.Budget, e.InstructionID, e.Title)
 	}
 	return fmt.Sprintf("The evaluation exceeded its time budget of %s.", e.Budget)
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // applyOutcome moves t to the outcome of its evaluation and returns the
