@@ -41,6 +41,8 @@ var funcs = template.FuncMap{
 		}
 		return v.UTC().Format("2006-01-02 15:04 UTC")
 	},
+	// num writes n with a comma between groups of three digits.
+	"num": func(n int) string { return thousands(int64(n)) },
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one
@@ -50,7 +52,8 @@ var funcs = template.FuncMap{
 }
 
 // parsePages parses every templates/NAME.html but the layout: each defines
-// "content" for the layout, and renders as page NAME.
+// "content" for the layout, and renders as page NAME. The parts in
+// templates/*.tmpl are parsed into every page.
 func parsePages() (map[string]*template.Template, error) {
 	files, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -62,7 +65,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/*.tmpl", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}

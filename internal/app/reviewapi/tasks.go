@@ -487,27 +487,6 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 	return sqldb.ScanJSON[spec.ReviewTask](rows)
 }
 
-// MaxQueuePage is the most tasks of the reviewer's queue one page of the
-// dashboard shows: each carries its request, of up to 1 MiB.
-const MaxQueuePage = 25
-
-// QueuePage returns the oldest limit tasks waiting for a person and how
-// many wait in all.
-func (s *Service) QueuePage(ctx context.Context, orgID string, limit int) ([]spec.ReviewTask, int, error) {
-	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE org_id = $1 AND status = $2`,
-		orgID, spec.StatusRequiresIntervention).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT body FROM reviewapi_tasks WHERE org_id = $1 AND status = $2
-		ORDER BY created_at, id LIMIT $3`, orgID, spec.StatusRequiresIntervention, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	tasks, err := sqldb.ScanJSON[spec.ReviewTask](rows)
-	return tasks, total, err
-}
-
 // queueEvaluation asks the job queue to evaluate a pending task again.
 func (s *Service) queueEvaluation(ctx context.Context, id string) {
 	if _, err := s.jobs.Insert(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, nil); err != nil {
