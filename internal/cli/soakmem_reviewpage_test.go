@@ -182,9 +182,12 @@ func soakReviewPage(t *testing.T, bin, dbURL string) {
 						mu.Unlock()
 						return
 					}
-					n, _ := io.Copy(io.Discard, res.Body)
+					n, err := io.Copy(io.Discard, res.Body)
 					_ = res.Body.Close()
 					mu.Lock()
+					if err != nil {
+						p.transportFailure = err.Error()
+					}
 					p.statuses[res.StatusCode]++
 					p.largest = max(p.largest, n)
 					p.bytes += n

@@ -230,7 +230,7 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 		return d.renderQueue(w, r, http.StatusBadRequest, p)
 	}
 	// The task must be the organisation's: another's answers as unknown.
-	if _, err := d.cfg.Review.Task(r.Context(), v.Organisation.ID, id); errors.Is(err, reviewapi.ErrTaskNotFound) {
+	if err := d.cfg.Review.HasTask(r.Context(), v.Organisation.ID, id); errors.Is(err, reviewapi.ErrTaskNotFound) {
 		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
 	} else if err != nil {

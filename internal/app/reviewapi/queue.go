@@ -661,6 +661,12 @@ func (s *Service) TaskText(ctx context.Context, orgID, id string, q TextQuery) (
 // at most policy.DefaultMaxMatches (10,000) per task, all reasons together.
 const maxMatchesRead = 10_000
 
+// HasTask returns nil when the organisation has the task, whatever its
+// state, else ErrTaskNotFound, without reading the task.
+func (s *Service) HasTask(ctx context.Context, orgID, id string) error {
+	return s.taskExists(ctx, orgID, id)
+}
+
 func (s *Service) taskExists(ctx context.Context, orgID, id string) error {
 	var one int
 	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM reviewapi_tasks WHERE id = $1 AND org_id = $2`, id, orgID).Scan(&one)
