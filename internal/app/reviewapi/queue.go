@@ -354,7 +354,7 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		CASE WHEN jsonb_typeof(b #> '{request,messages}') = 'array' THEN jsonb_array_length(b #> '{request,messages}') ELSE 0 END,
 		b -> 'redactedRequest' IS NOT NULL,
 		CASE WHEN jsonb_typeof(b #> '{redactedRequest,messages}') = 'array' THEN jsonb_array_length(b #> '{redactedRequest,messages}') ELSE 0 END
-		FROM reviewapi_tasks CROSS JOIN LATERAL (SELECT body::jsonb AS b) j WHERE org_id = $1 AND id IN (` + inList(2, len(ids)) + `)`
+		FROM reviewapi_tasks CROSS JOIN LATERAL (SELECT body::jsonb AS b OFFSET 0) j WHERE org_id = $1 AND id IN (` + inList(2, len(ids)) + `)`
 	}
 	err := s.scanRows(ctx, head, idArgs(orgID), func(rows *sql.Rows) error {
 		var it QueueItem
@@ -393,7 +393,7 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		if pg {
 			q = `SELECT t.id, c.copy, (m.i - 1)::int, left(COALESCE(m.v ->> 'role', ''), 100),
 			left(COALESCE(m.v ->> 'content', ''), $1), length(COALESCE(m.v ->> 'content', ''))
-			FROM reviewapi_tasks t CROSS JOIN LATERAL (SELECT t.body::jsonb AS b) j
+			FROM reviewapi_tasks t CROSS JOIN LATERAL (SELECT t.body::jsonb AS b OFFSET 0) j
 			CROSS JOIN LATERAL (VALUES (0, j.b #> '{request,messages}'), (1, j.b #> '{redactedRequest,messages}')) AS c(copy, msgs)
 			CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.msgs) = 'array' THEN c.msgs ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
 			WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.i <= $2
