@@ -194,19 +194,25 @@ func TestEvaluateStopsAtMatchBound(t *testing.T) {
 	require.Len(t, res.Reasons, 2)
 	require.Len(t, res.Reasons[0].Matches, DefaultMaxMatches/2)
 
-	for _, msgs := range [][]string{
-		{under + "x 1 "},                                // one message over the bound
-		{under, "x"},                                    // over it across messages
-		{strings.Repeat("x 1 ", 1<<18)},                 // 1 MiB
-		{strings.Repeat("x ", DefaultMaxMatches+1)},     // string matches only
-		{strings.Repeat("1", DefaultMaxMatches+1), "x"}, // regex matches only
+	// The error names the instruction whose match went over the bound.
+	for _, c := range []struct {
+		msgs []string
+		over string
+	}{
+		{[]string{under + "x 1 "}, "digit"},                                // one message over the bound: its terms are scanned first
+		{[]string{under, "x"}, "word"},                                     // over it across messages
+		{[]string{strings.Repeat("x 1 ", 1<<18)}, "word"},                  // 1 MiB
+		{[]string{strings.Repeat("x ", DefaultMaxMatches+1)}, "word"},      // string matches only
+		{[]string{strings.Repeat("1", DefaultMaxMatches+1), "x"}, "digit"}, // regex matches only
 	} {
-		_, err = set.Evaluate(context.Background(), msgs)
+		_, err = set.Evaluate(context.Background(), c.msgs)
 		require.ErrorIs(t, err, ErrBudgetExceeded)
 		var be *BudgetError
 		require.ErrorAs(t, err, &be)
 		require.Equal(t, DefaultMaxMatches, be.Matches)
-		require.Contains(t, be.Error(), "more than 10000 matches")
+		require.Zero(t, be.Budget)
+		require.Equal(t, c.over, be.InstructionID)
+		require.Contains(t, be.Error(), "more than 10000 matches while matching the pattern of instruction "+c.over)
 	}
 }
 

@@ -265,6 +265,7 @@ type evalState struct {
 	ring    []int32
 	hits    [][]span     // per instruction
 	total   int          // matches in hits, all instructions
+	last    int          // the instruction of the last match added
 	occ     [][][2]int32 // per regex: required literal occurrences in the current message
 	windows [][2]int
 	// similarity holds the scores of the Semantic matches, when the matcher
@@ -296,6 +297,7 @@ func (s *Set) putState(st *evalState) {
 func (st *evalState) add(in int, sp span) {
 	st.hits[in] = append(st.hits[in], sp)
 	st.total++
+	st.last = in
 }
 
 // DefaultMaxMatches is the default of [Options.MaxMatches]: the matches one
@@ -382,7 +384,9 @@ func (s *Set) Evaluate(ctx context.Context, messages []string) (Result, error) {
 		}
 		e := &BudgetError{Budget: s.budget}
 		if st.total > s.maxMatch {
-			e = &BudgetError{Matches: s.maxMatch}
+			// The instruction named is the one whose match went over the
+			// bound, wherever the scan was stopped.
+			e, inst = &BudgetError{Matches: s.maxMatch}, st.last
 		}
 		if inst >= 0 {
 			e.InstructionID, e.Title = s.instrs[inst].id, s.instrs[inst].title

@@ -22,7 +22,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/httpx"
 )
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/*.tmpl
 var templateFS embed.FS
 
 //go:embed static
@@ -39,6 +39,14 @@ type Config struct {
 	Sources *sources.Service // optional: without it the overview shows no sources
 	Logger  *slog.Logger     // 5xx causes; default: discarded
 	Now     func() time.Time // default time.Now
+	// MaxPagesPerUser bounds the pages (and form posts) drawn at once for
+	// one signed-in user, all their sessions together; a request past it
+	// waits up to PageWait for one to finish, then is answered 429 with
+	// Retry-After. Default: DefaultMaxPagesPerUser (4).
+	MaxPagesPerUser int
+	// PageWait is how long a request past MaxPagesPerUser waits. Default:
+	// DefaultPageWait (1s); negative: no wait.
+	PageWait time.Duration
 }
 
 // Dashboard serves the pages.
@@ -47,6 +55,8 @@ type Dashboard struct {
 	pages  map[string]*template.Template
 	static http.Handler
 	cop    *http.CrossOriginProtection
+	// limiter bounds the pages drawn at once per user.
+	limiter *pageLimiter
 }
 
 // New returns the dashboard over c.
@@ -60,6 +70,15 @@ func New(c Config) (*Dashboard, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.MaxPagesPerUser == 0 {
+		c.MaxPagesPerUser = DefaultMaxPagesPerUser
+	}
+	if c.MaxPagesPerUser < 0 {
+		return nil, errors.New("dashboard: MaxPagesPerUser must not be negative")
+	}
+	if c.PageWait == 0 {
+		c.PageWait = DefaultPageWait
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -68,7 +87,7 @@ func New(c Config) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{cfg: c, pages: pages, cop: http.NewCrossOriginProtection()}
+	d := &Dashboard{cfg: c, pages: pages, cop: http.NewCrossOriginProtection(), limiter: newPageLimiter(c.MaxPagesPerUser, c.PageWait)}
 	d.cop.SetDenyHandler(http.HandlerFunc(d.crossOrigin))
 	d.static = http.StripPrefix("/static/", http.FileServerFS(sub))
 	return d, nil
@@ -84,11 +103,13 @@ func (d *Dashboard) Routes(r chi.Router) {
 		r.Post("/signin", d.signin)
 		r.Post("/signout", d.signout)
 		r.Group(func(r chi.Router) {
-			r.Use(d.requireSession)
+			r.Use(d.requireSession, d.limitPages)
 			r.Get(passwordPath, d.page(d.passwordPage))
 			r.Post(passwordPath, d.action(d.changePassword))
 			r.Get("/", d.page(d.overview))
 			r.Get("/review", d.page(d.reviewQueue))
+			r.Get("/review/{taskId}", d.page(d.reviewTask))
+			r.Get("/review/{taskId}/request.txt", d.page(d.reviewTaskText))
 			r.Post("/review/{taskId}/decision", d.action(d.decide))
 			r.Get("/usage", d.page(d.usage))
 			r.Get("/conversations", d.page(d.conversations))

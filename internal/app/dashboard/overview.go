@@ -3,8 +3,8 @@ package dashboard
 import (
 	"net/http"
 
+	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/spec"
 )
 
 // usageSummary is the organisation's use over the overview's range, summed
@@ -15,8 +15,8 @@ type usageSummary struct {
 }
 
 type overviewData struct {
-	Usage         *usageSummary     // nil without the sources service
-	Open          []spec.ReviewTask // oldest first, at most 5
+	Usage         *usageSummary         // nil without the sources service
+	Open          []reviewapi.QueueItem // oldest first, at most 5
 	OpenCount     int
 	Sources       int
 	FailedSources []sources.Listed
@@ -29,12 +29,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
 	ctx := r.Context()
 	var data overviewData
-	queue, total, err := d.cfg.Review.QueuePage(ctx, v.Organisation.ID, 5)
+	queue, err := d.cfg.Review.QueuePage(ctx, v.Organisation.ID, reviewapi.QueueQuery{Limit: 5, ExcerptMessages: -1})
 	if err != nil {
 		return err
 	}
-	data.OpenCount = total
-	data.Open = queue
+	data.OpenCount = queue.Total
+	data.Open = queue.Items
 	if d.cfg.Sources != nil {
 		listed, err := d.cfg.Sources.Statuses(ctx, v.Organisation.ID)
 		if err != nil {

@@ -19,6 +19,8 @@ import (
 
 var funcs = template.FuncMap{
 	"date": date,
+	// num writes n with a comma between groups of three digits.
+	"num": func(n int) string { return thousands(int64(n)) },
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one
@@ -55,7 +57,8 @@ func date(t any) string {
 }
 
 // parsePages parses every templates/NAME.html but the layout: each defines
-// "content" for the layout, and renders as page NAME.
+// "content" for the layout, and renders as page NAME. The parts in
+// templates/*.tmpl are parsed into every page.
 func parsePages() (map[string]*template.Template, error) {
 	files, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -67,7 +70,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/*.tmpl", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}

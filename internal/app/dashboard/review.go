@@ -2,7 +2,10 @@ package dashboard
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -21,36 +24,63 @@ type segment struct {
 	Marked bool
 }
 
-type messageView struct {
-	Role     string
+// excerptView is a part of a message as a page shows it.
+type excerptView struct {
+	reviewapi.Excerpt
 	Segments []segment
+	Shown    int // characters shown
+	// Redaction is true for the redacted copy: its marks are the
+	// redaction marks.
+	Redaction bool
 }
 
-type reasonView struct {
-	spec.ReviewReason
-	Matches int
-	// Semantic are the sentences a Semantic trigger matched, with their
-	// similarity, so the reviewer sees why.
-	Semantic []spec.MatchSpan
-}
+// From and To are the first and last characters shown, counted from 1.
+func (e excerptView) From() int { return e.Start + 1 }
+func (e excerptView) To() int   { return e.Start + e.Shown }
+
+// Position is the message's position, counted from 1.
+func (e excerptView) Position() int { return e.Index + 1 }
 
 type taskView struct {
-	Task     spec.ReviewTask
-	Messages []messageView
-	Reasons  []reasonView
+	reviewapi.QueueItem
+	Messages []excerptView
 	// Proposal is the redacted copy the policy offers, message by
 	// message, the redaction marks set apart; nil when there is none.
-	Proposal []messageView
+	Proposal []excerptView
+}
+
+// MoreMessages is how many messages of the request the page leaves out.
+func (v taskView) MoreMessages() int { return v.MessageCount - len(v.Messages) }
+
+// Cut reports whether the page shows less than the whole request or its
+// redacted copy.
+func (v taskView) Cut() bool {
+	if v.MessageCount > len(v.Messages) || (v.HasProposal && v.ProposalCount > len(v.Proposal)) {
+		return true
+	}
+	for _, m := range append(slices.Clip(v.Messages), v.Proposal...) {
+		if m.Cut() {
+			return true
+		}
+	}
+	return false
 }
 
 type reviewData struct {
 	Tasks []taskView
-	// Total is how many tasks wait; the page shows the oldest
-	// reviewapi.MaxQueuePage of them.
-	Total int
+	// Total is how many tasks wait; First and Last the positions (from 1)
+	// of the page's first and last.
+	Total, First, Last int
+	// PrevURL and NextURL link the pages before and after; empty when
+	// there is none.
+	PrevURL, NextURL string
+	// ExcerptChars is how many characters of a message the page shows.
+	ExcerptChars int
 }
 
-// reviewQueue shows the tasks waiting for a person, oldest first.
+// reviewQueue shows the tasks waiting for a person, oldest first, a page at
+// a time: ?after=POSITION the page after a task, ?before=POSITION the page
+// before one.
 func (d *Dashboard) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	p := &pageData{}
 	switch r.URL.Query().Get("done") {
@@ -66,45 +96,76 @@ func (d *Dashboard) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	return d.renderQueue(w, r, http.StatusOK, p)
 }
 
+// queueQuery reads the page's position from the address; a position the
+// service did not write is an error of kind spec.ErrInvalid.
+func queueQuery(r *http.Request) (reviewapi.QueueQuery, error) {
+	var q reviewapi.QueueQuery
+	for name, dst := range map[string]**reviewapi.QueueKey{"after": &q.After, "before": &q.Before} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		k, err := reviewapi.ParseQueueKey(v)
+		if err != nil {
+			return q, err
+		}
+		*dst = &k
+	}
+	if q.After != nil && q.Before != nil {
+		return q, fmt.Errorf("a page is after a task or before one, not both: %w", spec.ErrInvalid)
+	}
+	return q, nil
+}
+
 func (d *Dashboard) renderQueue(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
-	tasks, total, err := d.cfg.Review.QueuePage(r.Context(), viewerOf(r).Organisation.ID, reviewapi.MaxQueuePage)
+	q, err := queueQuery(r)
+	if err != nil {
+		d.errorPage(w, r, http.StatusBadRequest, "This page link is not one of the review queue's: open the queue from its first page.")
+		return nil
+	}
+	page, err := d.cfg.Review.QueuePage(r.Context(), viewerOf(r).Organisation.ID, q)
 	if err != nil {
 		return err
 	}
-	data := reviewData{Total: total}
-	for _, t := range tasks {
-		data.Tasks = append(data.Tasks, viewTask(t, d.cfg.Review.RedactionMark()))
+	data := reviewData{Total: page.Total, ExcerptChars: reviewapi.DefaultExcerptChars}
+	if len(page.Items) > 0 {
+		data.First, data.Last = page.Offset+1, page.Offset+len(page.Items)
+	}
+	if page.Prev != nil {
+		data.PrevURL = "/review?before=" + url.QueryEscape(page.Prev.String())
+	}
+	if page.Next != nil {
+		data.NextURL = "/review?after=" + url.QueryEscape(page.Next.String())
+	}
+	for _, it := range page.Items {
+		data.Tasks = append(data.Tasks, viewTask(it, d.cfg.Review.RedactionMark()))
 	}
 	p.Title, p.Nav, p.Data = "Review", "review", data
 	d.render(w, r, status, "review", p)
 	return nil
 }
 
-// viewTask splits each message at the spans its reasons matched.
-func viewTask(t spec.ReviewTask, redactionMark string) taskView {
-	v := taskView{Task: t}
-	spans := map[int][][2]int{}
-	for _, rs := range t.Reasons {
-		rv := reasonView{ReviewReason: rs, Matches: len(rs.Matches)}
-		for _, m := range rs.Matches {
-			spans[m.MessageIndex] = append(spans[m.MessageIndex], [2]int{m.Start, m.End})
-			if m.Text != "" {
-				rv.Semantic = append(rv.Semantic, m)
-			}
-		}
-		v.Reasons = append(v.Reasons, rv)
+// viewTask splits each excerpt at the spans its reasons matched.
+func viewTask(it reviewapi.QueueItem, redactionMark string) taskView {
+	v := taskView{QueueItem: it}
+	for _, e := range it.Messages {
+		v.Messages = append(v.Messages, viewExcerpt(e, ""))
 	}
-	if t.Request == nil {
-		return v
+	for _, e := range it.Proposal {
+		v.Proposal = append(v.Proposal, viewExcerpt(e, redactionMark))
 	}
-	for i, m := range t.Request.Messages {
-		v.Messages = append(v.Messages, messageView{Role: m.Role, Segments: mark([]rune(m.Content), spans[i])})
-	}
-	if t.RedactedRequest != nil {
-		mark := redactionMark
-		for _, m := range t.RedactedRequest.Messages {
-			v.Proposal = append(v.Proposal, messageView{Role: m.Role, Segments: markAll(m.Content, mark)})
-		}
+	return v
+}
+
+// viewExcerpt splits an excerpt at its spans, or, given a redaction mark,
+// at each occurrence of it.
+func viewExcerpt(e reviewapi.Excerpt, redactionMark string) excerptView {
+	text := []rune(e.Text)
+	v := excerptView{Excerpt: e, Shown: len(text), Redaction: redactionMark != ""}
+	if redactionMark != "" {
+		v.Segments = markAll(e.Text, redactionMark)
+	} else {
+		v.Segments = mark(text, e.Spans)
 	}
 	return v
 }
@@ -169,7 +230,7 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 		return d.renderQueue(w, r, http.StatusBadRequest, p)
 	}
 	// The task must be the organisation's: another's answers as unknown.
-	if _, err := d.cfg.Review.Task(r.Context(), v.Organisation.ID, id); errors.Is(err, reviewapi.ErrTaskNotFound) {
+	if err := d.cfg.Review.HasTask(r.Context(), v.Organisation.ID, id); errors.Is(err, reviewapi.ErrTaskNotFound) {
 		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
 	} else if err != nil {

@@ -3,12 +3,14 @@ package dashboard_test
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/orgapi"
@@ -192,30 +194,158 @@ func TestReviewQueueShowsBudgetOverrun(t *testing.T) {
 	})
 }
 
-// The review queue shows a bounded page of the oldest tasks, each with its
-// request of up to 1 MiB, and says how many wait in all; the overview
-// counts them all.
-func TestReviewQueueBounded(t *testing.T) {
+// The review queue shows a page of the oldest tasks at a time, with links
+// to the pages before and after that work without JavaScript; the
+// overview counts them all.
+func TestReviewQueuePaged(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
-		n := reviewapi.MaxQueuePage + 2
-		var first, last spec.ReviewTask
-		for i := range n {
-			task := e.submitWaiting(t, "Project Falcon")
-			if i == 0 {
-				first = task
-			}
-			last = task
+		n := reviewapi.DefaultQueuePage + 2
+		var ids []string
+		for range n {
+			ids = append(ids, e.submitWaiting(t, "Project Falcon").ID)
 		}
 		rev := e.browser()
 		rev.signIn(t, "rex@acme.test", "/review")
 		q := rev.get(t, "/review")
 		require.Equal(t, http.StatusOK, q.Status)
-		require.Equal(t, reviewapi.MaxQueuePage, strings.Count(q.Body, `<article class="card task"`))
-		require.Contains(t, q.Body, fmt.Sprintf("%d tasks wait for a decision, oldest first. The oldest %d are shown", n, reviewapi.MaxQueuePage))
-		require.Contains(t, q.Body, first.ID, "oldest first")
-		require.NotContains(t, q.Body, last.ID)
+		require.Equal(t, reviewapi.DefaultQueuePage, strings.Count(q.Body, `<article class="card task"`))
+		require.Contains(t, q.Body, fmt.Sprintf("%d tasks wait for a decision, oldest first. This page shows tasks 1 to %d.", n, reviewapi.DefaultQueuePage))
+		require.NotContains(t, q.Body, `rel="prev"`)
+		next := attr(t, q.Body, `rel="next"`)
+		q2 := rev.get(t, next)
+		require.Equal(t, http.StatusOK, q2.Status)
+		require.Equal(t, 2, strings.Count(q2.Body, `<article class="card task"`))
+		require.Contains(t, q2.Body, fmt.Sprintf("This page shows tasks %d to %d.", n-1, n))
+		require.NotContains(t, q2.Body, `rel="next"`)
+		seen := 0
+		for _, id := range ids {
+			if strings.Contains(q.Body, id) != strings.Contains(q2.Body, id) {
+				seen++
+			}
+		}
+		require.Equal(t, n, seen, "every task on exactly one page")
+		back := rev.get(t, attr(t, q2.Body, `rel="prev"`))
+		require.Equal(t, q.Body[strings.Index(q.Body, "<main>"):], back.Body[strings.Index(back.Body, "<main>"):], "the previous page is the first")
+
+		for _, bad := range []string{"/review?after=1", "/review?before=x.y", "/review?after=1." + ids[0] + "&before=1." + ids[0]} {
+			p := rev.get(t, bad)
+			require.Equal(t, http.StatusBadRequest, p.Status, bad)
+			require.Contains(t, p.Body, "not one of the review queue")
+		}
 		o := rev.get(t, "/")
 		require.Contains(t, o.Body, fmt.Sprintf(`<span class="n">%d</span> review tasks wait`, n))
+	})
+}
+
+// attr returns the href of the first link whose tag holds marker, with
+// its HTML entities decoded.
+func attr(t *testing.T, body, marker string) string {
+	t.Helper()
+	i := strings.Index(body, marker)
+	require.GreaterOrEqual(t, i, 0, "no link %s", marker)
+	start := strings.LastIndex(body[:i], "<a ")
+	tag := body[start:i]
+	h := strings.Index(tag, `href="`)
+	require.GreaterOrEqual(t, h, 0)
+	href := tag[h+len(`href="`):]
+	return html.UnescapeString(href[:strings.Index(href, `"`)])
+}
+
+// Tasks of about 1 MB each: the queue shows the first 2,000 characters of
+// each message and says so; the task page shows its text 20,000 characters
+// a page, and the download all of it. Before, 25 such tasks made a page of
+// 26 MB.
+func TestReviewQueueLargeTasks(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		const size = 1_000_000
+		text := "Project Falcon " + strings.Repeat("é", 1000) + strings.Repeat("x", size-15-1000) // 1,001,000 bytes
+		var first spec.ReviewTask
+		for i := range 25 {
+			task := e.submitWaiting(t, text)
+			if i == 0 {
+				first = task
+			}
+		}
+		rev := e.browser()
+		rev.signIn(t, "rex@acme.test", "/review")
+		q := rev.get(t, "/review")
+		require.Equal(t, http.StatusOK, q.Status)
+		require.Less(t, len(q.Body), 256<<10, "a page of 10 tasks of 1 MB")
+		require.Equal(t, reviewapi.DefaultQueuePage, strings.Count(q.Body, "Showing the first 2,000 of 1,000,000 characters."))
+		require.Contains(t, q.Body, "<mark>Project Falcon</mark>")
+		require.Contains(t, q.Body, `<a href="/review/`+first.ID+`">Read the whole task</a>`)
+
+		p := rev.get(t, "/review/"+first.ID)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Less(t, len(p.Body), 128<<10)
+		require.Contains(t, p.Body, "1 message, 1,000,000 characters in all, shown 20,000 characters a page: this is page 1 of 50.")
+		require.Contains(t, p.Body, "<mark>Project Falcon</mark>")
+		require.Contains(t, p.Body, "Characters 1 to 20,000 of 1,000,000.")
+		require.Contains(t, p.Body, `value="approve"`)
+		p = rev.get(t, attr(t, p.Body, `rel="next"`))
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "Characters 20,001 to 40,000 of 1,000,000.")
+		require.NotContains(t, p.Body, "<mark>")
+		p = rev.get(t, "/review/"+first.ID+"?page=50")
+		require.Contains(t, p.Body, "Characters 980,001 to 1,000,000 of 1,000,000.")
+		require.NotContains(t, p.Body, `rel="next"`)
+		for path, status := range map[string]int{
+			"?page=51": http.StatusNotFound, "?page=0": http.StatusBadRequest, "?page=x": http.StatusBadRequest,
+			"?copy=other": http.StatusBadRequest, "?copy=redacted": http.StatusNotFound,
+		} {
+			require.Equal(t, status, rev.get(t, "/review/"+first.ID+path).Status, path)
+		}
+
+		d := rev.get(t, "/review/"+first.ID+"/request.txt")
+		require.Equal(t, http.StatusOK, d.Status)
+		require.Equal(t, "text/plain; charset=utf-8", d.Header.Get("Content-Type"))
+		require.Contains(t, d.Header.Get("Content-Disposition"), "attachment")
+		require.Equal(t, "--- message 1 of 1 · user ---\n"+text+"\n", d.Body)
+	})
+}
+
+// The task page marks the matches and shows the redacted copy on request;
+// a task of another organisation is unknown, a decided one has no form.
+func TestReviewTaskPage(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+			Title: "Card numbers", Trigger: spec.RegexTrigger(`\b\d{4}-\d{4}-\d{4}-\d{4}\b`, true), Action: spec.ActionBlock,
+			Criticality: spec.CriticalityHigh, AllowRedaction: true, UsedBy: []string{e.agent.ID}}, admin)
+		require.NoError(t, err)
+		task := e.submitWaiting(t, "Charge 4111-1111-1111-1111 <b>today</b>")
+		rev := e.browser()
+		rev.signIn(t, "rex@acme.test", "/review")
+		p := rev.get(t, "/review/"+task.ID)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "Charge <mark>4111-1111-1111-1111</mark> &lt;b&gt;today&lt;/b&gt;")
+		require.Contains(t, p.Body, "Card numbers")
+		r := rev.get(t, "/review/"+task.ID+"?copy=redacted")
+		require.Equal(t, http.StatusOK, r.Status)
+		require.Contains(t, r.Body, `Charge <mark class="redacted">[REDACTED]</mark> &lt;b&gt;today&lt;/b&gt;`)
+		txt := rev.get(t, "/review/"+task.ID+"/request.txt?copy=redacted")
+		require.Equal(t, "--- message 1 of 1 · user ---\nCharge [REDACTED] <b>today</b>\n", txt.Body)
+
+		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/not-a-task").Status)
+		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/"+uuid.NewString()).Status)
+		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/"+uuid.NewString()+"/request.txt").Status)
+		globex, err := e.orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Globex"}, admin)
+		require.NoError(t, err)
+		_, err = e.people.CreateUser(t.Context(), people.UserCreate{OrganisationID: globex.ID, Email: "mallory@globex.test",
+			Name: "Mallory", Role: people.RoleAdministrator, Password: password}, admin)
+		require.NoError(t, err)
+		m := e.browser()
+		m.signIn(t, "mallory@globex.test", "/review")
+		require.Equal(t, http.StatusNotFound, m.get(t, "/review/"+task.ID).Status)
+		require.Equal(t, http.StatusNotFound, m.get(t, "/review/"+task.ID+"/request.txt").Status)
+
+		d := rev.post(t, "/review/"+task.ID+"/decision", url.Values{"decision": {"reject"}})
+		require.Equal(t, http.StatusSeeOther, d.Status, d.Body)
+		p = rev.get(t, "/review/"+task.ID)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "it is rejected")
+		require.NotContains(t, p.Body, `value="approve"`)
 	})
 }

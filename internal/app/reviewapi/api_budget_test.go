@@ -123,3 +123,23 @@ func TestAPIBackgroundEvaluationOverBudgetWaitsForPerson(t *testing.T) {
 		require.Contains(t, task.Decision.Comment, strconv.Quote(legacy))
 	})
 }
+
+// A request with more matches than the bound of one evaluation
+// (policy.DefaultMaxMatches) is stopped there and waits for a person; the
+// comment says so, with the bound and the instruction, not a time budget.
+func TestAPIMatchBoundWaitsForPerson(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Acme", "", 0)
+		agent := tn.agentWith(t, "Letters", `a`)
+		task := tn.submitTo(t, agent.ID, strings.Repeat("a ", policy.DefaultMaxMatches+1))
+		require.Equal(t, spec.StatusRequiresIntervention, task.Status)
+		require.Equal(t, spec.ReasonBudget, task.Decision.Reason)
+		require.Empty(t, task.Reasons)
+		require.NotContains(t, task.Decision.Comment, "time budget")
+		require.Contains(t, task.Decision.Comment, "stopped after more than 10,000 matches")
+		require.Contains(t, task.Decision.Comment, `while matching the pattern of instruction`)
+		require.Contains(t, task.Decision.Comment, `("a")`)
+	})
+}

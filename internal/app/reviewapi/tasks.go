@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,11 +211,29 @@ func budgetComment(e *policy.BudgetError) string {
 	case e.Pattern != nil:
 		return fmt.Sprintf("Not evaluated: the pattern of instruction %s (%q) %v. Fix the instruction; until then every task of the agent waits for a person.",
 			e.InstructionID, e.Title, e.Pattern)
+	case e.Matches > 0 && e.InstructionID != "":
+		return fmt.Sprintf("The evaluation stopped after more than %s matches (the bound of one evaluation) while matching the pattern of instruction %s (%q): too many to record or to review one by one.",
+			thousands(e.Matches), e.InstructionID, e.Title)
+	case e.Matches > 0:
+		return fmt.Sprintf("The evaluation stopped after more than %s matches (the bound of one evaluation): too many to record or to review one by one.",
+			thousands(e.Matches))
 	case e.InstructionID != "":
 		return fmt.Sprintf("The evaluation exceeded its time budget of %s while matching the pattern of instruction %s (%q).",
 			e.Budget, e.InstructionID, e.Title)
 	}
 	return fmt.Sprintf("The evaluation exceeded its time budget of %s.", e.Budget)
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // applyOutcome moves t to the outcome of its evaluation and returns the
@@ -466,27 +485,6 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 		return nil, err
 	}
 	return sqldb.ScanJSON[spec.ReviewTask](rows)
-}
-
-// MaxQueuePage is the most tasks of the reviewer's queue one page of the
-// dashboard shows: each carries its request, of up to 1 MiB.
-const MaxQueuePage = 25
-
-// QueuePage returns the oldest limit tasks waiting for a person and how
-// many wait in all.
-func (s *Service) QueuePage(ctx context.Context, orgID string, limit int) ([]spec.ReviewTask, int, error) {
-	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_tasks WHERE org_id = $1 AND status = $2`,
-		orgID, spec.StatusRequiresIntervention).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT body FROM reviewapi_tasks WHERE org_id = $1 AND status = $2
-		ORDER BY created_at, id LIMIT $3`, orgID, spec.StatusRequiresIntervention, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	tasks, err := sqldb.ScanJSON[spec.ReviewTask](rows)
-	return tasks, total, err
 }
 
 // queueEvaluation asks the job queue to evaluate a pending task again.
