@@ -34,8 +34,8 @@ test-race: ## run every test with the race detector
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-soak: ## soak test: a normal client beside hostile ones, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SOAK_REPORT=FILE saves the figures
-	AIUSAGE_SOAK=1 $(if $(SOAK_REPORT),AIUSAGE_SOAK_REPORT=$(abspath $(SOAK_REPORT))) $(GO) test -count=1 -v -timeout 15m -run '^TestSoak$$' ./internal/cli/
+soak: ## soak tests: a normal client beside hostile ones, and the memory of each hostile path, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SOAK=REGEXP picks tests; SOAK_REPORT=FILE saves the figures
+	AIUSAGE_SOAK=1 $(if $(SOAK_REPORT),AIUSAGE_SOAK_REPORT=$(abspath $(SOAK_REPORT))) $(GO) test -count=1 -v -timeout 60m -run '$(or $(SOAK),^TestSoak)' ./internal/cli/
 
 scale: ## scale test: the real binaries over SCALE (default 1000000) and SCALE/10 conversations, on SQLite (and PostgreSQL with AIUSAGE_TEST_DATABASE_URL); SCALE_REPORT=FILE saves the figures
 	AIUSAGE_SCALE=$(or $(SCALE),1000000) $(if $(SCALE_REPORT),AIUSAGE_SCALE_REPORT=$(abspath $(SCALE_REPORT))) $(GO) test -count=1 -v -timeout 60m -run '^TestScale$$' ./internal/cli/
