@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,11 +33,30 @@ type Source struct {
 
 var _ consumer.Source = (*Source)(nil)
 
+// SourceOption configures [NewSource].
+type SourceOption func(*sourceConfig)
+
+type sourceConfig struct{ client *http.Client }
+
+// WithHTTPClient makes [NewSource] send its requests with c (for example one
+// whose transport refuses some addresses). Default: a client of
+// net/http's defaults. Either way, redirects are followed only within the
+// endpoint's origin.
+func WithHTTPClient(c *http.Client) SourceOption {
+	return func(sc *sourceConfig) { sc.client = c }
+}
+
 // NewSource connects to the MCP endpoint at url (for the kit's providers,
 // the base address followed by /mcp) with token as the bearer credential,
 // and initializes the session. Redirects are followed only within url's
-// origin (see [consumer.SameOriginRedirects]). Close it when done.
-func NewSource(ctx context.Context, url, token string) (*Source, error) {
+// origin (see [consumer.SameOriginRedirects]). Close it when done. An
+// endpoint refusing the token is provider.ErrUnauthorized; one that is not
+// a streamable HTTP MCP endpoint (a 4xx to initialize) provider.ErrNotFound.
+func NewSource(ctx context.Context, url, token string, opts ...SourceOption) (*Source, error) {
+	var sc sourceConfig
+	for _, o := range opts {
+		o(&sc)
+	}
 	headers := map[string]string{}
 	if token != "" {
 		headers["Authorization"] = "Bearer " + token
@@ -44,7 +64,7 @@ func NewSource(ctx context.Context, url, token string) (*Source, error) {
 	// The token goes to the endpoint's origin only: mcp-go's default client
 	// follows redirects anywhere.
 	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers),
-		transport.WithHTTPBasicClient(consumer.SameOriginRedirects(nil)))
+		transport.WithHTTPBasicClient(consumer.SameOriginRedirects(sc.client)))
 	if err != nil {
 		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
 	}
@@ -56,6 +76,13 @@ func NewSource(ctx context.Context, url, token string) (*Source, error) {
 	init.Params.ClientInfo = mcpgo.Implementation{Name: "aiusage-consumer", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		_ = c.Close()
+		var auth *transport.AuthorizationRequiredError
+		switch {
+		case errors.As(err, &auth):
+			err = fmt.Errorf("%w: %w", provider.ErrUnauthorized, err)
+		case errors.Is(err, transport.ErrLegacySSEServer):
+			err = fmt.Errorf("%w: not a streamable HTTP MCP endpoint: %w", provider.ErrNotFound, err)
+		}
 		return nil, fmt.Errorf("mcp: source %s: initialize: %w", url, err)
 	}
 	return &Source{c: c, retries: 5, backoff: 200 * time.Millisecond}, nil
