@@ -110,6 +110,8 @@ var environment = []envVar{
 		"the directory of the service's host below which export sources may read (\"{organisation}\" stands for the organisation's id); none by default"},
 	{"AIUSAGE_ALLOW_PRIVATE_SOURCES", "allow-private-sources", []string{"admin source add", "service serve"}, envSetting,
 		"\"true\" lets sources' URLs be http and point at private, loopback or link-local addresses"},
+	{"AIUSAGE_EXPORT_MAX_FILE_MIB", "export-max-file-mib", []string{"consumer sync", "service serve"}, envSetting,
+		"the most MiB one file of a scheduled export may hold, compressed and decompressed"},
 	{envMetricsToken, "", metricsServing, envAccepted,
 		"the operations token /metrics on the main address asks for, as Authorization: Bearer"},
 	{"AIUSAGE_METRICS_ADDR", "metrics-addr", metricsServing, envSetting,

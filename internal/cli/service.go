@@ -45,6 +45,7 @@ type serviceFlags struct {
 	databaseURL          string
 	allowPrivateWebhooks bool
 	sources              sourcePolicyFlags
+	exportMaxFileMiB     int64
 	reviewTimeout        time.Duration
 	secrets              secretFlags
 	metrics              metricsFlags
@@ -132,6 +133,7 @@ that cannot be listened on).`,
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			f.sources.register(fs)
+			registerExportMaxFile(fs, &f.exportMaxFileMiB)
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
@@ -171,6 +173,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err := f.sources.check(e.cmd); err != nil {
 		return err
 	}
+	if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
+		return err
+	}
 	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
 		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
 	}
@@ -188,7 +193,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
-		allowPrivateWebhooks: f.allowPrivateWebhooks, sources: f.sources, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
+		allowPrivateWebhooks: f.allowPrivateWebhooks, sources: f.sources, exportMaxFile: f.exportMaxFileMiB << 20, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
 		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
@@ -212,7 +217,9 @@ type serviceOptions struct {
 	metricsToken         string
 	allowPrivateWebhooks bool
 	// sources is what the sources may reach.
-	sources       sourcePolicyFlags
+	sources sourcePolicyFlags
+	// exportMaxFile bounds one file of an export source (0: the default).
+	exportMaxFile int64
 	reviewTimeout time.Duration // 0: the default
 	// semantic evaluates Semantic instructions (nil: the built-in matcher).
 	semantic policy.SemanticMatcher
@@ -256,7 +263,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	// The sources: their syncs run on the review-task API's job queue.
 	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency,
-		AllowPrivate: o.sources.allowPrivate, ExportRoot: o.sources.exportRoot})
+		AllowPrivate: o.sources.allowPrivate, ExportRoot: o.sources.exportRoot, ExportMaxFileBytes: o.exportMaxFile})
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}

@@ -38,6 +38,20 @@ func toSourceJSON(s sources.Source) sourceJSON {
 	return sourceJSON{Source: s, Every: s.Every.String(), Token: s.TokenHint()}
 }
 
+// registerExportMaxFile registers --export-max-file-mib, the bound of one
+// export file read (export.Config.MaxFileBytes and MaxPlainBytes).
+func registerExportMaxFile(fs *flag.FlagSet, v *int64) {
+	fs.Int64Var(v, "export-max-file-mib", cexport.DefaultMaxPlainBytes>>20, "most MiB one file of a scheduled export may hold, compressed and decompressed; past it the file is refused as too large (a line is at most 8 MiB)")
+}
+
+// checkExportMaxFile checks --export-max-file-mib.
+func checkExportMaxFile(cmd string, mib int64) error {
+	if mib < 1 || mib > 1<<20 {
+		return usagef("%s: --export-max-file-mib must be 1 to 1048576, got %d", cmd, mib)
+	}
+	return nil
+}
+
 // sourcePolicyFlags are what the sources may reach: the flags of "service
 // serve" and "admin source add", which share their environment variables so
 // that one setting serves both.

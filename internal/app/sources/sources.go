@@ -179,6 +179,10 @@ type Config struct {
 	// Resolver resolves the host names of sources' URLs when they are
 	// added or moved. Default net.DefaultResolver.
 	Resolver *net.Resolver
+	// ExportMaxFileBytes bounds one file of an export source, compressed
+	// and decompressed (export.Config.MaxFileBytes and MaxPlainBytes).
+	// Default export.DefaultMaxPlainBytes (256 MiB).
+	ExportMaxFileBytes int64
 	// ScheduleInterval is how often the scheduler looks for sources due.
 	// Default 10 s.
 	ScheduleInterval time.Duration
