@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -62,9 +63,15 @@ func NewSource(ctx context.Context, url, token string, opts ...SourceOption) (*S
 		headers["Authorization"] = "Bearer " + token
 	}
 	// The token goes to the endpoint's origin only: mcp-go's default client
-	// follows redirects anywhere.
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers),
-		transport.WithHTTPBasicClient(consumer.SameOriginRedirects(sc.client)))
+	// follows redirects anywhere. No answer is read past maxSourceBody:
+	// mcp-go reads an error answer's body whole.
+	hc := consumer.SameOriginRedirects(sc.client)
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = limitBodies{base}
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
 	}
@@ -90,6 +97,47 @@ func NewSource(ctx context.Context, url, token string, opts ...SourceOption) (*S
 
 // Close ends the session.
 func (s *Source) Close() error { return s.c.Close() }
+
+// maxSourceBody bounds one answer a Source reads: the bound of a REST
+// page's body (consumer.ClientConfig.MaxBody's default). maxErrorBody
+// bounds an error answer (not 2xx), whose body mcp-go reads whole and puts
+// in its error.
+var maxSourceBody, maxErrorBody int64 = 256 << 20, 4 << 10
+
+// errBodyTooLarge is an answer past its bound.
+var errBodyTooLarge = errors.New("the answer is larger than this client reads")
+
+// limitBodies cuts every answer's body at its bound with an error.
+type limitBodies struct{ next http.RoundTripper }
+
+func (l limitBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		left := maxSourceBody
+		if resp.StatusCode/100 != 2 {
+			left = maxErrorBody
+		}
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: left}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // toolOf names the tool that lists each resource.
 var toolOf = map[consumer.Resource]string{
