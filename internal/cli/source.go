@@ -22,7 +22,7 @@ func adminSourceCommand() *command {
 	return &command{
 		name:    "source",
 		summary: "add, list and remove the sources (providers) the service collects for an organisation",
-		subs:    []*command{adminSourceAddCommand(), adminSourceListCommand(), adminSourceRemoveCommand()},
+		subs:    []*command{adminSourceAddCommand(), adminSourceListCommand(), adminSourceRemoveCommand(), adminSourceResumeCommand()},
 	}
 }
 
@@ -312,6 +312,63 @@ records collected stay in the database.
 				src, err := s.Remove(ctx, org, id)
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
+				}
+				return writeJSONLine(e.stdout, toSourceJSON(src))
+			})
+		},
+	}
+}
+
+func adminSourceResumeCommand() *command {
+	f := &struct {
+		orgFlags
+		source string
+	}{}
+	return &command{
+		name:    "resume",
+		summary: "resume a paused source of an organisation and print it as JSON",
+		long: `Resumes the source --source of the organisation --org, paused after a sync that
+failed in a way repeating it cannot mend (an export past the reader's bounds, a
+directory outside the service's --export-root; 'admin source list' shows
+pausedAt and pausedReason): its next sync is due at once. Prints it as one JSON
+object, as 'admin source add' did, and records the change in the audit trail
+(source.resumed). A source that is not paused is left as it is.
+
+` + adminExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := parseID(cmd, "source", f.source)
+			if err != nil {
+				return err
+			}
+			actor, err := f.actorOf(cmd, e)
+			if err != nil {
+				return err
+			}
+			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				before, err := s.Get(ctx, org, id)
+				if err != nil {
+					return sourceError(cmd, hintSources, err)
+				}
+				src, err := s.Resume(ctx, org, id)
+				if err != nil {
+					return sourceError(cmd, hintSources, err)
+				}
+				if before.PausedAt != nil {
+					if err := o.RecordAudit(ctx, org, actor, "source.resumed", "source", src.ID, before, src); err != nil {
+						return fmt.Errorf("%s: %w", cmd, err)
+					}
 				}
 				return writeJSONLine(e.stdout, toSourceJSON(src))
 			})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,7 +146,37 @@ func TestAdminSourceExport(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, tc.want, "%v", args)
 	}
-	r := admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
+	// A source stored under a root that the service no longer has: its
+	// sync pauses it, 'admin source list' shows it, 'admin source resume'
+	// resumes it (audited).
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `UPDATE sources SET paused_at_ms = 1, paused_reason = 'the export is larger than this service reads' WHERE id = $1`, s.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	var list struct {
+		OrganisationID string        `json:"organisationId"`
+		Sources        []adminSource `json:"sources"`
+	}
+	adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+	var paused int
+	for _, l := range list.Sources {
+		if l.ID == s.ID {
+			require.NotNil(t, l.PausedAt)
+			require.Equal(t, "the export is larger than this service reads", l.PausedReason)
+			paused++
+		}
+	}
+	require.Equal(t, 1, paused)
+	var resumed adminSource
+	adminOK(t, dbURL, &resumed, "source", "resume", "--org", f.org.ID, "--source", s.ID)
+	require.Nil(t, resumed.PausedAt)
+	r := admin(t, dbURL, nil, "audit", "--org", f.org.ID)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "source.resumed")
+
+	r = admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--transport must be rest, mcp, export or push")
 }
