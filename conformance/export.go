@@ -43,13 +43,13 @@ var ExportCatalogue = []Check{
 	{
 		ID: "EXP-03", Level: LevelMust, Title: "files match their size and SHA-256",
 		Sends:    `Reads every file every manifest names.`,
-		Requires: `Each file exists, and its size and the SHA-256 of its bytes (compressed) are those of the manifest.`,
+		Requires: `Each file exists, and its size and the SHA-256 of its bytes (compressed) are those of the manifest; the manifest names at most 256 MiB (ExportConfig.MaxFileBytes), and no byte past its size is read.`,
 		Rule:     `Kit decision: a reader verifies every file against its manifest before it applies any of its records, so that a corrupt or partial file is never applied.`,
 	},
 	{
 		ID: "EXP-04", Level: LevelMust, Title: "files are gzip NDJSON with the announced count",
 		Sends:    `Decompresses every file that passed EXP-03.`,
-		Requires: `The file is gzip; each line is one JSON object and ends with a newline, no line is blank, and the number of lines is the manifest's records.`,
+		Requires: `The file is gzip; each line is one JSON object and ends with a newline, no line is blank, and the number of lines is the manifest's records. A reader bounds what it decompresses: a line of at most 8 MiB, a file of at most 256 MiB (ExportConfig.MaxFileBytes) and of at most its records times 8 MiB and a newline; decompression stops past them, so a compression bomb fails here.`,
 		Rule:     `Kit decision: one file per resource per set, gzip-compressed NDJSON, one record a line.`,
 	},
 	{
@@ -104,7 +104,22 @@ type ExportConfig struct {
 	Baseline, Only, Skip []string
 	// Progress, when set, receives a line per set checked.
 	Progress io.Writer
+	// MaxFileBytes bounds what one file of the export may hold, compressed
+	// and decompressed, as the kit's reader bounds it: a file past it fails
+	// EXP-03 or EXP-04 and is read no further. Default
+	// DefaultExportMaxFileBytes (256 MiB, the reader's default).
+	MaxFileBytes int64
 }
+
+// The bounds within which the checks read an export: those of the kit's
+// reader (consumer/export), so that what passes here is what a consumer
+// reads. index.json and each manifest are at most ExportMaxMetaBytes, a
+// line (a record) decompressed at most ExportMaxLineBytes.
+const (
+	ExportMaxMetaBytes        = 16 << 20
+	ExportMaxLineBytes        = 8 << 20
+	DefaultExportMaxFileBytes = 256 << 20
+)
 
 // ErrExportUnreadable is returned by RunExport when the export's root
 // cannot be read at all (no such directory, the server not answering).
@@ -135,6 +150,9 @@ type exportRun struct {
 }
 
 func newExportRun(cfg ExportConfig) (*exportRun, error) {
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultExportMaxFileBytes
+	}
 	x := &exportRun{cfg: cfg, index: map[string]*Result{}}
 	loc := cfg.Location
 	switch {
@@ -189,18 +207,23 @@ func (x *exportRun) root() string {
 // errAbsent is a file the export does not have.
 var errAbsent = errors.New("not found")
 
-// get reads the file at rel, a slash-separated path below the root.
-func (x *exportRun) get(ctx context.Context, rel string) ([]byte, error) {
+// get reads the file at rel, a slash-separated path below the root: at
+// most max bytes, more is an error.
+func (x *exportRun) get(ctx context.Context, rel string, max int64) ([]byte, error) {
 	if !fs.ValidPath(rel) {
 		return nil, fmt.Errorf("%q is not a path below the export's root", rel)
 	}
 	x.requests++
 	if x.dir != "" {
-		b, err := os.ReadFile(filepath.Join(x.dir, filepath.FromSlash(rel)))
+		f, err := os.Open(filepath.Join(x.dir, filepath.FromSlash(rel)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errAbsent
 		}
-		return b, err
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readAtMost(f, max)
 	}
 	u := *x.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + rel
@@ -225,8 +248,23 @@ func (x *exportRun) get(ctx context.Context, rel string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("HTTP %d", res.StatusCode)
 	}
-	return io.ReadAll(res.Body)
+	return readAtMost(res.Body, max)
 }
+
+// readAtMost reads r to its end, or fails past max bytes.
+func readAtMost(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%w %d bytes, the most read", errLarger, max)
+	}
+	return b, nil
+}
+
+// errLarger is a file past the bound of readAtMost.
+var errLarger = errors.New("larger than")
 
 func (x *exportRun) enabled(id string) bool {
 	if len(x.cfg.Only) > 0 && !matchID(x.cfg.Only, id) {
@@ -296,7 +334,7 @@ func schemaError(name string, b []byte) string {
 }
 
 func (x *exportRun) run(ctx context.Context) error {
-	b, err := x.get(ctx, spec.ExportIndexName)
+	b, err := x.get(ctx, spec.ExportIndexName, ExportMaxMetaBytes)
 	if err != nil && !errors.Is(err, errAbsent) {
 		return fmt.Errorf("%w: %s: %v", ErrExportUnreadable, x.root(), err)
 	}
@@ -380,7 +418,7 @@ func (x *exportRun) checkManifest(ctx context.Context, s spec.ExportIndexSet, be
 		x.fail("EXP-02", ep, "the index lists a set id %q that is not one", s.ID)
 		return nil
 	}
-	b, err := x.get(ctx, ep)
+	b, err := x.get(ctx, ep, ExportMaxMetaBytes)
 	switch {
 	case errors.Is(err, errAbsent) && beforeFull:
 		x.skip("EXP-02", ep, "the manifest is gone: the set was pruned, and a reader starts at the latest full set")
@@ -425,7 +463,15 @@ func (x *exportRun) checkManifest(ctx context.Context, s spec.ExportIndexSet, be
 // it checked.
 func (x *exportRun) checkFile(ctx context.Context, m *spec.ExportManifest, f spec.ExportFile) int {
 	ep := m.ID + "/" + f.Path
-	b, err := x.get(ctx, ep)
+	if f.Bytes > x.cfg.MaxFileBytes {
+		x.fail("EXP-03", ep, "the manifest names %d bytes, more than the %d a reader reads", f.Bytes, x.cfg.MaxFileBytes)
+		return 0
+	}
+	b, err := x.get(ctx, ep, max(f.Bytes, 0))
+	if errors.Is(err, errLarger) {
+		x.fail("EXP-03", ep, "more than %d bytes, the manifest says %d", f.Bytes, f.Bytes)
+		return 0
+	}
 	if err != nil {
 		x.fail("EXP-03", ep, "the manifest names it, but it cannot be read: %v", err)
 		return 0
@@ -445,9 +491,20 @@ func (x *exportRun) checkFile(ctx context.Context, m *spec.ExportManifest, f spe
 		x.fail("EXP-04", ep, "not gzip: %v", err)
 		return 0
 	}
-	plain, err := io.ReadAll(zr)
+	// What the file may decompress to: its records of at most a line's
+	// bound each, and at most MaxFileBytes; a compression bomb stops there.
+	bound := x.cfg.MaxFileBytes
+	if f.Records < bound/(ExportMaxLineBytes+1) {
+		bound = max(f.Records, 0) * (ExportMaxLineBytes + 1)
+	}
+	plain, err := io.ReadAll(io.LimitReader(zr, bound+1))
 	if err != nil {
 		x.fail("EXP-04", ep, "gzip: %v", err)
+		return 0
+	}
+	if int64(len(plain)) > bound {
+		x.fail("EXP-04", ep, "it decompresses past %d bytes, the most a reader reads for %d records (lines of at most %d bytes, files of at most %d)",
+			bound, f.Records, ExportMaxLineBytes, x.cfg.MaxFileBytes)
 		return 0
 	}
 	var lines [][]byte
@@ -459,6 +516,10 @@ func (x *exportRun) checkFile(ctx context.Context, m *spec.ExportManifest, f spe
 		}
 		line := plain[:i]
 		plain = plain[i+1:]
+		if len(line) > ExportMaxLineBytes {
+			x.fail("EXP-04", ep, "line %d is %d bytes, more than the %d a reader reads", n, len(line), ExportMaxLineBytes)
+			return 0
+		}
 		if len(bytes.TrimSpace(line)) == 0 || line[0] != '{' || !json.Valid(line) {
 			x.fail("EXP-04", ep, "line %d is not one JSON object", n)
 			return 0

@@ -271,3 +271,53 @@ func TestExportConformanceConfig(t *testing.T) {
 		assert.Equal(t, "EXP-03", r.ID)
 	}
 }
+
+// TestExportCompressionBomb: a file whose bytes match its manifest but that
+// decompresses past what a reader reads (64 MiB of spaces on one line)
+// fails EXP-04, read no further than the bound; so does a manifest naming a
+// file larger than MaxFileBytes (EXP-03), and an index past 16 MiB cannot
+// be read.
+func TestExportCompressionBomb(t *testing.T) {
+	t.Parallel()
+	f := newExportFixture(t)
+	m := f.sets[0]
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	require.NoError(t, err)
+	chunk := bytes.Repeat([]byte(" "), 1<<20)
+	for range 64 {
+		_, err := zw.Write(chunk)
+		require.NoError(t, err)
+	}
+	_, err = zw.Write([]byte("\n"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	rel := m.ID + "/events.ndjson.gz"
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, filepath.FromSlash(rel)), buf.Bytes(), 0o644))
+	sum := sha256.Sum256(buf.Bytes())
+	for i := range m.Files {
+		if m.Files[i].Resource == "events" {
+			m.Files[i].Bytes, m.Files[i].SHA256, m.Files[i].Records = int64(buf.Len()), hex.EncodeToString(sum[:]), 1
+		}
+	}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, m.ID, spec.ExportManifestName), b, 0o644))
+
+	rep := runExport(t, f.dir)
+	var msg string
+	for _, r := range rep.Results {
+		if r.ID == "EXP-04" && r.Endpoint == rel && r.Status == conformance.StatusFail {
+			msg = r.Message
+		}
+	}
+	assert.Contains(t, msg, "decompresses past 8388609 bytes")
+
+	rep, err = conformance.RunExport(context.Background(), conformance.ExportConfig{Location: f.dir, MaxFileBytes: 1024})
+	require.NoError(t, err)
+	assert.Equal(t, conformance.StatusFail, statuses(rep)["EXP-03"])
+
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, spec.ExportIndexName), bytes.Repeat([]byte(" "), conformance.ExportMaxMetaBytes+1), 0o644))
+	_, err = conformance.RunExport(context.Background(), conformance.ExportConfig{Location: f.dir})
+	assert.ErrorContains(t, err, "larger than")
+}

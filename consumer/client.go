@@ -367,6 +367,12 @@ func decodeEnvelope(body []byte) (Page, error) {
 // the network, so the request is retried.
 var errCutBody = errors.New("the body is not complete JSON")
 
+// errBodyTooLarge is an answer whose body is past ClientConfig.MaxBody.
+var errBodyTooLarge = errors.New("the body is too large")
+
+// maxDetail bounds the provider's problem detail an error carries.
+const maxDetail = 1024
+
 // get sends a GET of path (escaped, below the base) and returns the body of
 // its 2xx answer once decode accepts it, retrying what is worth retrying: a
 // decode error wrapping errCutBody (a body cut by the network) is retried,
@@ -395,7 +401,8 @@ func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		retryable := err != nil && !errors.Is(err, ErrRedirect) || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		// A body past MaxBody would be as large again: not retried.
+		retryable := err != nil && !errors.Is(err, ErrRedirect) && !errors.Is(err, errBodyTooLarge) || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
 			(status >= 500 && status != http.StatusNotImplemented)
 		if !retryable || attempt >= c.cfg.MaxRetries {
 			if err != nil {
@@ -454,7 +461,7 @@ func (c *Client) attempt(ctx context.Context, target string) (body []byte, statu
 		return nil, resp.StatusCode, -1, fmt.Errorf("reading the body: %w", err)
 	}
 	if int64(len(body)) > c.cfg.MaxBody {
-		return nil, resp.StatusCode, -1, fmt.Errorf("the body exceeds %d bytes", c.cfg.MaxBody)
+		return nil, resp.StatusCode, -1, fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, c.cfg.MaxBody)
 	}
 	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()), nil
 }
@@ -524,6 +531,9 @@ func problemError(path string, status int, body []byte) error {
 		msg := p.Detail
 		if msg == "" {
 			msg = p.Title
+		}
+		if len(msg) > maxDetail {
+			msg = strings.ToValidUTF8(msg[:maxDetail], "") + "…"
 		}
 		e.Detail += ": " + msg
 		if len(p.Errors) > 0 {

@@ -248,3 +248,30 @@ func TestNewClientValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestClientBoundsWhatItKeeps: a body past MaxBody is not downloaded
+// again, and a provider's problem detail is cut at 1 KiB in the error.
+func TestClientBoundsWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			_, _ = w.Write([]byte(`{"data":[` + strings.Repeat(`{},`, 4000) + `{}],"hasMore":false,"nextCursor":null}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(400)
+		_, _ = w.Write([]byte(`{"type":"about:blank","title":"Bad Request","status":400,"detail":"` + strings.Repeat("z", 1<<20) + `"}`))
+	}))
+	defer srv.Close()
+	c, _ := clientFor(t, srv, func(c *consumer.ClientConfig) { c.MaxBody, c.MaxRetries = 1024, 3 })
+	_, err := c.Fetch(context.Background(), consumer.Events, consumer.Query{})
+	require.ErrorContains(t, err, "more than 1024 bytes")
+	require.Equal(t, int32(1), n.Load(), "a body past MaxBody is not downloaded again")
+
+	c, _ = clientFor(t, srv, func(c *consumer.ClientConfig) { c.MaxRetries = 0 })
+	_, err = c.Fetch(context.Background(), consumer.Conversations, consumer.Query{})
+	require.ErrorIs(t, err, provider.ErrInvalid)
+	require.Less(t, len(err.Error()), 2<<10, "the detail is cut")
+}

@@ -70,6 +70,12 @@ type Config struct {
 	Logger *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageProgress)
+	// ErrorText, when set, turns the error of a failed resource into the
+	// text recorded as its checkpoint's LastError (what [Store.Status]
+	// shows). Default: the error's own text. A service whose status is read
+	// by others than its operator records a classified text instead, so that
+	// a provider's own words (or a remote server's) do not reach them.
+	ErrorText func(error) string
 }
 
 // PageProgress reports a committed page.
@@ -339,14 +345,21 @@ func (p *Poller) syncResource(ctx context.Context, r Resource) (rr ResourceResul
 		rr.Skipped = "the lease was lost to another poller"
 	case errors.Is(err, provider.ErrUnsupported) || errors.Is(err, provider.ErrNotFound):
 		rr.Skipped = "the provider does not offer " + string(r)
-		p.recordFailure(ctx, r, "not offered by the provider: "+err.Error())
+		p.recordFailure(ctx, r, "not offered by the provider: "+p.errorText(err))
 	default:
 		rr.Err = err
 		if ctx.Err() == nil {
-			p.recordFailure(ctx, r, err.Error())
+			p.recordFailure(ctx, r, p.errorText(err))
 		}
 	}
 	return rr
+}
+
+func (p *Poller) errorText(err error) string {
+	if p.cfg.ErrorText != nil {
+		return p.cfg.ErrorText(err)
+	}
+	return err.Error()
 }
 
 func (p *Poller) recordFailure(ctx context.Context, r Resource, msg string) {

@@ -50,6 +50,7 @@ var rules = map[string][]string{
 	"internal/infra/ops":             {"internal/infra/sqldb"},
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/secretbox":       {},
+	"internal/infra/netguard":        {},
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "policy", "internal/infra/"}, // policy: the one check of a Regex pattern's cost

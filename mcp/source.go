@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,19 +34,44 @@ type Source struct {
 
 var _ consumer.Source = (*Source)(nil)
 
+// SourceOption configures [NewSource].
+type SourceOption func(*sourceConfig)
+
+type sourceConfig struct{ client *http.Client }
+
+// WithHTTPClient makes [NewSource] send its requests with c (for example one
+// whose transport refuses some addresses). Default: a client of
+// net/http's defaults. Either way, redirects are followed only within the
+// endpoint's origin.
+func WithHTTPClient(c *http.Client) SourceOption {
+	return func(sc *sourceConfig) { sc.client = c }
+}
+
 // NewSource connects to the MCP endpoint at url (for the kit's providers,
 // the base address followed by /mcp) with token as the bearer credential,
 // and initializes the session. Redirects are followed only within url's
-// origin (see [consumer.SameOriginRedirects]). Close it when done.
-func NewSource(ctx context.Context, url, token string) (*Source, error) {
+// origin (see [consumer.SameOriginRedirects]). Close it when done. An
+// endpoint refusing the token is provider.ErrUnauthorized; one that is not
+// a streamable HTTP MCP endpoint (a 4xx to initialize) provider.ErrNotFound.
+func NewSource(ctx context.Context, url, token string, opts ...SourceOption) (*Source, error) {
+	var sc sourceConfig
+	for _, o := range opts {
+		o(&sc)
+	}
 	headers := map[string]string{}
 	if token != "" {
 		headers["Authorization"] = "Bearer " + token
 	}
 	// The token goes to the endpoint's origin only: mcp-go's default client
-	// follows redirects anywhere.
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers),
-		transport.WithHTTPBasicClient(consumer.SameOriginRedirects(nil)))
+	// follows redirects anywhere. No answer is read past maxSourceBody:
+	// mcp-go reads an error answer's body whole.
+	hc := consumer.SameOriginRedirects(sc.client)
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = limitBodies{base}
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("mcp: source %s: %w", url, err)
 	}
@@ -56,6 +83,13 @@ func NewSource(ctx context.Context, url, token string) (*Source, error) {
 	init.Params.ClientInfo = mcpgo.Implementation{Name: "aiusage-consumer", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		_ = c.Close()
+		var auth *transport.AuthorizationRequiredError
+		switch {
+		case errors.As(err, &auth):
+			err = fmt.Errorf("%w: %w", provider.ErrUnauthorized, err)
+		case errors.Is(err, transport.ErrLegacySSEServer):
+			err = fmt.Errorf("%w: not a streamable HTTP MCP endpoint: %w", provider.ErrNotFound, err)
+		}
 		return nil, fmt.Errorf("mcp: source %s: initialize: %w", url, err)
 	}
 	return &Source{c: c, retries: 5, backoff: 200 * time.Millisecond}, nil
@@ -63,6 +97,47 @@ func NewSource(ctx context.Context, url, token string) (*Source, error) {
 
 // Close ends the session.
 func (s *Source) Close() error { return s.c.Close() }
+
+// maxSourceBody bounds one answer a Source reads: the bound of a REST
+// page's body (consumer.ClientConfig.MaxBody's default). maxErrorBody
+// bounds an error answer (not 2xx), whose body mcp-go reads whole and puts
+// in its error.
+var maxSourceBody, maxErrorBody int64 = 256 << 20, 4 << 10
+
+// errBodyTooLarge is an answer past its bound.
+var errBodyTooLarge = errors.New("the answer is larger than this client reads")
+
+// limitBodies cuts every answer's body at its bound with an error.
+type limitBodies struct{ next http.RoundTripper }
+
+func (l limitBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		left := maxSourceBody
+		if resp.StatusCode/100 != 2 {
+			left = maxErrorBody
+		}
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: left}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // toolOf names the tool that lists each resource.
 var toolOf = map[consumer.Resource]string{

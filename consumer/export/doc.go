@@ -47,4 +47,17 @@
 //
 // Verified files are kept in memory, decompressed, up to
 // [Config.CacheBytes], so that the pages of one walk read each file once.
+//
+// # Bounds
+//
+// A reader trusts no provider with its memory. The manifest names each
+// file's compressed size, which is checked against [Config.MaxFileBytes]
+// before the file is read, and no more bytes than it names are ever read;
+// index.json and each manifest are at most [MaxMetaBytes]. The manifest
+// names no decompressed size, so decompression stops, with [ErrTooLarge],
+// at a line past [Config.MaxLineBytes] or a file past the smaller of
+// [Config.MaxPlainBytes] and its record count times the line bound: a
+// compression bomb costs at most those bounds, and is not downloaded
+// again. A directory export is read through os.OpenRoot, confined to
+// [Config.Root] (or to the export's directory itself).
 package export

@@ -106,9 +106,12 @@ func FuzzDecodeCursor(f *testing.F) {
 
 // FuzzVerify feeds verify files whose manifest entry matches their bytes:
 // whatever the content, it returns an error or lines that are exactly the
-// newline-terminated, non-empty lines of the decompressed file.
+// newline-terminated, non-empty lines of the decompressed file, within the
+// reader's bounds (small ones here, so that the fuzzer reaches them), and
+// every line found from its offset is the line found in sequence.
 func FuzzVerify(f *testing.F) {
-	for _, plain := range []string{"", "{}\n", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", "no newline", "\n", "a\n\nb\n"} {
+	for _, plain := range []string{"", "{}\n", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", "no newline", "\n", "a\n\nb\n",
+		strings.Repeat("x", 300) + "\n", strings.Repeat("a\n", 200)} {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
 		_, _ = zw.Write([]byte(plain))
@@ -116,15 +119,17 @@ func FuzzVerify(f *testing.F) {
 		f.Add(buf.Bytes(), int64(strings.Count(plain, "\n")))
 	}
 	f.Add([]byte("not gzip"), int64(0))
+	const maxLine, maxPlain = 256, 1024
+	s := &Source{maxRaw: 1 << 20, maxPlain: maxPlain, maxLine: maxLine}
 	f.Fuzz(func(t *testing.T, b []byte, records int64) {
 		sum := sha256.Sum256(b)
 		file := &spec.ExportFile{Resource: "events", Path: "events.ndjson.gz", Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), Records: records}
-		lines, err := verify(b, file)
+		lines, err := s.verify(b, file)
 		if err != nil {
 			return
 		}
-		if int64(len(lines)) != records {
-			t.Fatalf("%d lines for %d records", len(lines), records)
+		if int64(lines.len()) != records {
+			t.Fatalf("%d lines for %d records", lines.len(), records)
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
@@ -134,9 +139,17 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted a broken gzip stream: %v", err)
 		}
+		if len(plain) > maxPlain {
+			t.Fatalf("accepted %d bytes decompressed, past the bound of %d", len(plain), maxPlain)
+		}
 		var joined []byte
-		for _, l := range lines {
-			if len(l) == 0 || bytes.IndexByte(l, '\n') >= 0 {
+		for i, off := 0, 0; i < lines.len(); i++ {
+			if got := lines.offset(i); got != off {
+				t.Fatalf("line %d at offset %d, found in sequence at %d", i, got, off)
+			}
+			var l []byte
+			l, off = lines.next(off)
+			if len(l) == 0 || len(l) > maxLine || bytes.IndexByte(l, '\n') >= 0 {
 				t.Fatalf("line %q", l)
 			}
 			joined = append(append(joined, l...), '\n')

@@ -23,11 +23,15 @@ import (
 // errMissing is a file the export does not have (404, no such file).
 var errMissing = errors.New("not found")
 
+// errLarger is a file larger than the bound get was given.
+var errLarger = errors.New("larger than the bound")
+
 // location is where an export is read from.
 type location interface {
 	// get returns the file at rel, a slash-separated path below the root,
-	// or an error wrapping errMissing.
-	get(ctx context.Context, rel string) ([]byte, error)
+	// or an error wrapping errMissing. A file larger than max bytes is an
+	// error wrapping errLarger, read no further than max+1 bytes.
+	get(ctx context.Context, rel string, max int64) ([]byte, error)
 	// retries reports how often a failed or corrupt read is tried again.
 	retries() int
 	String() string
@@ -87,22 +91,46 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// dirLocation reads an export from a directory.
-type dirLocation struct{ root string }
+// dirLocation reads an export from directory sub of root. Every file is
+// opened through os.OpenRoot(root), so that neither a symbolic link nor ".."
+// leads out of root: root is Config.Root when set, the export's directory
+// itself otherwise.
+type dirLocation struct{ root, sub, shown string }
 
-func (d dirLocation) String() string { return d.root }
+func (d dirLocation) String() string { return d.shown }
 func (d dirLocation) retries() int   { return 0 }
 
-func (d dirLocation) get(_ context.Context, rel string) ([]byte, error) {
+func (d dirLocation) get(_ context.Context, rel string, max int64) ([]byte, error) {
 	if !fs.ValidPath(rel) {
 		return nil, fmt.Errorf("bad path %q", rel)
 	}
-	b, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(rel)))
+	root, err := os.OpenRoot(d.root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", rel, errMissing)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w: %w", rel, provider.ErrUnavailable, err)
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.Join(d.sub, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", rel, errMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w: %w", rel, provider.ErrUnavailable, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: %w: not a regular file", rel, provider.ErrUnavailable)
+	} else if err == nil && st.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, %w of %d", rel, st.Size(), errLarger, max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w: %w", rel, provider.ErrUnavailable, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w of %d bytes", rel, errLarger, max)
 	}
 	return b, nil
 }
@@ -115,14 +143,13 @@ type httpLocation struct {
 	client   *http.Client
 	tries    int
 	min, max time.Duration
-	maxBody  int64
 	sleep    func(context.Context, time.Duration) error
 }
 
 func (h *httpLocation) String() string { return h.base.Redacted() }
 func (h *httpLocation) retries() int   { return h.tries }
 
-func (h *httpLocation) get(ctx context.Context, rel string) ([]byte, error) {
+func (h *httpLocation) get(ctx context.Context, rel string, max int64) ([]byte, error) {
 	if !fs.ValidPath(rel) {
 		return nil, fmt.Errorf("bad path %q", rel)
 	}
@@ -138,7 +165,7 @@ func (h *httpLocation) get(ctx context.Context, rel string) ([]byte, error) {
 				return nil, err
 			}
 		}
-		b, retry, err := h.once(ctx, u.String())
+		b, retry, err := h.once(ctx, u.String(), max)
 		if err == nil {
 			return b, nil
 		}
@@ -154,7 +181,7 @@ func (h *httpLocation) get(ctx context.Context, rel string) ([]byte, error) {
 }
 
 // once makes one request; retry reports a failure worth another attempt.
-func (h *httpLocation) once(ctx context.Context, u string) (b []byte, retry bool, err error) {
+func (h *httpLocation) once(ctx context.Context, u string, max int64) (b []byte, retry bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, false, err
@@ -188,12 +215,15 @@ func (h *httpLocation) once(ctx context.Context, u string) (b []byte, retry bool
 	default:
 		return nil, false, fmt.Errorf("unexpected HTTP %d", res.StatusCode)
 	}
-	b, err = io.ReadAll(io.LimitReader(res.Body, h.maxBody+1))
+	if res.ContentLength > max {
+		return nil, false, fmt.Errorf("the body is %d bytes, %w of %d", res.ContentLength, errLarger, max)
+	}
+	b, err = io.ReadAll(io.LimitReader(res.Body, max+1))
 	if err != nil {
 		return nil, true, fmt.Errorf("%w: the body was cut: %w", provider.ErrUnavailable, err)
 	}
-	if int64(len(b)) > h.maxBody {
-		return nil, false, fmt.Errorf("the body is larger than %d bytes", h.maxBody)
+	if int64(len(b)) > max {
+		return nil, false, fmt.Errorf("the body is %w of %d bytes", errLarger, max)
 	}
 	return b, false, nil
 }

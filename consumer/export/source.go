@@ -13,8 +13,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,32 @@ import (
 // index that is not what the format says. The error wrapping it names the
 // file.
 var ErrCorrupt = errors.New("corrupt export")
+
+// ErrTooLarge is a file past one of the reader's bounds: the index or a
+// manifest larger than [MaxMetaBytes], a file whose manifest names more than
+// [Config.MaxFileBytes] bytes, a line that decompresses past
+// [Config.MaxLineBytes], or a file that decompresses past
+// [Config.MaxPlainBytes] (or past what its manifest's record count allows).
+// Nothing past the bound is read or kept, and the read is not retried: the
+// same export fails the same way until its provider fixes it. The error
+// wrapping it names the file and the bound.
+var ErrTooLarge = errors.New("export file too large")
+
+// ErrOutsideRoot is a directory export outside [Config.Root].
+var ErrOutsideRoot = errors.New("outside the directory exports may be read from")
+
+// Bounds of the reader: see [Config].
+const (
+	// MaxMetaBytes bounds index.json and each manifest.json: 16 MiB.
+	MaxMetaBytes = 16 << 20
+	// DefaultMaxFileBytes is the default of Config.MaxFileBytes: 256 MiB.
+	DefaultMaxFileBytes = 256 << 20
+	// DefaultMaxPlainBytes is the default of Config.MaxPlainBytes: 256 MiB.
+	DefaultMaxPlainBytes = 256 << 20
+	// DefaultMaxLineBytes is the default of Config.MaxLineBytes: 8 MiB,
+	// the page cap of the kit's provider (provider.DefaultMaxPageBytes).
+	DefaultMaxLineBytes = 8 << 20
+)
 
 // Config configures a [Source]. Only URL is required.
 type Config struct {
@@ -47,10 +75,31 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the exponential backoff with full
 	// jitter between retries. Defaults 250ms and 10s.
 	MinBackoff, MaxBackoff time.Duration
-	// MaxFileBytes bounds a downloaded file. Default 1 GiB.
+	// Root, when set, confines a directory export: its URL must name Root
+	// or a directory below it ([ErrOutsideRoot] otherwise), and every file is
+	// opened through os.OpenRoot(Root), so that neither a symbolic link nor
+	// ".." leads out of it. Default "": the export's directory is the root
+	// (a link inside it still cannot lead out), and any directory may be
+	// named. The oversight service sets it to its --export-root.
+	Root string
+	// MaxFileBytes bounds the compressed size of a file: one whose manifest
+	// names more bytes is [ErrTooLarge] before it is read, and no more bytes
+	// than its manifest names are ever read of it. Default
+	// DefaultMaxFileBytes (256 MiB).
 	MaxFileBytes int64
+	// MaxPlainBytes bounds what one file decompresses to: past it, the file
+	// is [ErrTooLarge] and decompression stops. A file's own bound is the
+	// smaller of MaxPlainBytes and what its manifest's record count allows
+	// (records × (MaxLineBytes + 1)). Default DefaultMaxPlainBytes (256 MiB).
+	// The manifest names no decompressed size: these bounds stand for it.
+	MaxPlainBytes int64
+	// MaxLineBytes bounds one line (one record) decompressed: past it, the
+	// file is [ErrTooLarge] and decompression stops. Default
+	// DefaultMaxLineBytes (8 MiB).
+	MaxLineBytes int64
 	// CacheBytes bounds the verified, decompressed files kept in memory.
-	// Default 256 MiB. The file being read is kept even when larger.
+	// Default 256 MiB. The file being read is kept even when larger (it is
+	// at most MaxPlainBytes).
 	CacheBytes int64
 	// Logger receives a warning when the chain of sets has a gap. Default:
 	// nothing is logged.
@@ -63,9 +112,11 @@ type Config struct {
 // Source reads a scheduled export; it implements [consumer.Source] and is
 // safe for concurrent use.
 type Source struct {
-	loc    location
-	log    *slog.Logger
-	maxRaw int64
+	loc      location
+	log      *slog.Logger
+	maxRaw   int64
+	maxPlain int64
+	maxLine  int64
 
 	mu        sync.Mutex
 	manifests map[string]*spec.ExportManifest // by set id: a published manifest never changes
@@ -75,7 +126,7 @@ type Source struct {
 
 type cached struct {
 	key   string // set id + "/" + path
-	lines [][]byte
+	lines *lines
 	size  int64
 }
 
@@ -101,7 +152,13 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("export: MaxBackoff %s is below MinBackoff %s", cfg.MaxBackoff, cfg.MinBackoff)
 	}
 	if cfg.MaxFileBytes <= 0 {
-		cfg.MaxFileBytes = 1 << 30
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.MaxPlainBytes <= 0 {
+		cfg.MaxPlainBytes = DefaultMaxPlainBytes
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
 	}
 	if cfg.CacheBytes <= 0 {
 		cfg.CacheBytes = 256 << 20
@@ -112,7 +169,8 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
-	s := &Source{log: cfg.Logger, maxRaw: cfg.MaxFileBytes, manifests: map[string]*spec.ExportManifest{}, cacheMax: cfg.CacheBytes}
+	s := &Source{log: cfg.Logger, maxRaw: cfg.MaxFileBytes, maxPlain: cfg.MaxPlainBytes, maxLine: cfg.MaxLineBytes,
+		manifests: map[string]*spec.ExportManifest{}, cacheMax: cfg.CacheBytes}
 	if base != nil {
 		client := cfg.HTTPClient
 		if client == nil {
@@ -121,14 +179,38 @@ func New(cfg Config) (*Source, error) {
 		// The token goes to the export's origin only.
 		client = consumer.SameOriginRedirects(client)
 		s.loc = &httpLocation{base: base, token: cfg.Token, client: client, tries: cfg.MaxRetries,
-			min: cfg.MinBackoff, max: cfg.MaxBackoff, maxBody: cfg.MaxFileBytes, sleep: cfg.Sleep}
+			min: cfg.MinBackoff, max: cfg.MaxBackoff, sleep: cfg.Sleep}
 	} else {
 		if cfg.Token != "" {
 			return nil, errors.New("export: a token is sent over HTTP only; a directory takes none")
 		}
-		s.loc = dirLocation{root: dir}
+		loc := dirLocation{root: dir, sub: ".", shown: dir}
+		if cfg.Root != "" {
+			sub, err := InRoot(cfg.Root, dir)
+			if err != nil {
+				return nil, fmt.Errorf("export: %w", err)
+			}
+			loc.root, loc.sub = filepath.Clean(cfg.Root), sub
+		}
+		s.loc = loc
 	}
 	return s, nil
+}
+
+// InRoot returns the path of directory dir relative to root, or an error
+// wrapping [ErrOutsideRoot] that names dir when dir is not root nor below
+// it. Both must be absolute; they are compared as cleaned paths, without
+// reading the file system (the reads themselves go through os.OpenRoot, which
+// refuses a symbolic link leading out).
+func InRoot(root, dir string) (string, error) {
+	if !filepath.IsAbs(root) {
+		return "", fmt.Errorf("the root %q is not an absolute directory", root)
+	}
+	rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(dir))
+	if err != nil || !filepath.IsAbs(dir) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is %w", dir, ErrOutsideRoot)
+	}
+	return rel, nil
 }
 
 // ParseIndex decodes and checks index.json: its schema, and sets in
@@ -216,7 +298,10 @@ func (s *Source) manifest(ctx context.Context, id string) (*spec.ExportManifest,
 		return m, nil
 	}
 	rel := id + "/" + spec.ExportManifestName
-	b, err := s.loc.get(ctx, rel)
+	b, err := s.loc.get(ctx, rel, MaxMetaBytes)
+	if errors.Is(err, errLarger) {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, rel, MaxMetaBytes)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +320,10 @@ func (s *Source) manifest(ctx context.Context, id string) (*spec.ExportManifest,
 
 // chain reads the index and builds the chain of the latest full set.
 func (s *Source) chain(ctx context.Context) (chain, error) {
-	b, err := s.loc.get(ctx, spec.ExportIndexName)
+	b, err := s.loc.get(ctx, spec.ExportIndexName, MaxMetaBytes)
+	if errors.Is(err, errLarger) {
+		return chain{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, spec.ExportIndexName, MaxMetaBytes)
+	}
 	if errors.Is(err, errMissing) {
 		return chain{}, fmt.Errorf("%w: %s has no %s (no set published yet?)", provider.ErrUnavailable, s.loc, spec.ExportIndexName)
 	}
@@ -301,7 +389,7 @@ func (s *Source) chain(ctx context.Context) (chain, error) {
 }
 
 // file returns the verified lines of the file of resource r in set m.
-func (s *Source) file(ctx context.Context, m *spec.ExportManifest, f *spec.ExportFile) ([][]byte, error) {
+func (s *Source) file(ctx context.Context, m *spec.ExportManifest, f *spec.ExportFile) (*lines, error) {
 	key := m.ID + "/" + f.Path
 	s.mu.Lock()
 	for i, c := range s.cache {
@@ -312,30 +400,38 @@ func (s *Source) file(ctx context.Context, m *spec.ExportManifest, f *spec.Expor
 		}
 	}
 	s.mu.Unlock()
-	var lines [][]byte
+	if f.Bytes > s.maxRaw {
+		return nil, fmt.Errorf("%w: %s: its manifest names %d bytes, more than the %d this reader reads", ErrTooLarge, key, f.Bytes, s.maxRaw)
+	}
+	var lines *lines
 	var err error
 	for attempt := 0; ; attempt++ {
 		var b []byte
-		b, err = s.loc.get(ctx, key)
+		// No more bytes than the manifest names are read: one more says
+		// the file is longer.
+		b, err = s.loc.get(ctx, key, f.Bytes)
 		if errors.Is(err, errMissing) {
 			return nil, fmt.Errorf("%w: %s: the file the manifest names is missing", ErrCorrupt, key)
 		}
-		if err != nil {
+		if errors.Is(err, errLarger) {
+			err = fmt.Errorf("%w: %s: larger than the %d bytes its manifest names", ErrCorrupt, key, f.Bytes)
+		} else if err != nil {
 			return nil, err
+		} else {
+			lines, err = s.verify(b, f)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, ErrTooLarge) {
+				return nil, fmt.Errorf("%s: %w", key, err) // the same bytes again would be as large
+			}
+			err = fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
 		}
-		lines, err = verify(b, f)
-		if err == nil {
-			break
-		}
-		err = fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
 		if attempt >= s.loc.retries() || ctx.Err() != nil {
 			return nil, err
 		}
 	}
-	size := int64(0)
-	for _, l := range lines {
-		size += int64(len(l)) + 24
-	}
+	size := lines.size()
 	s.mu.Lock()
 	s.cache = append(s.cache, &cached{key: key, lines: lines, size: size})
 	total := int64(0)
@@ -350,8 +446,9 @@ func (s *Source) file(ctx context.Context, m *spec.ExportManifest, f *spec.Expor
 	return lines, nil
 }
 
-// verify checks b against f and returns its lines.
-func verify(b []byte, f *spec.ExportFile) ([][]byte, error) {
+// verify checks b against f (size, SHA-256) and decompresses its lines
+// (gzip, line count) within the reader's bounds.
+func (s *Source) verify(b []byte, f *spec.ExportFile) (*lines, error) {
 	if int64(len(b)) != f.Bytes {
 		return nil, fmt.Errorf("%d bytes, the manifest says %d", len(b), f.Bytes)
 	}
@@ -359,30 +456,113 @@ func verify(b []byte, f *spec.ExportFile) ([][]byte, error) {
 	if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
 		return nil, fmt.Errorf("SHA-256 %s, the manifest says %s", got, f.SHA256)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	// The file's own bound: no more than its records of at most maxLine
+	// bytes and their newlines.
+	bound := s.maxPlain
+	if f.Records < bound/(s.maxLine+1) {
+		bound = f.Records * (s.maxLine + 1)
+	}
+	return inflate(bytes.NewReader(b), f.Records, bound, s.maxLine)
+}
+
+// markEvery is how many lines apart lines keeps an offset.
+const markEvery = 64
+
+// lines are the lines of a verified file: its decompressed bytes in one
+// buffer, each line ending with a newline, and the offset of every
+// markEvery-th line, so that a file of tiny lines costs no more than its
+// bytes.
+type lines struct {
+	data  []byte
+	marks []int // marks[k] is the offset of line k*markEvery
+	n     int
+}
+
+func (l *lines) len() int { return l.n }
+
+// size is what l holds in memory, for the cache.
+func (l *lines) size() int64 { return int64(cap(l.data)) + int64(cap(l.marks))*8 + 64 }
+
+// offset returns the offset of line i (0 <= i <= len).
+func (l *lines) offset(i int) int {
+	if i >= l.n {
+		return len(l.data)
+	}
+	off := l.marks[i/markEvery]
+	for k := i % markEvery; k > 0; k-- {
+		off += bytes.IndexByte(l.data[off:], '\n') + 1
+	}
+	return off
+}
+
+// next returns the line at offset off, without its newline, and the offset
+// of the line after it.
+func (l *lines) next(off int) ([]byte, int) {
+	i := bytes.IndexByte(l.data[off:], '\n')
+	return l.data[off : off+i : off+i], off + i + 1
+}
+
+// inflate decompresses the gzip stream r into lines: exactly records
+// non-empty lines, each ending with a newline. Past bound bytes in all, or
+// a line past maxLine bytes, it stops with an error wrapping [ErrTooLarge];
+// past records lines, with one saying so: nothing beyond what the bounds
+// allow is ever held.
+func inflate(r io.Reader, records, bound, maxLine int64) (*lines, error) {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("not gzip: %v", err)
 	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %v", err)
-	}
-	var lines [][]byte
-	for len(plain) > 0 {
-		i := bytes.IndexByte(plain, '\n')
-		if i < 0 {
-			return nil, fmt.Errorf("line %d does not end with a newline", len(lines)+1)
+	defer zr.Close()
+	l := &lines{}
+	start := 0 // the offset of the line being read
+	chunk := make([]byte, 64<<10)
+	for {
+		n, rerr := zr.Read(chunk)
+		if n > 0 {
+			if int64(len(l.data))+int64(n) > bound {
+				return nil, fmt.Errorf("%w: it decompresses past %d bytes (the bound for %d records)", ErrTooLarge, bound, records)
+			}
+			scan := len(l.data)
+			l.data = append(l.data, chunk[:n]...)
+			for {
+				i := bytes.IndexByte(l.data[scan:], '\n')
+				if i < 0 {
+					break
+				}
+				end := scan + i
+				if end == start {
+					return nil, fmt.Errorf("line %d is empty", l.n+1)
+				}
+				if int64(end-start) > maxLine {
+					return nil, fmt.Errorf("%w: line %d is %d bytes decompressed, more than %d", ErrTooLarge, l.n+1, end-start, maxLine)
+				}
+				if l.n%markEvery == 0 {
+					l.marks = append(l.marks, start)
+				}
+				l.n++
+				if int64(l.n) > records {
+					return nil, fmt.Errorf("more than the %d records the manifest says", records)
+				}
+				start, scan = end+1, end+1
+			}
+			if int64(len(l.data)-start) > maxLine {
+				return nil, fmt.Errorf("%w: line %d decompresses past %d bytes", ErrTooLarge, l.n+1, maxLine)
+			}
 		}
-		if i == 0 {
-			return nil, fmt.Errorf("line %d is empty", len(lines)+1)
+		if rerr == io.EOF {
+			break
 		}
-		lines = append(lines, plain[:i:i])
-		plain = plain[i+1:]
+		if rerr != nil {
+			return nil, fmt.Errorf("gzip: %v", rerr)
+		}
 	}
-	if int64(len(lines)) != f.Records {
-		return nil, fmt.Errorf("%d records, the manifest says %d", len(lines), f.Records)
+	if start < len(l.data) {
+		return nil, fmt.Errorf("line %d does not end with a newline", l.n+1)
 	}
-	return lines, nil
+	if int64(l.n) != records {
+		return nil, fmt.Errorf("%d records, the manifest says %d", l.n, records)
+	}
+	return l, nil
 }
 
 // fileOf returns the file of resource r in m, or nil.
@@ -502,18 +682,20 @@ func (s *Source) list(ctx context.Context, sets []*spec.ExportManifest, pos curs
 		if err != nil {
 			return consumer.Page{}, err
 		}
-		if pos.Line > len(lines) {
+		if pos.Line > lines.len() {
 			return consumer.Page{}, provider.Invalid("cursor", "points past the end of %s/%s", m.ID, f.Path)
 		}
-		for pos.Line < len(lines) && len(page.Records) < limit {
-			line := lines[pos.Line]
+		off := lines.offset(pos.Line)
+		for pos.Line < lines.len() && len(page.Records) < limit {
+			var line []byte
+			line, off = lines.next(off)
 			pos.Line++
 			if !since.IsZero() && !keep(r, line, since) {
 				continue
 			}
 			page.Records = append(page.Records, json.RawMessage(line))
 		}
-		if pos.Line == len(lines) {
+		if pos.Line == lines.len() {
 			pos.Set, pos.Line = pos.Set+1, 0
 			// A page never spans two sets: a record changed after the
 			// full set is in both, and a page holds each id once.
@@ -644,7 +826,9 @@ func (s *Source) usage(ctx context.Context, sets []*spec.ExportManifest, pos cur
 		if err != nil {
 			return consumer.Page{}, err
 		}
-		for _, line := range lines {
+		for i, off := 0, 0; i < lines.len(); i++ {
+			var line []byte
+			line, off = lines.next(off)
 			var b spec.UsageBucket
 			if err := json.Unmarshal(line, &b); err != nil {
 				return consumer.Page{}, fmt.Errorf("%w: %s/%s: a line is not a usage bucket: %v", ErrCorrupt, m.ID, f.Path, err)

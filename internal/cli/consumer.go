@@ -35,6 +35,7 @@ func consumerCommand() *command {
 }
 
 type syncFlags struct {
+	exportMaxFileMiB                                  int64 // --export-max-file-mib
 	databaseURL, source, url, token, resources, owner string
 	transport                                         string
 	usageGranularity, usageGroupBy                    string
@@ -88,6 +89,7 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 			fs.IntVar(&f.maxRetries, "max-retries", 8, "retries of one request after 429, 5xx or a network error")
 			fs.StringVar(&f.owner, "owner", "", "`ID` of this process in leases (default host:pid:random)")
 			fs.BoolVar(&f.quiet, "quiet", false, "no progress, only the summary")
+			registerExportMaxFile(fs, &f.exportMaxFileMiB)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return consumerSync(ctx, e, f)
@@ -183,7 +185,11 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		if err := checkExportFlags(e.cmd, f.url, f.token); err != nil {
 			return err
 		}
-		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries})
+		if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
+			return err
+		}
+		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries,
+			MaxFileBytes: f.exportMaxFileMiB << 20, MaxPlainBytes: f.exportMaxFileMiB << 20})
 		if err != nil {
 			return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))
 		}

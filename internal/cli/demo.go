@@ -205,7 +205,14 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		defer owui.close()
 		mounts = append(mounts, owui.mount)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true, semantic: matcher, budget: f.embeddings.budget,
+	// The demo's sources are on loopback, and its export source reads its
+	// own export directory: that directory is the export root.
+	exportRoot, err := filepath.Abs(f.exportDir)
+	if err != nil {
+		return fmt.Errorf("%s: --export-dir: %w", e.cmd, err)
+	}
+	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true,
+		sources: sourcePolicyFlags{exportRoot: exportRoot, allowPrivate: true}, semantic: matcher, budget: f.embeddings.budget,
 		mounts: mounts, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}, trustedProxies: &f.proxies.trustedProxies})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)

@@ -42,7 +42,7 @@ func startHardenedServiceAt(t *testing.T, environ map[string]string, dbURL strin
 	t.Helper()
 	f := newFixture(t, dbURL)
 	var rest, push map[string]any
-	adminOK(t, dbURL, &rest, "source", "add", "--org", f.org.ID, "--name", "rest", "--url", "http://127.0.0.1:9/", "--token", "x")
+	adminOK(t, dbURL, &rest, "source", "add", "--org", f.org.ID, "--name", "rest", "--url", "http://127.0.0.1:9/", "--token", "x", "--allow-private-sources")
 	adminOK(t, dbURL, &push, "source", "add", "--org", f.org.ID, "--name", "push", "--transport", "push")
 	base, _, _ := startServiceEnv(t, environ, serviceURLText, append([]string{"--database-url", dbURL}, args...)...)
 	return hardenedService{base: strings.TrimSuffix(base, "/"), key: f.key.Secret, org: f.org.ID,

@@ -209,7 +209,7 @@ type serviceProcess struct {
 func startServiceProcess(t *testing.T, bin, dbURL string) *serviceProcess {
 	t.Helper()
 	p := &serviceProcess{logs: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL)
+	p.cmd = exec.Command(bin, "service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--allow-private-sources")
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = p.logs
 	require.NoError(t, p.cmd.Start())
@@ -298,7 +298,7 @@ func TestTwoServiceProcessesShareTheSources(t *testing.T) {
 			ID string `json:"id"`
 		}
 		binJSON(t, bin, &s, "admin", "source", "add", "--org", org.ID, "--name", p.name, "--url", p.srv.URL,
-			"--token", p.token, "--every", "10s", "--actor", "test", "--database-url", dbURL)
+			"--token", p.token, "--every", "10s", "--actor", "test", "--database-url", dbURL, "--allow-private-sources")
 		sourceOf[s.ID] = p
 	}
 	t.Logf("setup took %s", time.Since(begin).Round(time.Millisecond))

@@ -120,12 +120,28 @@ func TestConsumerSyncFromExport(t *testing.T) {
 		{[]string{"--url", "relative/dir"}, "relative"},
 		{[]string{"--url", out, "--token", "t"}, "takes no token"},
 		{[]string{"--url", out, "--api-key-header"}, "--api-key-header applies to --transport rest only"},
+		{[]string{"--url", out, "--export-max-file-mib", "0"}, "--export-max-file-mib must be 1 to 1048576"},
 	} {
 		args := append([]string{"consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export"}, tc.args...)
 		res := runCLI(t, "", nil, args...)
 		assert.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
 		assert.Contains(t, res.stderr, tc.want, "%v", args)
 	}
+}
+
+// TestConsumerSyncExportBound: --export-max-file-mib (or its variable)
+// bounds what one file of the export may decompress to.
+func TestConsumerSyncExportBound(t *testing.T) {
+	t.Parallel()
+	out := exportedProvider(t, 7, 1000)
+	store := "sqlite:" + filepath.Join(t.TempDir(), "consumer.db")
+	args := []string{"consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out, "--resources", "conversations"}
+	res := runCLI(t, "", nil, append(args, "--export-max-file-mib", "1")...)
+	require.Equal(t, ExitFailure, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "export file too large")
+	res = runCLI(t, "", map[string]string{"AIUSAGE_EXPORT_MAX_FILE_MIB": "64"}, args...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "conversations: 1000 records")
 }
 
 func TestConformanceExport(t *testing.T) {

@@ -80,7 +80,7 @@ func TestSecretKeyFileBesideSQLite(t *testing.T) {
 	var org struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &org))
 	const token = "vendor-token-plain-0123456789"
-	r = admin(t, dbURL, noKey, "source", "add", "--org", org.ID, "--name", "v", "--url", "https://vendor.example", "--token", token)
+	r = admin(t, dbURL, noKey, "source", "add", "--org", org.ID, "--name", "v", "--url", "https://vendor.example", "--token", token, "--allow-private-sources")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	var push struct{ Secret string }
 	r = admin(t, dbURL, noKey, "source", "add", "--org", org.ID, "--name", "p", "--transport", "push")
@@ -188,7 +188,7 @@ func TestRotateSecretKey(t *testing.T) {
 			var org struct{ ID string }
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &org))
 			for _, name := range []string{"a", "b"} {
-				r = admin(t, dbURL, oldEnv, "source", "add", "--org", org.ID, "--name", name, "--url", "https://vendor.example", "--token", "token-of-"+name+"-0123")
+				r = admin(t, dbURL, oldEnv, "source", "add", "--org", org.ID, "--name", name, "--url", "https://vendor.example", "--token", "token-of-"+name+"-0123", "--allow-private-sources")
 				require.Equal(t, ExitOK, r.code, r.stderr)
 			}
 

@@ -45,6 +45,8 @@ type serviceFlags struct {
 	embeddings           embeddingsFlags
 	databaseURL          string
 	allowPrivateWebhooks bool
+	sources              sourcePolicyFlags
+	exportMaxFileMiB     int64
 	reviewTimeout        time.Duration
 	secrets              secretFlags
 	metrics              metricsFlags
@@ -111,6 +113,18 @@ several processes serving one database share it, and work queued survives a
 restart. Webhook URLs must be https and must not resolve to private,
 loopback or link-local addresses, unless --allow-private-webhooks.
 
+Sources are chosen by the organisations' Administrators, so what a source may
+reach is the operator's decision: REST, MCP and export URLs must be https to
+public addresses (checked when a source is added and at every connection,
+against DNS rebinding) unless --allow-private-sources; an export source may
+name a directory of this host only below --export-root (none by default:
+exports are then read over https only), checked when it is added and at every
+sync, its files opened so that no symbolic link or ".." leads out. A source
+whose sync fails in a way repeating it cannot mend (an export past the
+reader's bounds, a directory outside the root) is paused until an
+Administrator resumes it; the organisation sees classified sync errors, this
+log the whole detail.
+
 ` + metricsHelp + `
 
 ` + secretKeyHelp + `
@@ -126,6 +140,8 @@ that cannot be listened on).`,
 			f.register(fs, "127.0.0.1:8080", 15*time.Second)
 			fs.StringVar(&f.databaseURL, "database-url", defaultServiceDB, "database `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
+			f.sources.register(fs)
+			registerExportMaxFile(fs, &f.exportMaxFileMiB)
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
@@ -168,6 +184,12 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err := f.invites.check(e.cmd); err != nil {
 		return err
 	}
+	if err := f.sources.check(e.cmd); err != nil {
+		return err
+	}
+	if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
+		return err
+	}
 	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
 		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
 	}
@@ -189,7 +211,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
 	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
-		allowPrivateWebhooks: f.allowPrivateWebhooks, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
+		allowPrivateWebhooks: f.allowPrivateWebhooks, sources: f.sources, exportMaxFile: f.exportMaxFileMiB << 20, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
 		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), mcp: mcpOpts,
 		trustedProxies: &f.proxies.trustedProxies, inviteTTL: f.invites.inviteTTL})
 	if err != nil {
@@ -203,7 +225,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	defer stopMetrics()
 	return full.run(ctx, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks),
-		slog.String("trusted_proxies", f.proxies.trustedProxies.String())}, matcherAttrs...)...)
+		slog.String("trusted_proxies", f.proxies.trustedProxies.String()),
+		slog.Bool("allow_private_sources", f.sources.allowPrivate), slog.String("export_root", f.sources.exportRoot)}, matcherAttrs...)...)
 }
 
 // serviceOptions are what "service serve" and "demo" set differently.
@@ -213,7 +236,11 @@ type serviceOptions struct {
 	// metricsToken opens /metrics on the main address ("": 404).
 	metricsToken         string
 	allowPrivateWebhooks bool
-	reviewTimeout        time.Duration // 0: the default
+	// sources is what the sources may reach.
+	sources sourcePolicyFlags
+	// exportMaxFile bounds one file of an export source (0: the default).
+	exportMaxFile int64
+	reviewTimeout time.Duration // 0: the default
 	// semantic evaluates Semantic instructions (nil: the built-in matcher).
 	semantic policy.SemanticMatcher
 	// budget is the time budget of one evaluation (0: policy.DefaultBudget).
@@ -263,7 +290,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	// The sources: their syncs run on the review-task API's job queue.
 	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency,
-		MCPOptions: o.mcp})
+		MCPOptions: o.mcp, AllowPrivate: o.sources.allowPrivate, ExportRoot: o.sources.exportRoot, ExportMaxFileBytes: o.exportMaxFile})
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	cexport "github.com/aiusage/kit/consumer/export"
@@ -21,7 +22,7 @@ func adminSourceCommand() *command {
 	return &command{
 		name:    "source",
 		summary: "add, list and remove the sources (providers) the service collects for an organisation",
-		subs:    []*command{adminSourceAddCommand(), adminSourceListCommand(), adminSourceRemoveCommand()},
+		subs:    []*command{adminSourceAddCommand(), adminSourceListCommand(), adminSourceRemoveCommand(), adminSourceResumeCommand()},
 	}
 }
 
@@ -37,15 +38,66 @@ func toSourceJSON(s sources.Source) sourceJSON {
 	return sourceJSON{Source: s, Every: s.Every.String(), Token: s.TokenHint()}
 }
 
+// registerExportMaxFile registers --export-max-file-mib, the bound of one
+// export file read (export.Config.MaxFileBytes and MaxPlainBytes).
+func registerExportMaxFile(fs *flag.FlagSet, v *int64) {
+	fs.Int64Var(v, "export-max-file-mib", cexport.DefaultMaxPlainBytes>>20, "most MiB one file of a scheduled export may hold, compressed and decompressed; past it the file is refused as too large (a line is at most 8 MiB)")
+}
+
+// checkExportMaxFile checks --export-max-file-mib.
+func checkExportMaxFile(cmd string, mib int64) error {
+	if mib < 1 || mib > 1<<20 {
+		return usagef("%s: --export-max-file-mib must be 1 to 1048576, got %d", cmd, mib)
+	}
+	return nil
+}
+
+// sourcePolicyFlags are what the sources may reach: the flags of "service
+// serve" and "admin source add", which share their environment variables so
+// that one setting serves both.
+type sourcePolicyFlags struct {
+	exportRoot   string
+	allowPrivate bool
+}
+
+func (f *sourcePolicyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.exportRoot, "export-root", "", "`DIR` of this host below which export sources may read; \""+sources.OrganisationPlaceholder+
+		"\" in it stands for the organisation's id (default: none, exports over https only)")
+	fs.BoolVar(&f.allowPrivate, "allow-private-sources", false, "let sources' URLs be http and point at private, loopback or link-local addresses (local use only)")
+}
+
+// check checks --export-root: an absolute directory when given.
+func (f *sourcePolicyFlags) check(cmd string) error {
+	if f.exportRoot != "" && !filepath.IsAbs(f.exportRoot) {
+		return usagef("%s: --export-root must be an absolute directory, got %q", cmd, f.exportRoot)
+	}
+	if f.exportRoot != "" {
+		f.exportRoot = filepath.Clean(f.exportRoot)
+	}
+	return nil
+}
+
+// config sets the policy in cfg.
+func (f *sourcePolicyFlags) config(cfg *sources.Config) {
+	cfg.ExportRoot, cfg.AllowPrivate = f.exportRoot, f.allowPrivate
+}
+
 // withSources runs fn with the sources service on the command's database.
 func (a *adminFlags) withSources(ctx context.Context, e *env, fn func(*orgapi.Store, *sources.Service) error) error {
+	return a.withSourcesPolicy(ctx, e, sourcePolicyFlags{}, fn)
+}
+
+// withSourcesPolicy is withSources with what the sources may reach.
+func (a *adminFlags) withSourcesPolicy(ctx context.Context, e *env, p sourcePolicyFlags, fn func(*orgapi.Store, *sources.Service) error) error {
 	cmd := e.cmd
 	return a.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
 		ring, _, err := a.secrets.keyring(cmd, e, s.DB())
 		if err != nil {
 			return err
 		}
-		src, err := sources.New(ctx, sources.Config{DB: s.DB(), Orgs: s, Secrets: ring})
+		cfg := sources.Config{DB: s.DB(), Orgs: s, Secrets: ring}
+		p.config(&cfg)
+		src, err := sources.New(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
@@ -70,6 +122,7 @@ func adminSourceAddCommand() *command {
 		orgFlags
 		name, url, token, transport string
 		every                       time.Duration
+		policy                      sourcePolicyFlags
 	}{}
 	return &command{
 		name:    "add",
@@ -85,6 +138,12 @@ scheduled export (docs/export.md): --url is its base address (https, or http on
 a loopback address) or a directory of the service's host (an absolute path or
 a file:// URL), and --token is optional (sent over HTTP only; a directory takes
 none).
+
+What a source may reach is the service's decision, with the same settings
+as 'aiusage service serve' (give both the same AIUSAGE_EXPORT_ROOT and
+AIUSAGE_ALLOW_PRIVATE_SOURCES): URLs must be https to public addresses unless
+--allow-private-sources, and a directory must lie below --export-root (with
+none, no directory is accepted). The service checks again at every sync.
 
 With --transport push the provider pushes its records to the service (see
 docs/push.md): the JSON also holds secret, the signing secret to give the
@@ -106,6 +165,7 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export or push)")
 			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp, export or push")
 			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s (with --transport push: reconcile, default 1h)")
+			f.policy.register(fs)
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
@@ -143,7 +203,10 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			if _, err := f.actorOf(cmd, e); err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(_ *orgapi.Store, s *sources.Service) error {
+			if err := f.policy.check(cmd); err != nil {
+				return err
+			}
+			return f.withSourcesPolicy(ctx, e, f.policy, func(_ *orgapi.Store, s *sources.Service) error {
 				src, err := s.Add(ctx, org, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
@@ -249,6 +312,63 @@ records collected stay in the database.
 				src, err := s.Remove(ctx, org, id)
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
+				}
+				return writeJSONLine(e.stdout, toSourceJSON(src))
+			})
+		},
+	}
+}
+
+func adminSourceResumeCommand() *command {
+	f := &struct {
+		orgFlags
+		source string
+	}{}
+	return &command{
+		name:    "resume",
+		summary: "resume a paused source of an organisation and print it as JSON",
+		long: `Resumes the source --source of the organisation --org, paused after a sync that
+failed in a way repeating it cannot mend (an export past the reader's bounds, a
+directory outside the service's --export-root; 'admin source list' shows
+pausedAt and pausedReason): its next sync is due at once. Prints it as one JSON
+object, as 'admin source add' did, and records the change in the audit trail
+(source.resumed). A source that is not paused is left as it is.
+
+` + adminExit,
+		flags: func(fs *flag.FlagSet) {
+			f.registerOrg(fs, true)
+			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+			cmd := e.cmd
+			org, err := f.orgID(cmd)
+			if err != nil {
+				return err
+			}
+			id, err := parseID(cmd, "source", f.source)
+			if err != nil {
+				return err
+			}
+			actor, err := f.actorOf(cmd, e)
+			if err != nil {
+				return err
+			}
+			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, org); err != nil {
+					return storeError(cmd, "org", hintOrgs, err)
+				}
+				before, err := s.Get(ctx, org, id)
+				if err != nil {
+					return sourceError(cmd, hintSources, err)
+				}
+				src, err := s.Resume(ctx, org, id)
+				if err != nil {
+					return sourceError(cmd, hintSources, err)
+				}
+				if before.PausedAt != nil {
+					if err := o.RecordAudit(ctx, org, actor, "source.resumed", "source", src.ID, before, src); err != nil {
+						return fmt.Errorf("%s: %w", cmd, err)
+					}
 				}
 				return writeJSONLine(e.stdout, toSourceJSON(src))
 			})

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,7 +24,13 @@ type adminSource struct {
 	CreatedAt         string  `json:"createdAt"`
 	NextSyncAt        string  `json:"nextSyncAt"`
 	LastSyncStartedAt *string `json:"lastSyncStartedAt"`
+	PausedAt          *string `json:"pausedAt"`
+	PausedReason      string  `json:"pausedReason"`
 }
+
+// open lets the sources' URLs name any address, as the tests' hosts do not
+// resolve (vendor.example) or are on loopback.
+var open = map[string]string{"AIUSAGE_ALLOW_PRIVATE_SOURCES": "true"}
 
 func TestAdminSource(t *testing.T) {
 	t.Parallel()
@@ -33,7 +41,7 @@ func TestAdminSource(t *testing.T) {
 			f := newFixture(t, dbURL)
 			var s adminSource
 			r := adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor",
-				"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--transport", "mcp", "--every", "1m")
+				"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--transport", "mcp", "--every", "1m", "--allow-private-sources")
 			require.Equal(t, "Vendor", s.Name)
 			require.Equal(t, f.org.ID, s.OrganisationID)
 			require.Equal(t, "mcp", s.Transport)
@@ -72,7 +80,7 @@ func TestAdminSource(t *testing.T) {
 				{"source", "remove", "--org", f.org.ID, "--source", unknown},
 				{"source", "add", "--org", f.org.ID, "--name", "Vendor", "--url", "https://x.example", "--token", "t"}, // duplicate name
 			} {
-				r := admin(t, dbURL, nil, args...)
+				r := admin(t, dbURL, open, args...)
 				require.Equal(t, ExitFailure, r.code, "%v: %s", args, r.stderr)
 				require.Empty(t, r.stdout)
 			}
@@ -90,14 +98,39 @@ func TestAdminSourceExport(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
 	f := newFixture(t, dbURL)
-	dir := t.TempDir()
+	root := t.TempDir()
+	dir := filepath.Join(root, "acme")
 	var s adminSource
-	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor export", "--url", dir, "--transport", "export")
+	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor export", "--url", dir, "--transport", "export",
+		"--export-root", root)
 	require.Equal(t, "export", s.Transport)
 	require.Equal(t, dir, s.URL)
 	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Vendor export over https",
-		"--url", "https://vendor.example/exports/acme/", "--token", "tok-secret-123456", "--transport", "export")
+		"--url", "https://vendor.example/exports/acme/", "--token", "tok-secret-123456", "--transport", "export", "--allow-private-sources")
 	require.Equal(t, "****3456", s.Token)
+
+	// The rules of the service: no directory without an export root, none
+	// outside it (the same root from the environment), no private address
+	// without --allow-private-sources; the refusal names the url and
+	// nothing of the host's files.
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--url", dir}, nil, "url " + dir + ": this service reads exports from no directory of its host"},
+		{[]string{"--url", "file:///etc"}, map[string]string{"AIUSAGE_EXPORT_ROOT": root}, "url /etc: the export's directory is outside those this service may read"},
+		{[]string{"--url", root + "/../other"}, map[string]string{"AIUSAGE_EXPORT_ROOT": root}, "is outside those this service may read"},
+		{[]string{"--url", "https://127.0.0.1:8443/x"}, nil, "does not connect to private, loopback or link-local addresses"},
+		{[]string{"--url", "https://169.254.169.254/"}, nil, "does not connect to private"},
+		{[]string{"--url", dir, "--export-root", "relative/dir"}, nil, "--export-root must be an absolute directory"},
+	} {
+		args := append([]string{"source", "add", "--org", f.org.ID, "--name", "refused", "--transport", "export"}, tc.args...)
+		r := admin(t, dbURL, tc.env, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", args)
+		require.NotContains(t, r.stderr, "index.json", "%v", args)
+	}
 
 	for _, tc := range []struct {
 		args []string
@@ -113,7 +146,37 @@ func TestAdminSourceExport(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, tc.want, "%v", args)
 	}
-	r := admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
+	// A source stored under a root that the service no longer has: its
+	// sync pauses it, 'admin source list' shows it, 'admin source resume'
+	// resumes it (audited).
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `UPDATE sources SET paused_at_ms = 1, paused_reason = 'the export is larger than this service reads' WHERE id = $1`, s.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	var list struct {
+		OrganisationID string        `json:"organisationId"`
+		Sources        []adminSource `json:"sources"`
+	}
+	adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+	var paused int
+	for _, l := range list.Sources {
+		if l.ID == s.ID {
+			require.NotNil(t, l.PausedAt)
+			require.Equal(t, "the export is larger than this service reads", l.PausedReason)
+			paused++
+		}
+	}
+	require.Equal(t, 1, paused)
+	var resumed adminSource
+	adminOK(t, dbURL, &resumed, "source", "resume", "--org", f.org.ID, "--source", s.ID)
+	require.Nil(t, resumed.PausedAt)
+	r := admin(t, dbURL, nil, "audit", "--org", f.org.ID)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "source.resumed")
+
+	r = admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--transport must be rest, mcp, export or push")
 }
@@ -136,7 +199,7 @@ func TestAdminSourcePush(t *testing.T) {
 
 	// With the REST address of the reconciliation walk, and its interval.
 	adminOK(t, dbURL, &s, "source", "add", "--org", f.org.ID, "--name", "Reconciled", "--transport", "push",
-		"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--every", "30m")
+		"--url", "https://vendor.example/ai", "--token", "tok-secret-123456", "--every", "30m", "--allow-private-sources")
 	require.Equal(t, "30m0s", s.Every)
 	require.Equal(t, "https://vendor.example/ai", s.URL)
 

@@ -43,7 +43,7 @@ func TestBrowserSourcesAndAudit(t *testing.T) {
 	require.Equal(t, "Sources", text(t, c, "h1"))
 	require.Equal(t, "Never synced", text(t, c, `#source-`+vendor.ID+` .sourcehead .status`))
 	require.Equal(t, "Last sync failed", text(t, c, `#source-`+down.ID+` .sourcehead .status`))
-	require.Contains(t, text(t, c, `#source-`+down.ID+` tbody tr .errtext`), "connection refused")
+	require.Contains(t, text(t, c, `#source-`+down.ID+` tbody tr .errtext`), "the source cannot be reached at its address")
 	do(t, c,
 		chromedp.Click(chromedp.CSS(`#source-`+vendor.ID+` .syncnow button`)),
 		chromedp.WaitVisible(chromedp.CSS(`.notice`)),

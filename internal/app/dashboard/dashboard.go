@@ -136,6 +136,7 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Get("/sources", d.page(d.sourcesPage))
 				r.Post("/sources", d.action(d.addSource))
 				r.Post("/sources/{sourceId}/sync", d.action(d.syncSource))
+				r.Post("/sources/{sourceId}/resume", d.action(d.resumeSource))
 				r.Get("/audit", d.page(d.audit))
 			})
 		})

@@ -1,8 +1,11 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -118,5 +122,66 @@ func TestSourcesAddPush(t *testing.T) {
 		require.Contains(t, adm.get(t, "/sources").Body, "Scheduled export")
 		p = adm.post(t, "/sources", url.Values{"name": {"Relative"}, "transport": {"export"}, "url": {"exports/acme"}})
 		require.Equal(t, http.StatusBadRequest, p.Status)
+	})
+}
+
+// TestSourcesHostile: on the Sources page, a directory export is refused
+// without an export root (400 naming the url, nothing of the host's files),
+// a private address without --allow-private-sources; a source whose sync
+// goes past the export reader's bounds is shown paused with its reason and
+// a Resume button, and resuming it is audited.
+func TestSourcesHostile(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		strict := newSourcesEnv(t, db, func(c *sources.Config) { c.AllowPrivate, c.ExportRoot = false, "" })
+		adm := strict.browser()
+		adm.signIn(t, "ada@acme.test", "/sources")
+		for _, c := range []struct{ transport, url, msg string }{
+			{"export", "file:///etc", "url /etc: this service reads exports from no directory of its host"},
+			{"export", "/var/lib", "url /var/lib: this service reads exports from no directory of its host"},
+			{"rest", "https://127.0.0.1:9/", "does not connect to private, loopback or link-local addresses"},
+			{"mcp", "https://169.254.169.254/mcp", "does not connect to private, loopback or link-local addresses"},
+		} {
+			form := url.Values{"name": {"Probe"}, "transport": {c.transport}, "url": {c.url}}
+			if c.transport != "export" {
+				form.Set("token", "t")
+			}
+			p := adm.post(t, "/sources", form)
+			require.Equal(t, http.StatusBadRequest, p.Status, c.url)
+			require.Contains(t, p.Body, c.msg, c.url)
+			require.NotContains(t, p.Body, "index.json", c.url)
+		}
+
+		e := newSourcesEnv(t, sqldbtest.Open(t, db.Dialect))
+		adm = e.browser()
+		adm.signIn(t, "ada@acme.test", "/sources")
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "index.json"), bytes.Repeat([]byte(" "), 17<<20), 0o644))
+		s, err := e.src.Add(t.Context(), e.org.ID, sources.SourceCreate{Name: "Huge", URL: dir, Transport: sources.TransportExport})
+		require.NoError(t, err)
+		p := adm.post(t, "/sources/"+s.ID+"/sync", nil)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "larger than this service reads")
+		require.Contains(t, p.Body, "paused until an Administrator resumes it")
+		page := adm.get(t, "/sources").Body
+		require.Contains(t, page, "Paused since")
+		require.Contains(t, page, `action="/sources/`+s.ID+`/resume"`)
+		require.NotContains(t, page, `action="/sources/`+s.ID+`/sync"`)
+
+		p = adm.post(t, "/sources/"+s.ID+"/resume", nil)
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		got, err := e.src.Get(t.Context(), e.org.ID, s.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.PausedAt)
+		require.Contains(t, adm.get(t, p.location()).Body, "The source is resumed")
+		audit, err := e.orgs.Audit(t.Context(), e.org.ID, 0, 100)
+		require.NoError(t, err)
+		resumed := 0
+		for _, a := range audit {
+			if a.Action == dashboard.AuditSourceResumed {
+				resumed++
+				require.Equal(t, e.admin.ID, a.Actor.ID)
+			}
+		}
+		require.Equal(t, 1, resumed)
 	})
 }

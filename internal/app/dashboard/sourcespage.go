@@ -66,6 +66,10 @@ var transports = []transportChoice{
 // AuditSourceAdded is the audit action of a source added in the dashboard.
 const AuditSourceAdded = "source.created"
 
+// AuditSourceResumed is the audit action of a paused source resumed in the
+// dashboard.
+const AuditSourceResumed = "source.resumed"
+
 // failedLast reports whether the last attempt to sync the resource failed.
 func failedLast(rs *sources.ResourceStatus) bool {
 	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
@@ -118,6 +122,8 @@ func (d *Dashboard) sourcesPage(w http.ResponseWriter, r *http.Request) error {
 		p.Data = sourcesData{SyncedID: q.Get("source")}
 	case "added":
 		p.Notice = "The source is added; the scheduler syncs it within a minute, or use Sync now."
+	case "resumed":
+		p.Notice = "The source is resumed; the scheduler syncs it within a minute, or use Sync now."
 	}
 	return d.renderSources(w, r, http.StatusOK, p)
 }
@@ -211,6 +217,36 @@ func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
 		return d.renderSources(w, r, http.StatusOK, p)
 	}
 	http.Redirect(w, r, "/sources?done=synced&source="+url.QueryEscape(src.ID), http.StatusSeeOther)
+	return nil
+}
+
+// resumeSource resumes a paused source of the viewer's organisation (see
+// sources.Service.Resume) and records it in the audit trail.
+func (d *Dashboard) resumeSource(w http.ResponseWriter, r *http.Request) error {
+	if d.cfg.Sources == nil {
+		d.errorPage(w, r, http.StatusNotFound, "This service keeps no sources.")
+		return nil
+	}
+	v := viewerOf(r)
+	before, err := d.cfg.Sources.Get(r.Context(), v.Organisation.ID, chi.URLParam(r, "sourceId"))
+	if errors.Is(err, spec.ErrNotFound) {
+		d.errorPage(w, r, http.StatusNotFound, "There is no such source in "+v.Organisation.Name+".")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	src, err := d.cfg.Sources.Resume(r.Context(), v.Organisation.ID, before.ID)
+	if err != nil {
+		return err
+	}
+	if before.PausedAt != nil {
+		if err := d.cfg.Orgs.RecordAudit(r.Context(), v.Organisation.ID, v.User.Actor(), AuditSourceResumed, "source", src.ID,
+			before, src); err != nil {
+			return err
+		}
+	}
+	http.Redirect(w, r, "/sources?done=resumed", http.StatusSeeOther)
 	return nil
 }
 

@@ -40,14 +40,21 @@ type sourcesEnv struct {
 	src *sources.Service
 }
 
-func newSourcesEnv(t *testing.T, db *sqldb.DB) *sourcesEnv {
+// newSourcesEnv starts it with private addresses allowed (the tests'
+// providers are on loopback) and every directory readable, unless opts say
+// otherwise.
+func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *sourcesEnv {
 	t.Helper()
 	ctx := t.Context()
 	orgs, err := orgapi.NewStore(ctx, db)
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
+	cfg := sources.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true, ExportRoot: "/"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	src, err := sources.New(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
@@ -224,7 +231,7 @@ func TestSourcesPage(t *testing.T) {
 		require.Contains(t, sec, `<span class="status failed">Last sync failed</span>`, "marked in words, not by colour alone")
 		require.Contains(t, sec, "<dd>every 1 h</dd>")
 		require.Contains(t, sec, `<div class="errtext">`)
-		require.Contains(t, sec, "refused", "the cause of the failure is shown")
+		require.Contains(t, sec, "the source cannot be reached at its address", "the cause of the failure is shown, classified")
 		state, n = conversations(t, sec)
 		require.Equal(t, "failed", state)
 		require.Equal(t, "0", n)

@@ -46,7 +46,7 @@ type usageEnv struct {
 func newUsageEnv(t *testing.T, db *sqldb.DB) *usageEnv {
 	t.Helper()
 	e := newEnv(t, db)
-	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: secretbox.Ephemeral()})
+	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	d, err := dashboard.New(dashboard.Config{People: e.people, Orgs: e.orgs, Review: e.review, Sources: src,

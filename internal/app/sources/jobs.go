@@ -97,7 +97,7 @@ func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	}
 	defer release()
 	_, err = w.s.SyncNow(ctx, job.Args.SourceID)
-	if errors.Is(err, spec.ErrNotFound) {
+	if errors.Is(err, spec.ErrNotFound) || errors.Is(err, ErrPaused) { // removed or paused meanwhile
 		return river.JobCancel(err)
 	}
 	return err

@@ -33,7 +33,7 @@ func secretsEnv(t *testing.T, db *sqldb.DB, ring *secretbox.Keyring) (*orgapi.St
 
 func newSources(t *testing.T, db *sqldb.DB, orgs *orgapi.Store, ring *secretbox.Keyring) *sources.Service {
 	t.Helper()
-	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: orgs, Secrets: ring})
+	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: orgs, Secrets: ring, AllowPrivate: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	return src

@@ -40,8 +40,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +54,7 @@ import (
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/netguard"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/secretbox"
@@ -131,6 +132,12 @@ type Source struct {
 	// PushSecret signs the pushes of a TransportPush source: set only in
 	// what Add returns, the one time it is shown.
 	PushSecret string `json:"-"`
+	// PausedAt is when the source was paused (see [Service.Resume]); nil
+	// while it is synced on its schedule.
+	PausedAt *time.Time `json:"pausedAt"`
+	// PausedReason says why it is paused, in the classified words of
+	// [SyncError]; "" when it is not.
+	PausedReason string `json:"pausedReason,omitempty"`
 }
 
 // TokenHint is the token masked: its last four characters at most.
@@ -151,8 +158,31 @@ type Config struct {
 	// database (see secrets.go). Required; every process sharing DB must
 	// hold the keys of the rows it reads.
 	Secrets *secretbox.Keyring
-	// HTTPClient reaches the providers. Default: the consumer's own.
+	// HTTPClient reaches the providers (REST, MCP and export over HTTP).
+	// Default: a client whose every connection passes AllowPrivate's
+	// address policy (netguard.NewTransport), checked after name
+	// resolution. A client given is used as it is: its transport must do
+	// that checking.
 	HTTPClient *http.Client
+	// AllowPrivate lets sources' URLs be http and point at private,
+	// loopback and link-local addresses (aiusage service serve
+	// --allow-private-sources). Default false: https to public addresses
+	// only, checked when a source is added or moved and again at every
+	// connection.
+	AllowPrivate bool
+	// ExportRoot is the directory of the service's host below which export
+	// sources may read (aiusage service serve --export-root); "{organisation}"
+	// in it stands for the organisation's id, so that each organisation
+	// reads below a directory of its own. Default "": export sources may
+	// name no directory, only https addresses.
+	ExportRoot string
+	// Resolver resolves the host names of sources' URLs when they are
+	// added or moved. Default net.DefaultResolver.
+	Resolver *net.Resolver
+	// ExportMaxFileBytes bounds one file of an export source, compressed
+	// and decompressed (export.Config.MaxFileBytes and MaxPlainBytes).
+	// Default export.DefaultMaxPlainBytes (256 MiB).
+	ExportMaxFileBytes int64
 	// ScheduleInterval is how often the scheduler looks for sources due.
 	// Default 10 s.
 	ScheduleInterval time.Duration
@@ -183,6 +213,8 @@ type Service struct {
 	orgs  *orgapi.Store
 	store *sqlstore.Store
 	log   *slog.Logger
+	// client reaches the providers (Config.HTTPClient or the guarded one).
+	client *http.Client
 
 	mu      sync.Mutex
 	enqueue func(context.Context, river.JobArgs, *river.InsertOpts) error
@@ -231,8 +263,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sources: consumer store: %w", err)
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, store: store, log: log,
+	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, store: store, log: log, client: cfg.HTTPClient,
 		orgSyncs: riverjobs.NewKeyLimiter(cfg.OrgSyncLimit)}
+	if s.client == nil {
+		s.client = &http.Client{Transport: netguard.NewTransport(s.policy(), 30*time.Second)}
+	}
 	if err := s.buildView(ctx); err != nil {
 		_ = store.Close()
 		return nil, err
@@ -256,7 +291,7 @@ func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source
 	if !ok {
 		return Source{}, fmt.Errorf("organisation %q: %w", orgID, spec.ErrNotFound)
 	}
-	if err := validate(&n); err != nil {
+	if err := s.validate(ctx, org, &n); err != nil {
 		return Source{}, err
 	}
 	if _, err := s.orgs.Organisation(ctx, org); err != nil {
@@ -287,7 +322,7 @@ func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source
 	return src, nil
 }
 
-func validate(n *SourceCreate) error {
+func (s *Service) validate(ctx context.Context, org string, n *SourceCreate) error {
 	switch l := utf8.RuneCountInString(n.Name); {
 	case !utf8.ValidString(n.Name):
 		return fmt.Errorf("name must be UTF-8: %w", spec.ErrInvalid)
@@ -306,17 +341,21 @@ func validate(n *SourceCreate) error {
 	}
 	switch n.Transport {
 	case TransportExport:
-		if err := checkExportURL(n.URL, n.Token); err != nil {
+		if err := s.checkExportURL(ctx, org, n.URL, n.Token); err != nil {
 			return err
 		}
 	case TransportPush:
 		if err := validatePush(n); err != nil {
 			return err
 		}
+		if n.URL != "" {
+			if err := s.checkURL(ctx, n.URL); err != nil {
+				return err
+			}
+		}
 	default:
-		u, err := url.Parse(n.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", n.URL, spec.ErrInvalid)
+		if err := s.checkURL(ctx, n.URL); err != nil {
+			return err
 		}
 		if n.Token == "" {
 			return fmt.Errorf("token is required: %w", spec.ErrInvalid)
@@ -331,16 +370,21 @@ func validate(n *SourceCreate) error {
 	return nil
 }
 
-const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, secret_key_id`
+const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, secret_key_id, paused_at_ms, paused_reason`
 
 // scanSource scans a row of sourceColumns, decrypting its token.
 func (s *Service) scanSource(row interface{ Scan(...any) error }) (Source, error) {
 	var src Source
 	var every, created, next int64
-	var last sql.NullInt64
-	var keyID sql.NullString
-	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last, &keyID); err != nil {
+	var last, paused sql.NullInt64
+	var keyID, reason sql.NullString
+	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last, &keyID,
+		&paused, &reason); err != nil {
 		return Source{}, err
+	}
+	if paused.Valid {
+		t := time.UnixMilli(paused.Int64).UTC()
+		src.PausedAt, src.PausedReason = &t, reason.String
 	}
 	var err error
 	if src.Token, err = s.openSecret(keyID, "token", src.ID, src.Token); err != nil {
@@ -445,27 +489,61 @@ func (s *Service) Remove(ctx context.Context, orgID, id string) (Source, error) 
 }
 
 // SetURL points one source of the organisation at another URL (a provider
-// that moved); its collected data and checkpoints stay.
+// that moved), with the checks of Add; its collected data and checkpoints
+// stay. A paused source is resumed: its next sync is due at once.
 func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 	src, err := s.Get(ctx, orgID, id)
 	if err != nil {
 		return err
 	}
 	if src.Transport == TransportExport {
-		if err := checkExportURL(rawURL, src.Token); err != nil {
+		if err := s.checkExportURL(ctx, src.OrganisationID, rawURL, src.Token); err != nil {
 			return err
 		}
-	} else if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url must be an absolute http or https URL, got %q: %w", rawURL, spec.ErrInvalid)
+	} else if err := s.checkURL(ctx, rawURL); err != nil {
+		return err
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE sources SET url = $1 WHERE id = $2 AND org_id = $3`, rawURL, src.ID, src.OrganisationID)
+	_, err = s.db.ExecContext(ctx, `UPDATE sources SET url = $1, paused_at_ms = NULL, paused_reason = NULL,
+		next_due_ms = CASE WHEN paused_at_ms IS NULL THEN next_due_ms ELSE $4 END WHERE id = $2 AND org_id = $3`,
+		rawURL, src.ID, src.OrganisationID, s.now().UnixMilli())
 	return err
+}
+
+// Resume resumes a paused source of the organisation: its next sync is due
+// at once. A source that is not paused is left as it is.
+func (s *Service) Resume(ctx context.Context, orgID, id string) (Source, error) {
+	src, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return Source{}, err
+	}
+	if src.PausedAt == nil {
+		return src, nil
+	}
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, `UPDATE sources SET paused_at_ms = NULL, paused_reason = NULL, next_due_ms = $2 WHERE id = $1`,
+		src.ID, now.UnixMilli()); err != nil {
+		return Source{}, fmt.Errorf("sources: resume %s: %w", src.ID, err)
+	}
+	src.PausedAt, src.PausedReason, src.NextSyncAt = nil, "", now
+	return src, nil
+}
+
+// pause pauses source id with the reason shown to its organisation.
+func (s *Service) pause(ctx context.Context, id, reason string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE sources SET paused_at_ms = $2, paused_reason = $3 WHERE id = $1 AND paused_at_ms IS NULL`,
+		id, s.now().UnixMilli(), reason)
+	if err != nil {
+		return fmt.Errorf("sources: pause %s: %w", id, err)
+	}
+	return nil
 }
 
 // due returns the sources whose next sync is due at now.
 func (s *Service) due(ctx context.Context, now time.Time) ([]Source, error) {
 	// A push-only source (no url) has nothing to walk.
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE next_due_ms <= $1 AND url <> '' ORDER BY next_due_ms, id`, now.UnixMilli())
+	// A paused source waits for an Administrator.
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE next_due_ms <= $1 AND url <> '' AND paused_at_ms IS NULL
+		ORDER BY next_due_ms, id`, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sources: due: %w", err)
 	}
@@ -484,6 +562,12 @@ func (s *Service) due(ctx context.Context, now time.Time) ([]Source, error) {
 // SyncNow syncs source id (of any organisation) once, now, in this process.
 // The consumer's leases keep it from syncing a resource another process
 // syncs at the same time (that resource is then skipped).
+//
+// A failed sync's error is a [*SyncError]: its text is the classified one
+// the organisation sees (and the checkpoints record), the error it wraps the
+// whole detail, which goes to the service's log. A sync that fails for a
+// reason repeating it cannot mend ([Pausing]) pauses the source; a paused
+// source is not synced ([ErrPaused]) until it is resumed or its URL edited.
 func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, error) {
 	src, err := s.get(ctx, id)
 	if err != nil {
@@ -491,6 +575,10 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	}
 	if src.URL == "" {
 		return consumer.Result{}, fmt.Errorf("source %s receives pushes only; it has no REST address to walk: %w", src.ID, spec.ErrInvalid)
+	}
+	if src.PausedAt != nil {
+		return consumer.Result{}, &SyncError{Text: "the source is paused: " + src.PausedReason + "; an Administrator resumes it (or edits its URL) to sync it again",
+			Err: fmt.Errorf("source %s: %w", src.ID, ErrPaused)}
 	}
 	now := s.now()
 	if _, err := s.db.ExecContext(ctx, `UPDATE sources SET last_sync_started_ms = $2 WHERE id = $1`, src.ID, now.UnixMilli()); err != nil {
@@ -500,17 +588,18 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	// as each one's last error, as a failed walk would be, so the status
 	// shows it.
 	failAll := func(err error) error {
+		text := Describe(err)
 		for _, r := range consumer.Resources {
-			if rerr := s.store.RecordFailure(ctx, src.ID, r, now, err.Error()); rerr != nil {
+			if rerr := s.store.RecordFailure(ctx, src.ID, r, now, text); rerr != nil {
 				return errors.Join(err, rerr)
 			}
 		}
-		return err
+		return s.failed(ctx, src, consumer.Result{}, err)
 	}
 	var transport consumer.Source
 	switch src.Transport {
 	case TransportMCP:
-		ms, err := mcp.NewSource(ctx, src.URL, src.Token)
+		ms, err := mcp.NewSource(ctx, src.URL, src.Token, mcp.WithHTTPClient(s.client))
 		if err != nil {
 			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: mcp: %w", src.ID, err))
 		}
@@ -521,15 +610,15 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: export: %w", src.ID, err))
 		}
 	default:
-		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.cfg.HTTPClient,
+		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.client,
 			OnRetry:    func(consumer.Retry) { ops.Global().ObserveSyncRetry() },
 			MaxRetries: 3, UserAgent: "aiusage-service"})
 		if err != nil {
-			return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
+			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: %w", src.ID, err))
 		}
 		transport = c
 	}
-	p, err := consumer.NewPoller(transport, s.store, &consumer.Config{Source: src.ID, Logger: s.log})
+	p, err := consumer.NewPoller(transport, s.store, &consumer.Config{Source: src.ID, Logger: s.log, ErrorText: Describe})
 	if err != nil {
 		return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
 	}
@@ -552,9 +641,43 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 			}
 		}
 	}
+	if err != nil {
+		return res, s.failed(ctx, src, res, err)
+	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "source synced", slog.String("source", src.ID),
-		slog.String("organisation", src.OrganisationID), slog.Int("records", res.Records()), slog.Any("error", err))
-	return res, err
+		slog.String("organisation", src.OrganisationID), slog.Int("records", res.Records()))
+	return res, nil
+}
+
+// failed logs the whole detail of a failed sync, pauses the source when
+// the failure is one that repeating the sync cannot mend, and returns the
+// classified error.
+func (s *Service) failed(ctx context.Context, src Source, res consumer.Result, err error) error {
+	se := &SyncError{Err: err}
+	var lines []string
+	for _, r := range res.Resources {
+		if r.Err != nil {
+			lines = append(lines, string(r.Resource)+": "+Describe(r.Err))
+		}
+	}
+	if len(lines) == 0 {
+		lines = append(lines, Describe(err))
+	}
+	attrs := []slog.Attr{slog.String("source", src.ID), slog.String("organisation", src.OrganisationID),
+		slog.Int("records", res.Records()), slog.Any("error", err)}
+	if Pausing(err) && ctx.Err() == nil {
+		reason := Describe(err)
+		if perr := s.pause(context.WithoutCancel(ctx), src.ID, reason); perr != nil {
+			se.Err = errors.Join(err, perr)
+		} else {
+			se.Paused = true
+			lines = append(lines, "the source is paused until an Administrator resumes it (or edits its URL)")
+			attrs = append(attrs, slog.Bool("paused", true))
+		}
+	}
+	se.Text = strings.Join(lines, "\n")
+	s.log.LogAttrs(ctx, slog.LevelWarn, "source sync failed", attrs...)
+	return se
 }
 
 // cursorKey returns the key that seals the collected view's cursors, created

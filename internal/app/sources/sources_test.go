@@ -67,7 +67,10 @@ type env struct {
 	otherKy string
 }
 
-func newEnv(t *testing.T, db *sqldb.DB) *env {
+// newEnv starts the sources service on db, by default with private
+// addresses allowed (the providers of the tests are on loopback) and every
+// directory readable; opts change its configuration.
+func newEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *env {
 	t.Helper()
 	ctx := t.Context()
 	orgs, err := orgapi.NewStore(ctx, db)
@@ -83,7 +86,11 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	}
 	e.org, e.key = mk("Acme")
 	e.other, e.otherKy = mk("Other")
-	e.src, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: testRing, ScheduleInterval: time.Second})
+	cfg := sources.Config{DB: db, Orgs: orgs, Secrets: testRing, ScheduleInterval: time.Second, AllowPrivate: true, ExportRoot: "/"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.src, err = sources.New(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.src.Close() })
 	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: testRing, AddWorkers: e.src.AddWorkers, Queues: e.src.Queues(),
@@ -310,7 +317,7 @@ func TestUnreachableMCPSourceFails(t *testing.T) {
 		require.Len(t, listed, 1)
 		require.Len(t, listed[0].Resources, 4)
 		for name, r := range listed[0].Resources {
-			require.Contains(t, r.LastError, "mcp", name)
+			require.Equal(t, "the source cannot be reached at its address", r.LastError, name)
 			require.NotNil(t, r.LastErrorAt, name)
 			require.Nil(t, r.LastSuccess, name)
 		}
