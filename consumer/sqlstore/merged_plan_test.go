@@ -44,7 +44,7 @@ func TestMergedPlanSQLite(t *testing.T) {
 	fillForSweepPlans(t, s)
 	sources := []string{"s1", "s2", "s3"}
 	for name, tc := range mergedPlanCases() {
-		query, args := mergedSQL(&tc.k, tc.pos, sources)
+		query, args := mergedSQL(sqldb.SQLite, &tc.k, tc.pos, sources)
 		plan := explainSQLite(t, db, query, args)
 		require.Equal(t, len(sources), strings.Count(plan, "USING INDEX consumer_records_pos (source=? AND resource=?"), "%s:\n%s", name, plan)
 		require.NotContains(t, plan, "SCAN consumer_records", "%s:\n%s", name, plan)
@@ -67,7 +67,7 @@ func TestMergedPlanPostgres(t *testing.T) {
 	ctx := t.Context()
 	sources := []string{"s1", "s2", "s3"}
 	for name, tc := range mergedPlanCases() {
-		query, args := mergedSQL(&tc.k, tc.pos, sources)
+		query, args := mergedSQL(sqldb.Postgres, &tc.k, tc.pos, sources)
 		var plan string
 		err := db.InTx(ctx, func(tx *sql.Tx) error {
 			for _, set := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off"} {
