@@ -3,7 +3,12 @@
 // It also implements [provider.RawSource]: each record's canonical JSON
 // (json.Marshal of its spec struct, timestamps in UTC with milliseconds) is
 // stored beside its indexed columns and served as stored, so a page is
-// written without encoding.
+// written without encoding. A list with a byte budget (the query's
+// MaxBytes, which [provider.Handler] sets to its page cap) is sized before
+// it is read: one statement selects the rows' positions and the byte
+// lengths of their JSON, adds them up, and reads only the bodies that fit,
+// so a page of large records costs about the budget, never limit whole
+// records.
 //
 // # Usage
 //
