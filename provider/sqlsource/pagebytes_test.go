@@ -168,4 +168,3 @@ func TestSizedQueryPlans(t *testing.T) {
 		})
 	}
 }
-
