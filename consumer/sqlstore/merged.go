@@ -36,7 +36,9 @@ type SourcesOf func(ctx context.Context, tenant string) ([]string, error)
 // skipped or repeated across pages. A page reads, for each source, at most
 // limit+1 rows of one range of the index (source, resource, pos_ms, id),
 // and merges them: its cost depends on the number of sources and the
-// limit, never on the depth of the page. The filters are those of
+// limit, never on the depth of the page. With a byte budget (the query's
+// MaxBytes) the merge orders positions and byte lengths only, and the
+// bodies of the records that fit the budget are read after it. The filters are those of
 // [Store.ListConversations], [Store.ListAssistants] and [Store.ListEvents].
 //
 // Usage adds up the buckets of all the sources (see [Store.Usage]);
