@@ -32,7 +32,8 @@ import (
 
 // The large-records soak: real "provider serve" and "service serve"
 // processes over 1,001 conversations of 300 KB; one client asks
-// limit=1000, then 64 clients at once (one credential, so that the
+// limit=1000, then 64 clients at once, each with a query of its own so
+// that every request reads the database (one credential, so that the
 // per-credential bound of requests in flight, 16 by default, holds them:
 // those it refuses with 429 retry after its Retry-After). Each answer is a
 // page of about the page cap (8 MiB). Before pages were sized from the
@@ -203,7 +204,7 @@ func soakLargeRun(t *testing.T, dialect, process, what string, pid int, url, tok
 	}()
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: largeParallel}}
 	defer client.CloseIdleConnections()
-	get := func() (records int, refused int, err error) {
+	get := func(url string) (records int, refused int, err error) {
 		for {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			if err != nil {
@@ -247,7 +248,7 @@ func soakLargeRun(t *testing.T, dialect, process, what string, pid int, url, tok
 	}
 
 	begin := time.Now()
-	records, _, err := get()
+	records, _, err := get(url)
 	require.NoError(t, err)
 	_, one, _ := procStatus(pid)
 	oneTook := time.Since(begin)
@@ -259,9 +260,13 @@ func soakLargeRun(t *testing.T, dialect, process, what string, pid int, url, tok
 		refused int
 		errs    []error
 	)
-	for range largeParallel {
+	for i := range largeParallel {
+		// Each client its own query (an updatedSince before every
+		// record, a millisecond apart), so that no page cache serves
+		// one client's page to another: every request reads the database.
+		since := time.Now().Add(-24*time.Hour + time.Duration(i)*time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z")
 		wg.Go(func() {
-			_, r, err := get()
+			_, r, err := get(url + "&updatedSince=" + since)
 			mu.Lock()
 			defer mu.Unlock()
 			refused += r
