@@ -42,7 +42,7 @@ type keyset struct {
 // index range: the lower bound on (timeCol, id) is whichever of the keyset
 // position and the time filter is the tighter, so that only one range
 // condition constrains the index. Its rows are (time, id, body); with a
-// byte budget, one more column numbers them (see [keyset.sized]).
+// byte budget, (time, id, body or NULL, byte length) (see [pageMode]).
 func (k *keyset) sql() (string, []any) { return k.query(false) }
 
 // sqlWithRevision returns the query of sql with one more column: the
@@ -50,6 +50,7 @@ func (k *keyset) sql() (string, []any) { return k.query(false) }
 // same statement, and so from the same snapshot, as the rows.
 func (k *keyset) sqlWithRevision() (string, []any) { return k.query(true) }
 
+// query returns the query of sql, with the revision column when withRev.
 func (k *keyset) query(withRev bool) (string, []any) {
 	var b strings.Builder
 	args := []any{k.tenant}
@@ -57,18 +58,29 @@ func (k *keyset) query(withRev bool) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	// k.table is one of the package's table names, never input.
-	rev := ""
-	if withRev {
-		rev = fmt.Sprintf(", COALESCE((SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = '%s'), 0)", k.table)
-	}
+	body := "body"
 	if k.maxBytes > 0 {
-		return k.sized(&b, &args, arg, rev)
+		// A body larger than a fair share of the budget is left out
+		// (NULL); its byte length, read without it, tells whether it fits.
+		body = fmt.Sprintf("CASE WHEN octet_length(body) <= %s THEN body END, octet_length(body)", arg(guardBytes(k.maxBytes, k.limit)))
 	}
-	fmt.Fprintf(&b, "SELECT %s, id, body%s FROM %s WHERE tenant = $1", k.timeCol, rev, k.table)
+	fmt.Fprintf(&b, "SELECT %s, id, %s%s FROM %s WHERE tenant = $1", k.timeCol, body, k.revision(withRev), k.table)
 	k.where(&b, arg)
 	fmt.Fprintf(&b, " LIMIT %s", arg(k.limit+1))
 	return b.String(), args
+}
+
+// guardBytes is the largest body the first query of a page with a byte
+// budget reads: limit+1 of them take at most the budget.
+func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
+
+// revision returns the revision column, or "" without withRev. k.table is
+// one of the package's table names, never input.
+func (k *keyset) revision(withRev bool) string {
+	if !withRev {
+		return ""
+	}
+	return fmt.Sprintf(", COALESCE((SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = '%s'), 0)", k.table)
 }
 
 // where writes the conditions after the tenant's and the order.
@@ -83,20 +95,28 @@ func (k *keyset) where(b *strings.Builder, arg func(any) string) {
 	fmt.Fprintf(b, " ORDER BY %s, id", k.timeCol)
 }
 
-// sized writes the query of a page with a byte budget: the keyset query
-// selects the rows' positions and the byte lengths of their bodies, and
-// only the bodies that fit the budget are read (see [sqldb.SizedPage]).
-// Its rows are (time, id, body or NULL, row number[, revision]).
-func (k *keyset) sized(b *strings.Builder, args *[]any, arg func(any) string, rev string) (string, []any) {
+// sizedQuery returns the query of a page with a byte budget that the
+// first one (of sql) could not serve, because a body it left out fits:
+// the keyset query selects the rows' positions and the byte lengths of
+// their bodies, and only the bodies that fit the budget are read (see
+// [sqldb.SizedPage]). Its rows are (time, id, body or NULL, row
+// number[, revision]).
+func (k *keyset) sizedQuery(withRev bool) (string, []any) {
+	var b strings.Builder
+	args := []any{k.tenant}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
 	addr := k.dialect.RowAddress()
 	var inner strings.Builder
 	fmt.Fprintf(&inner, "SELECT %s AS t, id, %s AS r, octet_length(body) AS n FROM %s WHERE tenant = $1", k.timeCol, addr, k.table)
 	k.where(&inner, arg)
 	fmt.Fprintf(&inner, " LIMIT %s", arg(k.limit+1))
 	f := sqldb.SizedPage(inner.String(), "t, id", arg(k.limit), arg(k.maxBytes))
-	fmt.Fprintf(b, "%sSELECT s.t, s.id, CASE WHEN %s THEN (SELECT body FROM %s WHERE %s = s.r) END, s.i%s FROM sized s WHERE %s",
-		f.With, f.Fits, k.table, addr, rev, f.Where)
-	return b.String(), *args
+	fmt.Fprintf(&b, "%sSELECT s.t, s.id, CASE WHEN %s THEN (SELECT body FROM %s WHERE %s = s.r) END, s.i%s FROM sized s WHERE %s",
+		f.With, f.Fits, k.table, addr, k.revision(withRev), f.Where)
+	return b.String(), args
 }
 
 func checkLimit(limit int) error {
@@ -127,15 +147,13 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 		return provider.Page[provider.RawRecord]{}, err
 	}
 	k.dialect = s.db.Dialect
-	query, args := k.sql()
 	if s.cache == nil {
-		p, _, err := s.queryRaw(ctx, op, k, query, args, false)
+		p, _, err := s.readPage(ctx, op, k, false)
 		return p, err
 	}
-	key := cacheKey(query, args)
+	key := cacheKey(k.sql())
 	if !s.cache.has(key) {
-		rq, rargs := k.sqlWithRevision()
-		p, rev, err := s.queryRaw(ctx, op, k, rq, rargs, true)
+		p, rev, err := s.readPage(ctx, op, k, true)
 		if err == nil && len(p.Items) > 0 {
 			s.cache.put(key, rev, p)
 		}
@@ -148,20 +166,58 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 	if p, ok := s.cache.get(key, rev); ok {
 		return p, nil
 	}
-	p, _, err := s.queryRaw(ctx, op, k, query, args, false)
+	p, _, err := s.readPage(ctx, op, k, false)
 	if err == nil {
 		s.cache.put(key, rev, p)
 	}
 	return p, err
 }
 
-// queryRaw runs a keyset query of k. The records' bytes share one buffer
-// per page, joined by commas as the list serves them. With a byte budget
-// (k.maxBytes), the query reads only the bodies that fit it, and the page
-// ends at the row without one (see [keyset.sized]). With withRev, each row
-// has one more column, the table's revision (the same in every row),
-// returned as rev; a page without rows then has revision 0.
-func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query string, args []any, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
+// pageMode says what the rows of a keyset query hold.
+type pageMode int
+
+const (
+	// plain rows are (time, id, body): a page without a byte budget.
+	plain pageMode = iota
+	// guarded rows are (time, id, body or NULL, byte length): the first
+	// query of a page with a byte budget, which reads the bodies of at
+	// most guardBytes. A page whose records are smaller, the common case,
+	// costs one query, as a plain one does.
+	guarded
+	// sized rows are (time, id, body or NULL, row number): the query of
+	// [keyset.sizedQuery], for a page the guarded query could not serve.
+	sized
+)
+
+// errSized is queryRaw's answer to a guarded query that left out a body
+// the page needs.
+var errSized = errors.New("sqlsource: a body of the page was left out")
+
+// readPage reads the page of k, with the table's revision when withRev:
+// with a byte budget, first with the guarded query and, when it left out a
+// body that fits, again with the sized one. Either way no more than about
+// the budget of bodies is read.
+func (s *Source) readPage(ctx context.Context, op string, k *keyset, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	query, args := k.query(withRev)
+	p, rev, err := s.queryRaw(ctx, op, k, query, args, withRev, mode)
+	if errors.Is(err, errSized) {
+		query, args = k.sizedQuery(withRev)
+		return s.queryRaw(ctx, op, k, query, args, withRev, sized)
+	}
+	return p, rev, err
+}
+
+// queryRaw runs a keyset query of k whose rows mode describes. The
+// records' bytes share one buffer per page, joined by commas as the list
+// serves them. With a byte budget (k.maxBytes), the page ends at the first
+// record past it (see [provider.DataSource]). With withRev, each row has
+// one more column, the table's revision (the same in every row), returned
+// as rev; a page without rows then has revision 0.
+func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query string, args []any, withRev bool, mode pageMode) (provider.Page[provider.RawRecord], int64, error) {
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
@@ -172,7 +228,7 @@ func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query strin
 	}
 	defer rows.Close()
 
-	limit, sized := k.limit, k.maxBytes > 0
+	limit := k.limit
 	keys := make([]provider.Key, 0, min(limit, 128))
 	starts := make([]int, 0, min(limit, 128))
 	ends := make([]int, 0, min(limit, 128))
@@ -180,16 +236,17 @@ func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query strin
 		buf     []byte
 		raw     sql.RawBytes
 		hasMore bool
-		num     int64
+		extra   int64 // the byte length (guarded), the row number (sized)
 		rev     int64
 	)
 	dest := []any{nil, nil, &raw}
-	if sized {
-		dest = append(dest, &num)
+	if mode != plain {
+		dest = append(dest, &extra)
 	}
 	if withRev {
 		dest = append(dest, &rev)
 	}
+rows:
 	for rows.Next() {
 		if len(keys) == limit {
 			hasMore = true
@@ -203,13 +260,22 @@ func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query strin
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 		}
-		if sized {
-			if num != int64(len(keys)+1) {
-				return provider.Page[provider.RawRecord]{}, 0, fmt.Errorf("sqlsource: %s: sized page: row %d came as row %d", op, num, len(keys)+1)
+		switch mode {
+		case guarded:
+			if len(keys) > 0 && len(buf)+1+int(extra) > k.maxBytes {
+				hasMore = true // the record past the budget
+				break rows
 			}
-			if raw == nil { // the row that does not fit: more follow
+			if raw == nil {
+				return provider.Page[provider.RawRecord]{}, 0, errSized
+			}
+		case sized:
+			if extra != int64(len(keys)+1) {
+				return provider.Page[provider.RawRecord]{}, 0, fmt.Errorf("sqlsource: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
+			}
+			if raw == nil { // the record past the limit or the budget
 				hasMore = true
-				break
+				break rows
 			}
 		}
 		if buf == nil {
