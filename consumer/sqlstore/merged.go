@@ -37,8 +37,7 @@ type SourcesOf func(ctx context.Context, tenant string) ([]string, error)
 // limit+1 rows of one range of the index (source, resource, pos_ms, id),
 // and merges them: its cost depends on the number of sources and the
 // limit, never on the depth of the page. With a byte budget (the query's
-// MaxBytes) the merge orders positions and byte lengths only, and the
-// bodies of the records that fit the budget are read after it. The filters are those of
+// MaxBytes) it reads only bodies that fit (see the package documentation). The filters are those of
 // [Store.ListConversations], [Store.ListAssistants] and [Store.ListEvents].
 //
 // Usage adds up the buckets of all the sources (see [Store.Usage]);
@@ -123,7 +122,20 @@ func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (prov
 	if len(sources) == 0 {
 		return provider.Page[provider.RawRecord]{Items: []provider.RawRecord{}}, nil
 	}
-	query, args := mergedSQL(m.s.db.Dialect, &k, pos, sources)
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	p, err := m.queryPage(ctx, op, &k, pos, sources, mode)
+	if errors.Is(err, errSized) {
+		return m.queryPage(ctx, op, &k, pos, sources, sized)
+	}
+	return p, err
+}
+
+// queryPage reads a merged page with the query of mode.
+func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (provider.Page[provider.RawRecord], error) {
+	query, args := mergedSQL(m.s.db.Dialect, k, pos, sources, mode)
 	// Not prepared: the text depends on the number of sources and on
 	// where the position's source falls among them.
 	rows, err := m.s.db.QueryContext(ctx, query, args...)
@@ -131,26 +143,28 @@ func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (prov
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
 	defer rows.Close()
-	return readPage(ctx, op, rows, &k, true)
+	return readPage(ctx, op, rows, k, mode, true)
 }
 
 // mergedSQL returns the query of a merged page of k's resource and filters
-// over sources (sorted), after pos (nil: from the start). With a byte
-// budget (k.maxBytes), it sizes the rows before it reads their bodies (see
-// [sizedSQL]), each record counted with the sourceId member it is served
-// with.
-func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string) (string, []any) {
+// over sources (sorted), after pos (nil: from the start), in mode (see
+// [pageMode]); the byte lengths of a page with a budget count the
+// sourceId member each record is served with.
+func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (string, []any) {
 	var (
 		b    strings.Builder
 		args []any
 	)
 	columns := viewColumns + ", source"
-	if k.maxBytes > 0 {
-		// ,"sourceId":"..." is 14 bytes and the name.
+	switch mode {
+	case guarded:
+		args = append(args, guardBytes(k.maxBytes, k.limit))
+		columns = guardedColumns + ", source, " + mergedLength
+	case sized:
 		columns = fmt.Sprintf(mergedSizedColumns, d.RowAddress())
 	}
 	merged := func() (string, []any) {
-		if k.maxBytes > 0 {
+		if mode == sized {
 			return sizedSQL(d, b.String(), args, "pos_ms, id, source", "source", k.limit, k.maxBytes)
 		}
 		return b.String(), args
@@ -178,11 +192,14 @@ func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string
 	return merged()
 }
 
-// mergedSizedColumns are sizedColumns for a merged page: the length n
+// mergedLength is the byte length n of a record of a merged page: it
 // counts the member "sourceId" each record is served with (14 bytes of
-// ,"sourceId":"" and the name), and the source is one more column.
-const mergedSizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r," +
-	" octet_length(body) + octet_length(source) + 14 AS n, source"
+// ,"sourceId":"" and the name).
+const mergedLength = "octet_length(body) + octet_length(source) + 14 AS n"
+
+// mergedSizedColumns are sizedColumns for a merged page: n is
+// mergedLength, and the source is one more column.
+const mergedSizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r, " + mergedLength + ", source"
 
 // columnNames returns the names of a list of columns: of each, what
 // follows its last " AS ", or the column itself.

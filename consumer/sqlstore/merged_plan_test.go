@@ -45,9 +45,9 @@ func TestMergedPlanSQLite(t *testing.T) {
 	for _, sources := range [][]string{{"s1"}, {"s1", "s2", "s3"}} {
 		for name, tc := range sizedPlanCases() {
 			name := fmt.Sprintf("%d sources, %s", len(sources), name)
-			query, args := mergedSQL(sqldb.SQLite, &tc.k, tc.pos, sources)
+			query, args := mergedSQL(sqldb.SQLite, &tc.k, tc.pos, sources, tc.mode)
 			plan := explainSQLite(t, db, query, args)
-			if tc.k.maxBytes > 0 {
+			if tc.mode == sized {
 				// Each body that fits is read by its rowid.
 				require.Contains(t, plan, "SEARCH consumer_records USING INTEGER PRIMARY KEY (rowid=?)", "%s:\n%s", name, plan)
 			}
@@ -74,7 +74,7 @@ func TestMergedPlanPostgres(t *testing.T) {
 	for _, sources := range [][]string{{"s1"}, {"s1", "s2", "s3"}} {
 		for name, tc := range sizedPlanCases() {
 			name := fmt.Sprintf("%d sources, %s", len(sources), name)
-			query, args := mergedSQL(sqldb.Postgres, &tc.k, tc.pos, sources)
+			query, args := mergedSQL(sqldb.Postgres, &tc.k, tc.pos, sources, tc.mode)
 			var plan string
 			err := db.InTx(ctx, func(tx *sql.Tx) error {
 				for _, set := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off"} {
@@ -88,7 +88,7 @@ func TestMergedPlanPostgres(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, len(sources), strings.Count(plan, "Index Scan using consumer_records_pos on consumer_records"), "%s:\n%s", name, plan)
-			if tc.k.maxBytes > 0 {
+			if tc.mode == sized {
 				// Each body that fits is read by its ctid.
 				require.Contains(t, plan, "Tid Scan on consumer_records", "%s:\n%s", name, plan)
 			}
@@ -100,17 +100,23 @@ func TestMergedPlanPostgres(t *testing.T) {
 	}
 }
 
+// sizedPlanCase is a merged page read with the query of mode.
+type sizedPlanCase struct {
+	k    keyset
+	pos  *mergedPosition
+	mode pageMode
+}
+
 // sizedPlanCases are mergedPlanCases, and each again with the byte budget
-// of a Handler's page: the sized query must read each source's range of
-// the index as the plain one does.
-func sizedPlanCases() map[string]struct {
-	k   keyset
-	pos *mergedPosition
-} {
-	cases := mergedPlanCases()
+// of a Handler's page, read with the guarded and with the sized query:
+// each must read each source's range of the index as the plain one does.
+func sizedPlanCases() map[string]sizedPlanCase {
+	cases := map[string]sizedPlanCase{}
 	for name, tc := range mergedPlanCases() {
+		cases[name] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: plain}
 		tc.k.maxBytes = provider.DefaultMaxPageBytes
-		cases[name+", sized"] = tc
+		cases[name+", guarded"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: guarded}
+		cases[name+", sized"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sized}
 	}
 	return cases
 }

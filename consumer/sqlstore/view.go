@@ -59,26 +59,58 @@ type keyset struct {
 // order storedRow scans them.
 const viewColumns = "pos_ms, time_ms, id, body, missing_at, deleted, started_ms"
 
-// sizedColumns are the columns the keyset query of a page with a byte
-// budget reads (see [sizedSQL]): those of viewColumns but the body, the
-// row's address (r, an argument of fmt) and the byte length of the body
-// (n).
+// sizedColumns are the columns the keyset query of a sized page reads (see
+// [sizedSQL]): those of viewColumns but the body, the row's address (r, an
+// argument of fmt) and the byte length of the body (n).
 const sizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r, octet_length(body) AS n"
 
-// sql returns the query and its arguments. It reads one range of the index
-// (source, resource, pos_ms, id): the lower bound is whichever of the
-// keyset position and the time filter is the tighter. Conversations marked
-// Missing stay in (served as tombstones); other records marked Missing are
-// left out. With a byte budget (maxBytes), the query sizes the rows before
-// it reads their bodies (see [sizedSQL]).
-func (k *keyset) sql(d sqldb.Dialect) (string, []any) {
+// guardedColumns are the columns of the first query of a page with a byte
+// budget (see [pageMode]): those of viewColumns, the body NULL when it is
+// longer than the first argument ($1), then its byte length (n).
+const guardedColumns = "pos_ms, time_ms, id, CASE WHEN octet_length(body) <= $1 THEN body END AS body, missing_at, deleted, started_ms"
+
+// pageMode says which query reads a page, and so what its rows hold.
+type pageMode int
+
+const (
+	// plain rows are those of viewColumns: a page without a byte budget.
+	plain pageMode = iota
+	// guarded rows are those of viewColumns with the bodies of at most
+	// guardBytes (NULL otherwise), then the byte length: the first query
+	// of a page with a byte budget. A page whose records are smaller, the
+	// common case, costs one query, as a plain one does.
+	guarded
+	// sized rows are those of [sizedSQL], for a page the guarded query
+	// could not serve: a body it left out fits the budget.
+	sized
+)
+
+// guardBytes is the largest body the guarded query of a page reads:
+// limit+1 of them take at most the budget.
+func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
+
+// errSized is readPage's answer to a guarded query that left out a body
+// the page needs.
+var errSized = errors.New("sqlstore: a body of the page was left out")
+
+// sql returns the query of k's page in mode (see [pageMode]) and its
+// arguments. It reads one range of the index (source, resource, pos_ms,
+// id): the lower bound is whichever of the keyset position and the time
+// filter is the tighter. Conversations marked Missing stay in (served as
+// tombstones); other records marked Missing are left out.
+func (k *keyset) sql(d sqldb.Dialect, mode pageMode) (string, []any) {
 	var b strings.Builder
 	var args []any
-	if k.maxBytes > 0 {
+	switch mode {
+	case guarded:
+		args = append(args, guardBytes(k.maxBytes, k.limit))
+		k.write(&b, &args, guardedColumns+", octet_length(body) AS n")
+	case sized:
 		k.write(&b, &args, fmt.Sprintf(sizedColumns, d.RowAddress()))
 		return sizedSQL(d, b.String(), args, "pos_ms, id", "", k.limit, k.maxBytes)
+	default:
+		k.write(&b, &args, viewColumns)
 	}
-	k.write(&b, &args, viewColumns)
 	return b.String(), args
 }
 
@@ -150,7 +182,20 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 	if err := checkLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
-	query, args := k.sql(s.db.Dialect)
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	p, err := s.queryPage(ctx, op, k, mode)
+	if errors.Is(err, errSized) {
+		return s.queryPage(ctx, op, k, sized)
+	}
+	return p, err
+}
+
+// queryPage reads k's page with the query of mode.
+func (s *Store) queryPage(ctx context.Context, op string, k *keyset, mode pageMode) (provider.Page[provider.RawRecord], error) {
+	query, args := k.sql(s.db.Dialect, mode)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
@@ -160,17 +205,18 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
 	defer rows.Close()
-	return readPage(ctx, op, rows, k, false)
+	return readPage(ctx, op, rows, k, mode, false)
 }
 
 // readPage reads a page of at most k.limit records, and whether more
 // follow, from rows of viewColumns; with merged, rows have the source as
 // one more column, each record is served with its sourceId and its key
-// names its source (see [mergedKeyID]). With a byte budget (k.maxBytes),
-// the rows are those of [sizedSQL]: the page ends at the row without a
-// body.
-func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, merged bool) (provider.Page[provider.RawRecord], error) {
-	limit, sized := k.limit, k.maxBytes > 0
+// names its source (see [mergedKeyID]). In the modes of a byte budget
+// (k.maxBytes), a last column holds each row's byte length (guarded) or
+// number (sized), and the page ends at the first record past the budget;
+// a guarded query that left out a body the page needs is [errSized].
+func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, mode pageMode, merged bool) (provider.Page[provider.RawRecord], error) {
+	limit := k.limit
 	n := min(limit, 128)
 	keys := make([]provider.Key, 0, n)
 	ends := make([]int, 0, n)
@@ -178,8 +224,10 @@ func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, merged 
 		buf     []byte
 		hasMore bool
 		source  string
-		num     int64
+		extra   int64 // the byte length (guarded), the row number (sized)
+		size    int   // of the records so far, joined by commas, as sized
 	)
+rows:
 	for rows.Next() {
 		if len(keys) == limit {
 			hasMore = true
@@ -190,19 +238,32 @@ func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, merged 
 		if merged {
 			dest = append(dest, &source)
 		}
-		if sized {
-			dest = append(dest, &num)
+		if mode != plain {
+			dest = append(dest, &extra)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
-		if sized {
-			if num != int64(len(keys)+1) {
-				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: sized page: row %d came as row %d", op, num, len(keys)+1)
+		switch mode {
+		case guarded:
+			if len(keys) > 0 && size+1+int(extra) > k.maxBytes {
+				hasMore = true // the record past the budget
+				break rows
 			}
-			if r.body == nil { // the row that does not fit: more follow
+			if r.body == nil {
+				return provider.Page[provider.RawRecord]{}, errSized
+			}
+			size += int(extra)
+			if len(keys) > 0 {
+				size++
+			}
+		case sized:
+			if extra != int64(len(keys)+1) {
+				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
+			}
+			if r.body == nil { // the record past the limit or the budget
 				hasMore = true
-				break
+				break rows
 			}
 		}
 		body, err := r.served()
