@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/aiusage/kit/consumer"
@@ -87,6 +88,10 @@ func (w *memoryResponse) Header() http.Header { return w.header }
 func (w *memoryResponse) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		// A page may be megabytes: grow the body once to its length.
+		if n, err := strconv.Atoi(w.header.Get("Content-Length")); err == nil && n > 0 && n <= maxBody {
+			w.body.Grow(n)
+		}
 	}
 }
 

@@ -424,6 +424,7 @@ func display(v any) string {
 // compact checks that body is one JSON object and compacts it.
 func compact(body []byte) (json.RawMessage, error) {
 	var buf bytes.Buffer
+	buf.Grow(len(body)) // a page may be megabytes: grow once
 	if err := json.Compact(&buf, body); err != nil {
 		return nil, err
 	}
@@ -463,10 +464,10 @@ func summarize(doc json.RawMessage) (json.RawMessage, error) {
 // text is the human summary that precedes the JSON in the text content.
 func (d toolDef) text(doc json.RawMessage, query url.Values, summary bool) string {
 	var env struct {
-		Data       []json.RawMessage `json:"data"`
-		HasMore    bool              `json:"hasMore"`
-		NextCursor *string           `json:"nextCursor"`
-		ID         string            `json:"id"`
+		Data       []struct{} `json:"data"` // counted, not copied
+		HasMore    bool       `json:"hasMore"`
+		NextCursor *string    `json:"nextCursor"`
+		ID         string     `json:"id"`
 	}
 	_ = json.Unmarshal(doc, &env) // doc is a JSON object
 	if !strings.HasPrefix(d.name, "list_") && d.name != "get_usage" {

@@ -34,6 +34,20 @@ import (
 // one timestamp, and a page costs the same at any depth. Implementations must
 // not use OFFSET.
 //
+// # Page size in bytes
+//
+// The list queries carry MaxBytes, the byte budget of the page's records:
+// the [Handler] sets it to its page cap ([WithMaxPageBytes]), so that a
+// request for many large records never costs more than the cap. A source
+// honours it by ending the page at the first record that would take the
+// records' JSON, joined by commas, past MaxBytes bytes (a page always holds
+// its first record, however large), with HasMore set; it should size the
+// records before it loads them (from the stored lengths), so that it never
+// holds much more than MaxBytes of records for one call. Honouring it is
+// optional: the Handler trims any page to its cap by the same rule, but a
+// source that ignores MaxBytes loads up to Limit whole records per request.
+// Zero means no budget.
+//
 // # Filters
 //
 // UpdatedSince is inclusive (updatedAt >= UpdatedSince); StartedAfter and
@@ -149,6 +163,9 @@ type ConversationQuery struct {
 	StartedAfter time.Time
 	// Limit is the most records to return, 1..1000.
 	Limit int
+	// MaxBytes, when positive, is the byte budget of the page's records
+	// (see "Page size in bytes" at [DataSource]); zero means none.
+	MaxBytes int
 }
 
 // AssistantQuery selects a page of assistants.
@@ -158,6 +175,9 @@ type AssistantQuery struct {
 	// UpdatedSince keeps records with updatedAt >= UpdatedSince (inclusive).
 	UpdatedSince time.Time
 	Limit        int
+	// MaxBytes, when positive, is the byte budget of the page's records
+	// (see "Page size in bytes" at [DataSource]); zero means none.
+	MaxBytes int
 }
 
 // EventQuery selects a page of events.
@@ -169,6 +189,9 @@ type EventQuery struct {
 	// Category, when not empty, keeps events of that category only.
 	Category string
 	Limit    int
+	// MaxBytes, when positive, is the byte budget of the page's records
+	// (see "Page size in bytes" at [DataSource]); zero means none.
+	MaxBytes int
 }
 
 // UsageQuery selects a page of usage buckets.

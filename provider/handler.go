@@ -219,7 +219,7 @@ func (h *Handler) listConversations(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	tenant := principal(r).Tenant
-	q := ConversationQuery{Tenant: tenant, UpdatedSince: p.updatedSince, StartedAfter: p.startedAfter, Limit: p.limit}
+	q := ConversationQuery{Tenant: tenant, UpdatedSince: p.updatedSince, StartedAfter: p.startedAfter, Limit: p.limit, MaxBytes: h.cfg.maxPage}
 	l := list[spec.Conversation]{
 		endpoint: endpointConversations, digest: p.digest(), cursor: p.cursor, limit: p.limit,
 		setAfter: func(k *Key) { q.After = k },
@@ -238,7 +238,7 @@ func (h *Handler) listAssistants(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenant := principal(r).Tenant
-	q := AssistantQuery{Tenant: tenant, UpdatedSince: p.updatedSince, Limit: p.limit}
+	q := AssistantQuery{Tenant: tenant, UpdatedSince: p.updatedSince, Limit: p.limit, MaxBytes: h.cfg.maxPage}
 	l := list[spec.Assistant]{
 		endpoint: endpointAssistants, digest: p.digest(), cursor: p.cursor, limit: p.limit,
 		setAfter: func(k *Key) { q.After = k },
@@ -257,7 +257,7 @@ func (h *Handler) listEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenant := principal(r).Tenant
-	q := EventQuery{Tenant: tenant, OccurredAfter: p.occurredAfter, Category: p.category, Limit: p.limit}
+	q := EventQuery{Tenant: tenant, OccurredAfter: p.occurredAfter, Category: p.category, Limit: p.limit, MaxBytes: h.cfg.maxPage}
 	l := list[spec.Event]{
 		endpoint: endpointEvents, digest: p.digest(), cursor: p.cursor, limit: p.limit,
 		setAfter: func(k *Key) { q.After = k },

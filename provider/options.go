@@ -141,7 +141,11 @@ const DefaultMaxPageBytes = 8 << 20
 // stops at the first record that takes it past n bytes (it always holds one
 // record), with hasMore true and a nextCursor after its last record, so a
 // client asking limit=1000 of large records cannot make one answer cost
-// without bound. The default is [DefaultMaxPageBytes].
+// without bound. The Handler passes n to the DataSource as the list
+// query's MaxBytes, so that a source that honours it (sqlsource and the
+// consumer's collected views do) reads no more than about n bytes of
+// records per request; it trims the page of a source that does not. The
+// default is [DefaultMaxPageBytes].
 func WithMaxPageBytes(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

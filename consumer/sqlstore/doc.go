@@ -37,7 +37,11 @@
 // and metrics in columns for aggregation. Pages of the collected view are
 // keyset queries on (source, resource, pos_ms, id), where pos_ms is the
 // record's Time except for conversations marked Missing, or that came back
-// since (below); usage buckets have a partial index in [provider.UsageKey]
+// since (below); a page with a byte budget (the list query's MaxBytes, the
+// page cap of [provider.Handler]) reads the rows' byte lengths and only
+// the bodies of at most budget/(limit+1) bytes, and, when a body it left
+// out fits, reads the page again adding the lengths up and reading only
+// the bodies that fit, so it never reads limit whole records; usage buckets have a partial index in [provider.UsageKey]
 // order. The sweep of a usage window reads one range of either index.
 // Conversations keep their user.id and assistant.id in the columns of
 // those dimensions (up to 256 bytes), and live conversations (neither

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -35,7 +36,8 @@ type SourcesOf func(ctx context.Context, tenant string) ([]string, error)
 // skipped or repeated across pages. A page reads, for each source, at most
 // limit+1 rows of one range of the index (source, resource, pos_ms, id),
 // and merges them: its cost depends on the number of sources and the
-// limit, never on the depth of the page. The filters are those of
+// limit, never on the depth of the page. With a byte budget (the query's
+// MaxBytes) it reads only bodies that fit (see the package documentation). The filters are those of
 // [Store.ListConversations], [Store.ListAssistants] and [Store.ListEvents].
 //
 // Usage adds up the buckets of all the sources (see [Store.Usage]);
@@ -120,7 +122,20 @@ func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (prov
 	if len(sources) == 0 {
 		return provider.Page[provider.RawRecord]{Items: []provider.RawRecord{}}, nil
 	}
-	query, args := mergedSQL(&k, pos, sources)
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	p, err := m.queryPage(ctx, op, &k, pos, sources, mode)
+	if errors.Is(err, errSized) {
+		return m.queryPage(ctx, op, &k, pos, sources, sized)
+	}
+	return p, err
+}
+
+// queryPage reads a merged page with the query of mode.
+func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (provider.Page[provider.RawRecord], error) {
+	query, args := mergedSQL(m.s.db.Dialect, k, pos, sources, mode)
 	// Not prepared: the text depends on the number of sources and on
 	// where the position's source falls among them.
 	rows, err := m.s.db.QueryContext(ctx, query, args...)
@@ -128,17 +143,32 @@ func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (prov
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
 	defer rows.Close()
-	return readPage(ctx, op, rows, k.limit, true)
+	return readPage(ctx, op, rows, k, mode, true)
 }
 
 // mergedSQL returns the query of a merged page of k's resource and filters
-// over sources (sorted), after pos (nil: from the start).
-func mergedSQL(k *keyset, pos *mergedPosition, sources []string) (string, []any) {
+// over sources (sorted), after pos (nil: from the start), in mode (see
+// [pageMode]); the byte lengths of a page with a budget count the
+// sourceId member each record is served with.
+func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (string, []any) {
 	var (
 		b    strings.Builder
 		args []any
 	)
 	columns := viewColumns + ", source"
+	switch mode {
+	case guarded:
+		args = append(args, guardBytes(k.maxBytes, k.limit))
+		columns = guardedColumns + ", source, " + mergedLength
+	case sized:
+		columns = fmt.Sprintf(mergedSizedColumns, d.RowAddress())
+	}
+	merged := func() (string, []any) {
+		if mode == sized {
+			return sizedSQL(d, b.String(), args, "pos_ms, id, source", "source", k.limit, k.maxBytes)
+		}
+		return b.String(), args
+	}
 	for i, src := range sources {
 		sk := *k
 		sk.source, sk.after, sk.atOrAfter = src, nil, false
@@ -148,18 +178,39 @@ func mergedSQL(k *keyset, pos *mergedPosition, sources []string) (string, []any)
 		}
 		if len(sources) == 1 {
 			sk.write(&b, &args, columns)
-			return b.String(), args
+			return merged()
 		}
 		if i > 0 {
 			b.WriteString("\nUNION ALL ")
 		}
-		fmt.Fprintf(&b, "SELECT %s FROM (", columns)
+		fmt.Fprintf(&b, "SELECT %s FROM (", columnNames(columns))
 		sk.write(&b, &args, columns)
 		fmt.Fprintf(&b, ") AS s%d", i)
 	}
 	args = append(args, k.limit+1)
 	fmt.Fprintf(&b, "\nORDER BY pos_ms, id, source LIMIT $%d", len(args))
-	return b.String(), args
+	return merged()
+}
+
+// mergedLength is the byte length n of a record of a merged page: it
+// counts the member "sourceId" each record is served with (14 bytes of
+// ,"sourceId":"" and the name).
+const mergedLength = "octet_length(body) + octet_length(source) + 14 AS n"
+
+// mergedSizedColumns are sizedColumns for a merged page: n is
+// mergedLength, and the source is one more column.
+const mergedSizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r, " + mergedLength + ", source"
+
+// columnNames returns the names of a list of columns: of each, what
+// follows its last " AS ", or the column itself.
+func columnNames(columns string) string {
+	parts := strings.Split(columns, ", ")
+	for i, c := range parts {
+		if j := strings.LastIndex(c, " AS "); j >= 0 {
+			parts[i] = c[j+len(" AS "):]
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // appendWithSourceID appends to buf the JSON object body with the member
@@ -200,6 +251,7 @@ func appendWithSourceID(buf, body []byte, source string) ([]byte, error) {
 func (m *Merged) ListConversationsRaw(ctx context.Context, q provider.ConversationQuery) (provider.Page[provider.RawRecord], error) {
 	return m.listRaw(ctx, "list conversations", q.Tenant, keyset{
 		resource: "conversations", after: q.After, since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit,
+		maxBytes: q.MaxBytes,
 	})
 }
 
@@ -208,7 +260,7 @@ func (m *Merged) ListConversationsRaw(ctx context.Context, q provider.Conversati
 // implements [provider.RawSource].
 func (m *Merged) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuery) (provider.Page[provider.RawRecord], error) {
 	return m.listRaw(ctx, "list assistants", q.Tenant, keyset{
-		resource: "assistants", after: q.After, since: q.UpdatedSince, inclusive: true, limit: q.Limit,
+		resource: "assistants", after: q.After, since: q.UpdatedSince, inclusive: true, limit: q.Limit, maxBytes: q.MaxBytes,
 	})
 }
 
@@ -217,7 +269,7 @@ func (m *Merged) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuer
 // [provider.RawSource].
 func (m *Merged) ListEventsRaw(ctx context.Context, q provider.EventQuery) (provider.Page[provider.RawRecord], error) {
 	return m.listRaw(ctx, "list events", q.Tenant, keyset{
-		resource: "events", after: q.After, since: q.OccurredAfter, category: q.Category, limit: q.Limit,
+		resource: "events", after: q.After, since: q.OccurredAfter, category: q.Category, limit: q.Limit, maxBytes: q.MaxBytes,
 	})
 }
 

@@ -42,19 +42,25 @@ func TestMergedPlanSQLite(t *testing.T) {
 	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
-	sources := []string{"s1", "s2", "s3"}
-	for name, tc := range mergedPlanCases() {
-		query, args := mergedSQL(&tc.k, tc.pos, sources)
-		plan := explainSQLite(t, db, query, args)
-		require.Equal(t, len(sources), strings.Count(plan, "USING INDEX consumer_records_pos (source=? AND resource=?"), "%s:\n%s", name, plan)
-		require.NotContains(t, plan, "SCAN consumer_records", "%s:\n%s", name, plan)
-		// Each source's rows come in index order; only the merge sorts,
-		// at most limit+1 rows of each.
-		require.LessOrEqual(t, strings.Count(plan, "USE TEMP B-TREE"), len(sources), "%s:\n%s", name, plan)
-		if tc.pos != nil || !tc.k.since.IsZero() {
-			require.Equal(t, len(sources), strings.Count(plan, "AND resource=? AND (pos_ms"), "%s:\n%s", name, plan)
+	for _, sources := range [][]string{{"s1"}, {"s1", "s2", "s3"}} {
+		for name, tc := range sizedPlanCases() {
+			name := fmt.Sprintf("%d sources, %s", len(sources), name)
+			query, args := mergedSQL(sqldb.SQLite, &tc.k, tc.pos, sources, tc.mode)
+			plan := explainSQLite(t, db, query, args)
+			if tc.mode == sized {
+				// Each body that fits is read by its rowid.
+				require.Contains(t, plan, "SEARCH consumer_records USING INTEGER PRIMARY KEY (rowid=?)", "%s:\n%s", name, plan)
+			}
+			require.Equal(t, len(sources), strings.Count(plan, "USING INDEX consumer_records_pos (source=? AND resource=?"), "%s:\n%s", name, plan)
+			require.NotContains(t, plan, "SCAN consumer_records", "%s:\n%s", name, plan)
+			// Each source's rows come in index order; only the merge sorts,
+			// at most limit+1 rows of each.
+			require.LessOrEqual(t, strings.Count(plan, "USE TEMP B-TREE"), len(sources), "%s:\n%s", name, plan)
+			if tc.pos != nil || !tc.k.since.IsZero() {
+				require.Equal(t, len(sources), strings.Count(plan, "AND resource=? AND (pos_ms"), "%s:\n%s", name, plan)
+			}
+			t.Logf("%s:\n%s", name, plan)
 		}
-		t.Logf("%s:\n%s", name, plan)
 	}
 }
 
@@ -65,27 +71,54 @@ func TestMergedPlanPostgres(t *testing.T) {
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
 	ctx := t.Context()
-	sources := []string{"s1", "s2", "s3"}
-	for name, tc := range mergedPlanCases() {
-		query, args := mergedSQL(&tc.k, tc.pos, sources)
-		var plan string
-		err := db.InTx(ctx, func(tx *sql.Tx) error {
-			for _, set := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off"} {
-				if _, err := tx.ExecContext(ctx, set); err != nil {
-					return err
+	for _, sources := range [][]string{{"s1"}, {"s1", "s2", "s3"}} {
+		for name, tc := range sizedPlanCases() {
+			name := fmt.Sprintf("%d sources, %s", len(sources), name)
+			query, args := mergedSQL(sqldb.Postgres, &tc.k, tc.pos, sources, tc.mode)
+			var plan string
+			err := db.InTx(ctx, func(tx *sql.Tx) error {
+				for _, set := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off"} {
+					if _, err := tx.ExecContext(ctx, set); err != nil {
+						return err
+					}
 				}
+				var err error
+				plan, err = explainPostgres(ctx, tx, query, args)
+				return err
+			})
+			require.NoError(t, err)
+			require.Equal(t, len(sources), strings.Count(plan, "Index Scan using consumer_records_pos on consumer_records"), "%s:\n%s", name, plan)
+			if tc.mode == sized {
+				// Each body that fits is read by its ctid.
+				require.Contains(t, plan, "Tid Scan on consumer_records", "%s:\n%s", name, plan)
 			}
-			var err error
-			plan, err = explainPostgres(ctx, tx, query, args)
-			return err
-		})
-		require.NoError(t, err)
-		require.Equal(t, len(sources), strings.Count(plan, "Index Scan using consumer_records_pos on consumer_records"), "%s:\n%s", name, plan)
-		if tc.pos != nil {
-			require.Equal(t, len(sources), strings.Count(plan, "ROW(pos_ms, id) >"), "%s:\n%s", name, plan)
+			if tc.pos != nil {
+				require.Equal(t, len(sources), strings.Count(plan, "ROW(pos_ms, id) >"), "%s:\n%s", name, plan)
+			}
+			t.Logf("%s:\n%s", name, plan)
 		}
-		t.Logf("%s:\n%s", name, plan)
 	}
+}
+
+// sizedPlanCase is a merged page read with the query of mode.
+type sizedPlanCase struct {
+	k    keyset
+	pos  *mergedPosition
+	mode pageMode
+}
+
+// sizedPlanCases are mergedPlanCases, and each again with the byte budget
+// of a Handler's page, read with the guarded and with the sized query:
+// each must read each source's range of the index as the plain one does.
+func sizedPlanCases() map[string]sizedPlanCase {
+	cases := map[string]sizedPlanCase{}
+	for name, tc := range mergedPlanCases() {
+		cases[name] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: plain}
+		tc.k.maxBytes = provider.DefaultMaxPageBytes
+		cases[name+", guarded"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: guarded}
+		cases[name+", sized"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sized}
+	}
+	return cases
 }
 
 // fillForSearchPlans writes conversations of five sources, with users and

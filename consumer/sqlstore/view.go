@@ -49,22 +49,90 @@ type keyset struct {
 	startedAfter time.Time
 	category     string
 	limit        int
+	// maxBytes, when positive, is the byte budget of the page's records:
+	// the query sizes the rows before it reads their bodies (see
+	// [sqldb.SizedPage]).
+	maxBytes int
 }
 
 // viewColumns are the columns a page of the collected view reads, in the
 // order storedRow scans them.
 const viewColumns = "pos_ms, time_ms, id, body, missing_at, deleted, started_ms"
 
-// sql returns the query and its arguments. It reads one range of the index
-// (source, resource, pos_ms, id): the lower bound is whichever of the
-// keyset position and the time filter is the tighter. Conversations marked
-// Missing stay in (served as tombstones); other records marked Missing are
-// left out.
-func (k *keyset) sql() (string, []any) {
+// sizedColumns are the columns the keyset query of a sized page reads (see
+// [sizedSQL]): those of viewColumns but the body, the row's address (r, an
+// argument of fmt) and the byte length of the body (n).
+const sizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r, octet_length(body) AS n"
+
+// guardedColumns are the columns of the first query of a page with a byte
+// budget (see [pageMode]): those of viewColumns, the body NULL when it is
+// longer than the first argument ($1), then its byte length (n).
+const guardedColumns = "pos_ms, time_ms, id, CASE WHEN octet_length(body) <= $1 THEN body END AS body, missing_at, deleted, started_ms"
+
+// pageMode says which query reads a page, and so what its rows hold.
+type pageMode int
+
+const (
+	// plain rows are those of viewColumns: a page without a byte budget.
+	plain pageMode = iota
+	// guarded rows are those of viewColumns with the bodies of at most
+	// guardBytes (NULL otherwise), then the byte length: the first query
+	// of a page with a byte budget. A page whose records are smaller, the
+	// common case, costs one query, as a plain one does.
+	guarded
+	// sized rows are those of [sizedSQL], for a page the guarded query
+	// could not serve: a body it left out fits the budget.
+	sized
+)
+
+// guardBytes is the largest body the guarded query of a page reads:
+// limit+1 of them take at most the budget.
+func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
+
+// errSized is readPage's answer to a guarded query that left out a body
+// the page needs.
+var errSized = errors.New("sqlstore: a body of the page was left out")
+
+// sql returns the query of k's page in mode (see [pageMode]) and its
+// arguments. It reads one range of the index (source, resource, pos_ms,
+// id): the lower bound is whichever of the keyset position and the time
+// filter is the tighter. Conversations marked Missing stay in (served as
+// tombstones); other records marked Missing are left out.
+func (k *keyset) sql(d sqldb.Dialect, mode pageMode) (string, []any) {
 	var b strings.Builder
 	var args []any
-	k.write(&b, &args, viewColumns)
+	switch mode {
+	case guarded:
+		args = append(args, guardBytes(k.maxBytes, k.limit))
+		k.write(&b, &args, guardedColumns+", octet_length(body) AS n")
+	case sized:
+		k.write(&b, &args, fmt.Sprintf(sizedColumns, d.RowAddress()))
+		return sizedSQL(d, b.String(), args, "pos_ms, id", "", k.limit, k.maxBytes)
+	default:
+		k.write(&b, &args, viewColumns)
+	}
 	return b.String(), args
+}
+
+// sizedSQL wraps inner, a keyset query of sizedColumns (and extra, ", source"
+// or "") in list order (order), into the query of a page with a byte
+// budget (see [sqldb.SizedPage]): its rows are those of viewColumns (and
+// extra), the body NULL in the row that ends the page, then the row's
+// number.
+func sizedSQL(d sqldb.Dialect, inner string, args []any, order, extra string, limit, maxBytes int) (string, []any) {
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	f := sqldb.SizedPage(inner, order, arg(limit), arg(maxBytes))
+	var cols strings.Builder
+	for c := range strings.SplitSeq(extra, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			cols.WriteString(", s." + c)
+		}
+	}
+	return fmt.Sprintf("%sSELECT s.pos_ms, s.time_ms, s.id, CASE WHEN %s THEN (SELECT body FROM consumer_records WHERE %s = s.r) END,"+
+		" s.missing_at, s.deleted, s.started_ms%s, s.i FROM sized s WHERE %s", f.With, f.Fits, d.RowAddress(), cols.String(), f.Where), args
 }
 
 // write writes the query of k selecting columns to b, its arguments
@@ -114,7 +182,20 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 	if err := checkLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
-	query, args := k.sql()
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	p, err := s.queryPage(ctx, op, k, mode)
+	if errors.Is(err, errSized) {
+		return s.queryPage(ctx, op, k, sized)
+	}
+	return p, err
+}
+
+// queryPage reads k's page with the query of mode.
+func (s *Store) queryPage(ctx context.Context, op string, k *keyset, mode pageMode) (provider.Page[provider.RawRecord], error) {
+	query, args := k.sql(s.db.Dialect, mode)
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
@@ -124,14 +205,18 @@ func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Pag
 		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 	}
 	defer rows.Close()
-	return readPage(ctx, op, rows, k.limit, false)
+	return readPage(ctx, op, rows, k, mode, false)
 }
 
-// readPage reads a page of at most limit records, and whether more follow,
-// from rows of viewColumns; with merged, rows have the source as one more
-// column, each record is served with its sourceId and its key names its
-// source (see [mergedKeyID]).
-func readPage(ctx context.Context, op string, rows *sql.Rows, limit int, merged bool) (provider.Page[provider.RawRecord], error) {
+// readPage reads a page of at most k.limit records, and whether more
+// follow, from rows of viewColumns; with merged, rows have the source as
+// one more column, each record is served with its sourceId and its key
+// names its source (see [mergedKeyID]). In the modes of a byte budget
+// (k.maxBytes), a last column holds each row's byte length (guarded) or
+// number (sized), and the page ends at the first record past the budget;
+// a guarded query that left out a body the page needs is [errSized].
+func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, mode pageMode, merged bool) (provider.Page[provider.RawRecord], error) {
+	limit := k.limit
 	n := min(limit, 128)
 	keys := make([]provider.Key, 0, n)
 	ends := make([]int, 0, n)
@@ -139,7 +224,10 @@ func readPage(ctx context.Context, op string, rows *sql.Rows, limit int, merged 
 		buf     []byte
 		hasMore bool
 		source  string
+		extra   int64 // the byte length (guarded), the row number (sized)
+		size    int   // of the records so far, joined by commas, as sized
 	)
+rows:
 	for rows.Next() {
 		if len(keys) == limit {
 			hasMore = true
@@ -150,15 +238,45 @@ func readPage(ctx context.Context, op string, rows *sql.Rows, limit int, merged 
 		if merged {
 			dest = append(dest, &source)
 		}
+		if mode != plain {
+			dest = append(dest, &extra)
+		}
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		}
+		switch mode {
+		case guarded:
+			if len(keys) > 0 && size+1+int(extra) > k.maxBytes {
+				hasMore = true // the record past the budget
+				break rows
+			}
+			if r.body == nil {
+				return provider.Page[provider.RawRecord]{}, errSized
+			}
+			size += int(extra)
+			if len(keys) > 0 {
+				size++
+			}
+		case sized:
+			if extra != int64(len(keys)+1) {
+				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
+			}
+			if r.body == nil { // the record past the limit or the budget
+				hasMore = true
+				break rows
+			}
 		}
 		body, err := r.served()
 		if err != nil {
 			return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: %w", op, err)
 		}
 		if buf == nil {
-			buf = make([]byte, 0, len(body)*n+len(body)*n/4)
+			size := len(body)*n + len(body)*n/4
+			if k.maxBytes > 0 {
+				// No more than the budget (or the first record) allows.
+				size = min(size, max(k.maxBytes, len(body))+64)
+			}
+			buf = make([]byte, 0, size)
 		}
 		key := provider.Key{Time: fromMS(r.pos), ID: r.id}
 		if merged {
@@ -309,7 +427,7 @@ func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error
 func (s *Store) ListConversationsRaw(ctx context.Context, q provider.ConversationQuery) (provider.Page[provider.RawRecord], error) {
 	return s.listRaw(ctx, "list conversations", &keyset{
 		resource: "conversations", source: q.Tenant, after: q.After,
-		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit,
+		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit, maxBytes: q.MaxBytes,
 	})
 }
 
@@ -318,7 +436,7 @@ func (s *Store) ListConversationsRaw(ctx context.Context, q provider.Conversatio
 // [provider.RawSource].
 func (s *Store) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuery) (provider.Page[provider.RawRecord], error) {
 	return s.listRaw(ctx, "list assistants", &keyset{
-		resource: "assistants", source: q.Tenant, after: q.After, since: q.UpdatedSince, inclusive: true, limit: q.Limit,
+		resource: "assistants", source: q.Tenant, after: q.After, since: q.UpdatedSince, inclusive: true, limit: q.Limit, maxBytes: q.MaxBytes,
 	})
 }
 
@@ -327,7 +445,7 @@ func (s *Store) ListAssistantsRaw(ctx context.Context, q provider.AssistantQuery
 // [provider.RawSource].
 func (s *Store) ListEventsRaw(ctx context.Context, q provider.EventQuery) (provider.Page[provider.RawRecord], error) {
 	return s.listRaw(ctx, "list events", &keyset{
-		resource: "events", source: q.Tenant, after: q.After, since: q.OccurredAfter, category: q.Category, limit: q.Limit,
+		resource: "events", source: q.Tenant, after: q.After, since: q.OccurredAfter, category: q.Category, limit: q.Limit, maxBytes: q.MaxBytes,
 	})
 }
 

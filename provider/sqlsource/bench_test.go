@@ -147,7 +147,8 @@ func loadBench(b *testing.B) *benchData {
 // BenchmarkListConversationsRaw reads a page of 100 conversations as stored
 // JSON: the first page, and the page at 90% depth, which must cost about the
 // same (keyset pagination); served again from the page cache (the default),
-// and read from the database every time (WithPageCache(0)). walk/uncached
+// and read from the database every time (WithPageCache(0)), without and
+// with (sized) the byte budget of a Handler's page. walk/uncached
 // reads the pages one after the other, as a consumer's walk does (wrapping
 // round at the end), each read from the database: the cache-miss path
 // without HTTP.
@@ -160,15 +161,19 @@ func BenchmarkListConversationsRaw(b *testing.B) {
 	}
 	deep := d.keys[len(d.keys)*9/10-1]
 	for _, bc := range []struct {
-		name  string
-		s     *Source
-		after *provider.Key
+		name     string
+		s        *Source
+		after    *provider.Key
+		maxBytes int
 	}{
-		{"first", d.s, nil}, {"depth90", d.s, &deep},
-		{"first/uncached", uncached, nil}, {"depth90/uncached", uncached, &deep},
+		{"first", d.s, nil, 0}, {"depth90", d.s, &deep, 0},
+		{"first/uncached", uncached, nil, 0}, {"depth90/uncached", uncached, &deep, 0},
+		// With the byte budget a Handler passes: the page is sized first.
+		{"first/uncached/sized", uncached, nil, provider.DefaultMaxPageBytes},
+		{"depth90/uncached/sized", uncached, &deep, provider.DefaultMaxPageBytes},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			q := provider.ConversationQuery{Tenant: benchTenant, After: bc.after, Limit: 100}
+			q := provider.ConversationQuery{Tenant: benchTenant, After: bc.after, Limit: 100, MaxBytes: bc.maxBytes}
 			var n int
 			for b.Loop() {
 				p, err := bc.s.ListConversationsRaw(ctx, q)

@@ -3,7 +3,14 @@
 // It also implements [provider.RawSource]: each record's canonical JSON
 // (json.Marshal of its spec struct, timestamps in UTC with milliseconds) is
 // stored beside its indexed columns and served as stored, so a page is
-// written without encoding.
+// written without encoding. A list with a byte budget (the query's
+// MaxBytes, which [provider.Handler] sets to its page cap) never reads
+// limit whole records: its query reads every row's byte length and only
+// the bodies of at most budget/(limit+1) bytes, which serves the common
+// page of small records in one statement; when a body it left out fits
+// the page, a second statement adds the rows' byte lengths up (a window
+// function) and reads only the bodies that fit. A page of large records
+// costs about the budget.
 //
 // # Usage
 //

@@ -30,40 +30,93 @@ type keyset struct {
 	startedAfter time.Time
 	category     string
 	limit        int
+	// maxBytes, when positive, is the byte budget of the page's records:
+	// the query sizes the rows before it reads their bodies (see
+	// [sqldb.SizedPage]).
+	maxBytes int
+	// dialect decides the row address of a sized query.
+	dialect sqldb.Dialect
 }
 
 // sql returns the query and its arguments. The query reads exactly one
 // index range: the lower bound on (timeCol, id) is whichever of the keyset
 // position and the time filter is the tighter, so that only one range
-// condition constrains the index.
-func (k *keyset) sql() (string, []any) {
+// condition constrains the index. Its rows are (time, id, body); with a
+// byte budget, (time, id, body or NULL, byte length) (see [pageMode]).
+func (k *keyset) sql() (string, []any) { return k.query(false) }
+
+// sqlWithRevision returns the query of sql with one more column: the
+// tenant's revision of the table (0 before its first write), read in the
+// same statement, and so from the same snapshot, as the rows.
+func (k *keyset) sqlWithRevision() (string, []any) { return k.query(true) }
+
+// query returns the query of sql, with the revision column when withRev.
+func (k *keyset) query(withRev bool) (string, []any) {
 	var b strings.Builder
 	args := []any{k.tenant}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	fmt.Fprintf(&b, "SELECT %s, id, body FROM %s WHERE tenant = $1", k.timeCol, k.table)
-	if k.category != "" {
-		fmt.Fprintf(&b, " AND category = %s", arg(k.category))
+	body := "body"
+	if k.maxBytes > 0 {
+		// A body larger than a fair share of the budget is left out
+		// (NULL); its byte length, read without it, tells whether it fits.
+		body = fmt.Sprintf("CASE WHEN octet_length(body) <= %s THEN body END, octet_length(body)", arg(guardBytes(k.maxBytes, k.limit)))
 	}
-
-	b.WriteString(sqldb.KeysetBound(k.timeCol, position(k.after), k.since, k.inclusive, arg))
-	if !k.startedAfter.IsZero() {
-		fmt.Fprintf(&b, " AND started_at > %s", arg(ms(k.startedAfter)))
-	}
-	fmt.Fprintf(&b, " ORDER BY %s, id LIMIT %s", k.timeCol, arg(k.limit+1))
+	fmt.Fprintf(&b, "SELECT %s, id, %s%s FROM %s WHERE tenant = $1", k.timeCol, body, k.revision(withRev), k.table)
+	k.where(&b, arg)
+	fmt.Fprintf(&b, " LIMIT %s", arg(k.limit+1))
 	return b.String(), args
 }
 
-// sqlWithRevision returns the query of sql with a fourth column: the
-// tenant's revision of the table (0 before its first write), read in the
-// same statement, and so from the same snapshot, as the rows.
-func (k *keyset) sqlWithRevision() (string, []any) {
-	query, args := k.sql()
-	// k.table is one of the package's table names, never input.
-	col := fmt.Sprintf(", COALESCE((SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = '%s'), 0) FROM %s WHERE", k.table, k.table)
-	return strings.Replace(query, " FROM "+k.table+" WHERE", col, 1), args
+// guardBytes is the largest body the first query of a page with a byte
+// budget reads: limit+1 of them take at most the budget.
+func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
+
+// revision returns the revision column, or "" without withRev. k.table is
+// one of the package's table names, never input.
+func (k *keyset) revision(withRev bool) string {
+	if !withRev {
+		return ""
+	}
+	return fmt.Sprintf(", COALESCE((SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = '%s'), 0)", k.table)
+}
+
+// where writes the conditions after the tenant's and the order.
+func (k *keyset) where(b *strings.Builder, arg func(any) string) {
+	if k.category != "" {
+		fmt.Fprintf(b, " AND category = %s", arg(k.category))
+	}
+	b.WriteString(sqldb.KeysetBound(k.timeCol, position(k.after), k.since, k.inclusive, arg))
+	if !k.startedAfter.IsZero() {
+		fmt.Fprintf(b, " AND started_at > %s", arg(ms(k.startedAfter)))
+	}
+	fmt.Fprintf(b, " ORDER BY %s, id", k.timeCol)
+}
+
+// sizedQuery returns the query of a page with a byte budget that the
+// first one (of sql) could not serve, because a body it left out fits:
+// the keyset query selects the rows' positions and the byte lengths of
+// their bodies, and only the bodies that fit the budget are read (see
+// [sqldb.SizedPage]). Its rows are (time, id, body or NULL, row
+// number[, revision]).
+func (k *keyset) sizedQuery(withRev bool) (string, []any) {
+	var b strings.Builder
+	args := []any{k.tenant}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	addr := k.dialect.RowAddress()
+	var inner strings.Builder
+	fmt.Fprintf(&inner, "SELECT %s AS t, id, %s AS r, octet_length(body) AS n FROM %s WHERE tenant = $1", k.timeCol, addr, k.table)
+	k.where(&inner, arg)
+	fmt.Fprintf(&inner, " LIMIT %s", arg(k.limit+1))
+	f := sqldb.SizedPage(inner.String(), "t, id", arg(k.limit), arg(k.maxBytes))
+	fmt.Fprintf(&b, "%sSELECT s.t, s.id, CASE WHEN %s THEN (SELECT body FROM %s WHERE %s = s.r) END, s.i%s FROM sized s WHERE %s",
+		f.With, f.Fits, k.table, addr, k.revision(withRev), f.Where)
+	return b.String(), args
 }
 
 func checkLimit(limit int) error {
@@ -93,15 +146,14 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 	if err := checkLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
-	query, args := k.sql()
+	k.dialect = s.db.Dialect
 	if s.cache == nil {
-		p, _, err := s.queryRaw(ctx, op, k.limit, query, args, false)
+		p, _, err := s.readPage(ctx, op, k, false)
 		return p, err
 	}
-	key := cacheKey(query, args)
+	key := cacheKey(k.sql())
 	if !s.cache.has(key) {
-		rq, rargs := k.sqlWithRevision()
-		p, rev, err := s.queryRaw(ctx, op, k.limit, rq, rargs, true)
+		p, rev, err := s.readPage(ctx, op, k, true)
 		if err == nil && len(p.Items) > 0 {
 			s.cache.put(key, rev, p)
 		}
@@ -114,18 +166,58 @@ func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Pa
 	if p, ok := s.cache.get(key, rev); ok {
 		return p, nil
 	}
-	p, _, err := s.queryRaw(ctx, op, k.limit, query, args, false)
+	p, _, err := s.readPage(ctx, op, k, false)
 	if err == nil {
 		s.cache.put(key, rev, p)
 	}
 	return p, err
 }
 
-// queryRaw runs a keyset query. The records' bytes share one buffer per
-// page, joined by commas as the list serves them. With withRev, each row has a fourth column, the table's revision
-// (the same in every row), returned as rev; a page without rows then has
-// revision 0.
-func (s *Source) queryRaw(ctx context.Context, op string, limit int, query string, args []any, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
+// pageMode says what the rows of a keyset query hold.
+type pageMode int
+
+const (
+	// plain rows are (time, id, body): a page without a byte budget.
+	plain pageMode = iota
+	// guarded rows are (time, id, body or NULL, byte length): the first
+	// query of a page with a byte budget, which reads the bodies of at
+	// most guardBytes. A page whose records are smaller, the common case,
+	// costs one query, as a plain one does.
+	guarded
+	// sized rows are (time, id, body or NULL, row number): the query of
+	// [keyset.sizedQuery], for a page the guarded query could not serve.
+	sized
+)
+
+// errSized is queryRaw's answer to a guarded query that left out a body
+// the page needs.
+var errSized = errors.New("sqlsource: a body of the page was left out")
+
+// readPage reads the page of k, with the table's revision when withRev:
+// with a byte budget, first with the guarded query and, when it left out a
+// body that fits, again with the sized one. Either way no more than about
+// the budget of bodies is read.
+func (s *Source) readPage(ctx context.Context, op string, k *keyset, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
+	mode := plain
+	if k.maxBytes > 0 {
+		mode = guarded
+	}
+	query, args := k.query(withRev)
+	p, rev, err := s.queryRaw(ctx, op, k, query, args, withRev, mode)
+	if errors.Is(err, errSized) {
+		query, args = k.sizedQuery(withRev)
+		return s.queryRaw(ctx, op, k, query, args, withRev, sized)
+	}
+	return p, rev, err
+}
+
+// queryRaw runs a keyset query of k whose rows mode describes. The
+// records' bytes share one buffer per page, joined by commas as the list
+// serves them. With a byte budget (k.maxBytes), the page ends at the first
+// record past it (see [provider.DataSource]). With withRev, each row has
+// one more column, the table's revision (the same in every row), returned
+// as rev; a page without rows then has revision 0.
+func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query string, args []any, withRev bool, mode pageMode) (provider.Page[provider.RawRecord], int64, error) {
 	st, err := s.prepared(ctx, query)
 	if err != nil {
 		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
@@ -136,6 +228,7 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 	}
 	defer rows.Close()
 
+	limit := k.limit
 	keys := make([]provider.Key, 0, min(limit, 128))
 	starts := make([]int, 0, min(limit, 128))
 	ends := make([]int, 0, min(limit, 128))
@@ -143,12 +236,17 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		buf     []byte
 		raw     sql.RawBytes
 		hasMore bool
+		extra   int64 // the byte length (guarded), the row number (sized)
 		rev     int64
 	)
 	dest := []any{nil, nil, &raw}
+	if mode != plain {
+		dest = append(dest, &extra)
+	}
 	if withRev {
 		dest = append(dest, &rev)
 	}
+rows:
 	for rows.Next() {
 		if len(keys) == limit {
 			hasMore = true
@@ -162,11 +260,26 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
 		}
+		switch mode {
+		case guarded:
+			if len(keys) > 0 && len(buf)+1+int(extra) > k.maxBytes {
+				hasMore = true // the record past the budget
+				break rows
+			}
+			if raw == nil {
+				return provider.Page[provider.RawRecord]{}, 0, errSized
+			}
+		case sized:
+			if extra != int64(len(keys)+1) {
+				return provider.Page[provider.RawRecord]{}, 0, fmt.Errorf("sqlsource: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
+			}
+			if raw == nil { // the record past the limit or the budget
+				hasMore = true
+				break rows
+			}
+		}
 		if buf == nil {
-			// Room for the page (up to 128 records) if its records are
-			// about the size of the first.
-			n := min(limit, 128)
-			buf = make([]byte, 0, (len(raw)+1)*n+len(raw)*n/4)
+			buf = make([]byte, 0, pageBufferSize(len(raw), limit, k.maxBytes))
 		} else {
 			// The records lie as the list serves them, joined by commas
 			// (see provider.RawRecord): the handler writes them as they are.
@@ -192,6 +305,19 @@ func (s *Source) queryRaw(ctx context.Context, op string, limit int, query strin
 	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, rev, nil
 }
 
+// pageBufferSize is the capacity to start a page's buffer with, given its
+// first record's size: room for the page (up to 128 records) if its
+// records are about the size of the first, but no more than the byte
+// budget (when there is one) and the first record allow.
+func pageBufferSize(first, limit, maxBytes int) int {
+	n := min(limit, 128)
+	size := (first+1)*n + first*n/4
+	if maxBytes > 0 {
+		size = min(size, max(maxBytes, first)+1)
+	}
+	return size
+}
+
 // decodePage decodes a page of stored JSON into records.
 func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error) (provider.Page[T], error) {
 	if err != nil {
@@ -209,21 +335,21 @@ func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error
 func conversationKeyset(q *provider.ConversationQuery) *keyset {
 	return &keyset{
 		table: "conversations", timeCol: "updated_at", tenant: q.Tenant, after: q.After,
-		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit,
+		since: q.UpdatedSince, inclusive: true, startedAfter: q.StartedAfter, limit: q.Limit, maxBytes: q.MaxBytes,
 	}
 }
 
 func assistantKeyset(q *provider.AssistantQuery) *keyset {
 	return &keyset{
 		table: "assistants", timeCol: "updated_at", tenant: q.Tenant, after: q.After,
-		since: q.UpdatedSince, inclusive: true, limit: q.Limit,
+		since: q.UpdatedSince, inclusive: true, limit: q.Limit, maxBytes: q.MaxBytes,
 	}
 }
 
 func eventKeyset(q *provider.EventQuery) *keyset {
 	return &keyset{
 		table: "events", timeCol: "occurred_at", tenant: q.Tenant, after: q.After,
-		since: q.OccurredAfter, category: q.Category, limit: q.Limit,
+		since: q.OccurredAfter, category: q.Category, limit: q.Limit, maxBytes: q.MaxBytes,
 	}
 }
 
