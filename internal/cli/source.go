@@ -275,11 +275,31 @@ func adminSourceListCommand() *command {
 	}
 }
 
+// sourceFlags are the flags of a command on one source of an organisation.
+type sourceFlags struct {
+	orgFlags
+	source string
+}
+
+// registerSource declares the flags of sourceFlags on fs.
+func (f *sourceFlags) registerSource(fs *flag.FlagSet) {
+	f.registerOrg(fs, true)
+	fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
+}
+
+// ids returns --org and --source, checked and in lowercase.
+func (f *sourceFlags) ids(cmd string) (org, source string, err error) {
+	if org, err = f.orgID(cmd); err != nil {
+		return "", "", err
+	}
+	if source, err = parseID(cmd, "source", f.source); err != nil {
+		return "", "", err
+	}
+	return org, source, nil
+}
+
 func adminSourceRemoveCommand() *command {
-	f := &struct {
-		orgFlags
-		source string
-	}{}
+	f := &sourceFlags{}
 	return &command{
 		name:    "remove",
 		summary: "remove a source of an organisation and print it as JSON",
@@ -288,17 +308,10 @@ object, as 'admin source add' did. It is no longer synced nor served; the
 records collected stay in the database.
 
 ` + adminExit,
-		flags: func(fs *flag.FlagSet) {
-			f.registerOrg(fs, true)
-			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
-		},
+		flags: f.registerSource,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
-			if err != nil {
-				return err
-			}
-			id, err := parseID(cmd, "source", f.source)
+			org, id, err := f.ids(cmd)
 			if err != nil {
 				return err
 			}
@@ -320,10 +333,7 @@ records collected stay in the database.
 }
 
 func adminSourceResumeCommand() *command {
-	f := &struct {
-		orgFlags
-		source string
-	}{}
+	f := &sourceFlags{}
 	return &command{
 		name:    "resume",
 		summary: "resume a paused source of an organisation and print it as JSON",
@@ -335,17 +345,10 @@ object, as 'admin source add' did, and records the change in the audit trail
 (source.resumed). A source that is not paused is left as it is.
 
 ` + adminExit,
-		flags: func(fs *flag.FlagSet) {
-			f.registerOrg(fs, true)
-			fs.StringVar(&f.source, "source", "", "`ID` of the source, a UUID as 'admin source list' shows it (required)")
-		},
+		flags: f.registerSource,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
-			if err != nil {
-				return err
-			}
-			id, err := parseID(cmd, "source", f.source)
+			org, id, err := f.ids(cmd)
 			if err != nil {
 				return err
 			}

@@ -137,24 +137,13 @@ func Verify(secret string, header http.Header, body []byte, now time.Time, toler
 	if err != nil {
 		return err
 	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	id := header.Get(HeaderID)
-	if id == "" {
-		return fmt.Errorf("%w: header %s missing", ErrID, HeaderID)
-	}
-	if err := checkWebhookID(id); err != nil {
-		return err
-	}
-	rawTS := header.Get(HeaderTimestamp)
-	sec, err := parseWebhookTimestamp(rawTS)
+	id, rawTS, sec, err := deliveryHeaders(header)
 	if err != nil {
 		return err
 	}
-	sigs := strings.Fields(strings.Join(header.Values(HeaderSignature), " "))
-	if len(sigs) == 0 {
-		return fmt.Errorf("%w: header %s missing", ErrSignature, HeaderSignature)
+	sigs, err := signatureEntries(header)
+	if err != nil {
+		return err
 	}
 	// The signed content uses the timestamp exactly as sent. Signatures are
 	// compared in their canonical encoding, so no other spelling of the same
@@ -179,12 +168,7 @@ func Verify(secret string, header http.Header, body []byte, now time.Time, toler
 	case !matched:
 		return fmt.Errorf("%w: no v1 signature matches", ErrSignature)
 	}
-	d := now.Sub(time.Unix(sec, 0)) // saturates instead of overflowing
-	if d > tolerance || d < -tolerance {
-		return fmt.Errorf("%w: %s is %s away from now, more than the tolerance %s",
-			ErrTimestamp, rawTS, d.Round(time.Second), tolerance)
-	}
-	return nil
+	return checkTolerance(rawTS, sec, now, tolerance)
 }
 
 // CheckHeaders checks what [Verify] can check of a delivery before its body
@@ -199,28 +183,16 @@ func Verify(secret string, header http.Header, body []byte, now time.Time, toler
 //
 // The error wraps [ErrID], [ErrTimestamp] or [ErrSignature].
 func CheckHeaders(header http.Header, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	id := header.Get(HeaderID)
-	if id == "" {
-		return fmt.Errorf("%w: header %s missing", ErrID, HeaderID)
-	}
-	if err := checkWebhookID(id); err != nil {
-		return err
-	}
-	rawTS := header.Get(HeaderTimestamp)
-	sec, err := parseWebhookTimestamp(rawTS)
+	_, rawTS, sec, err := deliveryHeaders(header)
 	if err != nil {
 		return err
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return fmt.Errorf("%w: %s is %s away from now, more than the tolerance %s",
-			ErrTimestamp, rawTS, d.Round(time.Second), tolerance)
+	if err := checkTolerance(rawTS, sec, now, tolerance); err != nil {
+		return err
 	}
-	sigs := strings.Fields(strings.Join(header.Values(HeaderSignature), " "))
-	if len(sigs) == 0 {
-		return fmt.Errorf("%w: header %s missing", ErrSignature, HeaderSignature)
+	sigs, err := signatureEntries(header)
+	if err != nil {
+		return err
 	}
 	for _, entry := range sigs {
 		version, sig, ok := strings.Cut(entry, ",")
@@ -232,6 +204,50 @@ func CheckHeaders(header http.Header, now time.Time, tolerance time.Duration) er
 		}
 	}
 	return fmt.Errorf("%w: no v1 signature of 32 bytes in standard base64 in %s", ErrSignature, HeaderSignature)
+}
+
+// deliveryHeaders returns webhook-id and webhook-timestamp of header, the
+// timestamp both as sent and as Unix seconds, once both are checked. The
+// error wraps [ErrID] or [ErrTimestamp].
+func deliveryHeaders(header http.Header) (id, rawTS string, sec int64, err error) {
+	id = header.Get(HeaderID)
+	if id == "" {
+		return "", "", 0, fmt.Errorf("%w: header %s missing", ErrID, HeaderID)
+	}
+	if err := checkWebhookID(id); err != nil {
+		return "", "", 0, err
+	}
+	rawTS = header.Get(HeaderTimestamp)
+	sec, err = parseWebhookTimestamp(rawTS)
+	if err != nil {
+		return "", "", 0, err
+	}
+	return id, rawTS, sec, nil
+}
+
+// checkTolerance fails with [ErrTimestamp] when sec, the Unix seconds of
+// webhook-timestamp rawTS, is more than tolerance from now in either
+// direction; tolerance 0 means [DefaultTolerance].
+func checkTolerance(rawTS string, sec int64, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	d := now.Sub(time.Unix(sec, 0)) // saturates instead of overflowing
+	if d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: %s is %s away from now, more than the tolerance %s",
+			ErrTimestamp, rawTS, d.Round(time.Second), tolerance)
+	}
+	return nil
+}
+
+// signatureEntries returns the space-separated entries of every
+// webhook-signature header, failing with [ErrSignature] when there are none.
+func signatureEntries(header http.Header) ([]string, error) {
+	sigs := strings.Fields(strings.Join(header.Values(HeaderSignature), " "))
+	if len(sigs) == 0 {
+		return nil, fmt.Errorf("%w: header %s missing", ErrSignature, HeaderSignature)
+	}
+	return sigs, nil
 }
 
 // webhookKey decodes the HMAC key of a "whsec_" secret.

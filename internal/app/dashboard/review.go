@@ -8,10 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/aiusage/kit/internal/app/reviewapi"
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -212,9 +209,8 @@ func mark(text []rune, spans [][2]int) []segment {
 // told the task is already decided.
 func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := d.taskID(w, r)
 	if !ok {
-		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
 	}
 	decision := r.PostForm.Get("decision")

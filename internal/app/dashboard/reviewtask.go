@@ -86,24 +86,43 @@ type taskPageData struct {
 	SentURL, RedactedURL, DownloadURL string
 }
 
+// taskID returns the task id of the request's path, in its canonical form;
+// when it is not a UUID it answers 404 and returns false.
+func (d *Dashboard) taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	if !ok {
+		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
+	}
+	return id, ok
+}
+
+// taskCopy reports whether ?copy asks for the redacted copy of a task rather
+// than its request (copy=request, the default); any other value is answered
+// with 400 and false is returned as ok.
+func (d *Dashboard) taskCopy(w http.ResponseWriter, r *http.Request) (redacted, ok bool) {
+	switch r.URL.Query().Get("copy") {
+	case "", "request":
+		return false, true
+	case "redacted":
+		return true, true
+	default:
+		d.errorPage(w, r, http.StatusBadRequest, "copy must be request or redacted.")
+		return false, false
+	}
+}
+
 // reviewTask shows one task of the organisation: its reasons, the decision
 // form while it waits, and its text a page at a time (?page=N, from 1), of
 // the request or, with ?copy=redacted, of the redacted copy.
 func (d *Dashboard) reviewTask(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := d.taskID(w, r)
 	if !ok {
-		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
 	}
 	query := r.URL.Query()
-	redacted := false
-	switch query.Get("copy") {
-	case "", "request":
-	case "redacted":
-		redacted = true
-	default:
-		d.errorPage(w, r, http.StatusBadRequest, "copy must be request or redacted.")
+	redacted, ok := d.taskCopy(w, r)
+	if !ok {
 		return nil
 	}
 	page := 1
@@ -180,18 +199,12 @@ func (d *Dashboard) reviewTask(w http.ResponseWriter, r *http.Request) error {
 // message under a line naming its position and role.
 func (d *Dashboard) reviewTaskText(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := d.taskID(w, r)
 	if !ok {
-		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
 	}
-	redacted := false
-	switch r.URL.Query().Get("copy") {
-	case "", "request":
-	case "redacted":
-		redacted = true
-	default:
-		d.errorPage(w, r, http.StatusBadRequest, "copy must be request or redacted.")
+	redacted, ok := d.taskCopy(w, r)
+	if !ok {
 		return nil
 	}
 	ctx := r.Context()

@@ -180,22 +180,35 @@ func (d *Dashboard) addSource(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// syncSource syncs a source of the viewer's organisation now, in this
-// request. A provider that fails (unreachable, refusing the token) is an
-// outcome to show, not an error of the dashboard: the page comes back with
-// the causes, and the source's status records the failure.
-func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
+// sourceOf returns the source {sourceId} of the path, of the viewer's
+// organisation. When the service keeps no sources or the organisation no
+// such source, it answers 404 and returns false and no error; it returns
+// false and the error when the source could not be read.
+func (d *Dashboard) sourceOf(w http.ResponseWriter, r *http.Request) (sources.Source, bool, error) {
 	if d.cfg.Sources == nil {
 		d.errorPage(w, r, http.StatusNotFound, "This service keeps no sources.")
-		return nil
+		return sources.Source{}, false, nil
 	}
 	v := viewerOf(r)
 	src, err := d.cfg.Sources.Get(r.Context(), v.Organisation.ID, chi.URLParam(r, "sourceId"))
 	if errors.Is(err, spec.ErrNotFound) || errors.Is(err, spec.ErrInvalid) {
 		d.errorPage(w, r, http.StatusNotFound, "There is no such source in "+v.Organisation.Name+".")
-		return nil
+		return sources.Source{}, false, nil
 	}
 	if err != nil {
+		return sources.Source{}, false, err
+	}
+	return src, true, nil
+}
+
+// syncSource syncs a source of the viewer's organisation now, in this
+// request. A provider that fails (unreachable, refusing the token) is an
+// outcome to show, not an error of the dashboard: the page comes back with
+// the causes, and the source's status records the failure.
+func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
+	v := viewerOf(r)
+	src, ok, err := d.sourceOf(w, r)
+	if !ok {
 		return err
 	}
 	started := d.cfg.Now()
@@ -223,17 +236,9 @@ func (d *Dashboard) syncSource(w http.ResponseWriter, r *http.Request) error {
 // resumeSource resumes a paused source of the viewer's organisation (see
 // sources.Service.Resume) and records it in the audit trail.
 func (d *Dashboard) resumeSource(w http.ResponseWriter, r *http.Request) error {
-	if d.cfg.Sources == nil {
-		d.errorPage(w, r, http.StatusNotFound, "This service keeps no sources.")
-		return nil
-	}
 	v := viewerOf(r)
-	before, err := d.cfg.Sources.Get(r.Context(), v.Organisation.ID, chi.URLParam(r, "sourceId"))
-	if errors.Is(err, spec.ErrNotFound) {
-		d.errorPage(w, r, http.StatusNotFound, "There is no such source in "+v.Organisation.Name+".")
-		return nil
-	}
-	if err != nil {
+	before, ok, err := d.sourceOf(w, r)
+	if !ok {
 		return err
 	}
 	src, err := d.cfg.Sources.Resume(r.Context(), v.Organisation.ID, before.ID)

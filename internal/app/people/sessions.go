@@ -10,12 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -70,19 +69,11 @@ const maxAddressLength = 100
 // address as its /64 (what one subscriber usually holds), and anything else
 // as given (its SHA-256 when long or not UTF-8). Empty is one address shared
 // by every caller that gives none.
+//
+// The key of an IP address is httpx.AddressKey's, by which the server counts
+// a client's connections; it is never longer than maxAddressLength.
 func addressKey(addr string) string {
-	addr = strings.TrimSpace(addr)
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		addr = host
-	}
-	if ip, err := netip.ParseAddr(addr); err == nil {
-		ip = ip.WithZone("").Unmap()
-		if ip.Is6() {
-			p, _ := ip.Prefix(64) // 64 bits of an IPv6 address always make a prefix
-			return p.String()
-		}
-		return ip.String()
-	}
+	addr = httpx.AddressKey(strings.TrimSpace(addr))
 	if len(addr) > maxAddressLength || !utf8.ValidString(addr) || strings.ContainsRune(addr, 0) {
 		h := sha256.Sum256([]byte(addr))
 		return "sha256:" + hex.EncodeToString(h[:])
