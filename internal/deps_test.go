@@ -77,6 +77,7 @@ var rules = map[string][]string{
 	"internal/testkit/webhooktest": {},
 	"internal/testkit/bench":       {},
 	"internal/testkit/embedtest":   {},
+	"internal/testkit/pagemem":     {"spec", "provider", "mcp"}, // the memory of one list request, for the page-size tests
 }
 
 // testOnly are packages no test of the module may import except where
