@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"fmt"
-
 	"github.com/aiusage/kit/spec"
 )
 
@@ -19,25 +17,10 @@ var (
 	ErrUnavailable  = spec.ErrUnavailable  // 503
 )
 
-// Error is an error of a kind, with a detail for the client and, where a field
-// (a query parameter, a header, a path segment) is to blame, its name.
-type Error struct {
-	Kind   error  // one of the sentinel kinds
-	Field  string // the parameter to blame, if any
-	Detail string // safe to show to the client
-}
-
-func (e *Error) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%v: %s: %s", e.Kind, e.Field, e.Detail)
-	}
-	return fmt.Sprintf("%v: %s", e.Kind, e.Detail)
-}
-
-// Unwrap returns the kind, so errors.Is(err, ErrInvalid) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Error is an error of a kind, with a detail for the client and, where a
+// field (a query parameter, a header, a path segment) is to blame, its
+// name. It is the kit's one client-facing error, [spec.Error].
+type Error = spec.Error
 
 // Invalid returns an ErrInvalid error naming field.
-func Invalid(field, format string, a ...any) *Error {
-	return &Error{Kind: ErrInvalid, Field: field, Detail: fmt.Sprintf(format, a...)}
-}
+func Invalid(field, format string, a ...any) *Error { return spec.Invalid(field, format, a...) }

@@ -22,29 +22,8 @@ const MaxBodyBytes = 1 << 20
 // DetailBody is the detail of an [*Error] about a request body.
 const DetailBody = "The request body is invalid."
 
-// Error is a client error: a kind of package spec (spec.ErrInvalid,
-// spec.ErrNotFound, ...), a detail safe to show to the client and, where
-// fields are to blame, each of them. Each API writes it in its own body
-// format, with the status its table gives the kind.
-type Error struct {
-	Kind   error               // one of the spec error kinds
-	Detail string              // for the client
-	Fields []spec.ProblemField // the fields (body fields, query parameters, headers) to blame
-	// Extensions are extra members of a problem body, such as the agent
-	// named by a 409.
-	Extensions map[string]any
-}
-
-func (e *Error) Error() string {
-	s := fmt.Sprintf("%v: %s", e.Kind, e.Detail)
-	for _, f := range e.Fields {
-		s += fmt.Sprintf("; %s: %s", f.Field, f.Message)
-	}
-	return s
-}
-
-// Unwrap returns the kind, so errors.Is(err, spec.ErrInvalid) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Error is the kit's one client-facing error, [spec.Error].
+type Error = spec.Error
 
 // FieldError returns an error of kind with detail, naming one field.
 func FieldError(kind error, detail, field, format string, a ...any) *Error {
