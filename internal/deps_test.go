@@ -53,14 +53,15 @@ var rules = map[string][]string{
 	"internal/infra/netguard":        {},
 	"internal/infra/demodata":        {"provider", "spec"},
 
-	"internal/app/orgapi":    {"spec", "policy", "internal/infra/"}, // policy: the one check of a Regex pattern's cost
-	"internal/app/people":    {"spec", "internal/app/orgapi", "internal/infra/"},
-	"internal/app/reviewapi": {"spec", "spec/webhook", "policy", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
-	"internal/app/dashboard": {"spec", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
+	"internal/app/org":       {"spec", "policy", "internal/infra/"}, // policy: the one check of a Regex pattern's cost
+	"internal/app/orgapi":    {"spec", "internal/app/org", "internal/infra/"},
+	"internal/app/people":    {"spec", "internal/app/org", "internal/infra/"},
+	"internal/app/reviewapi": {"spec", "spec/webhook", "policy", "internal/app/org", "internal/app/orgapi", "internal/app/people", "internal/infra/"},
+	"internal/app/dashboard": {"spec", "internal/app/org", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
-		"internal/app/orgapi", "internal/infra/"},
+		"internal/app/org", "internal/infra/"},
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",

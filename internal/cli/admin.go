@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -64,9 +64,9 @@ func (a *adminFlags) register(fs *flag.FlagSet, changes bool) {
 
 // actorOf returns who the audit trail records for the changes of the
 // command: --actor, else $USER, else "admin". A name that is not 1 to
-// orgapi.MaxNameLength characters of UTF-8 without control characters is a
+// org.MaxNameLength characters of UTF-8 without control characters is a
 // usage error naming --actor.
-func (a *adminFlags) actorOf(cmd string, e *env) (orgapi.Actor, error) {
+func (a *adminFlags) actorOf(cmd string, e *env) (org.Actor, error) {
 	name, from := strings.TrimSpace(a.actor), "--actor"
 	if name == "" {
 		name, from = strings.TrimSpace(e.getenv("USER")), "$USER (the default of --actor)"
@@ -76,13 +76,13 @@ func (a *adminFlags) actorOf(cmd string, e *env) (orgapi.Actor, error) {
 	}
 	switch {
 	case !utf8.ValidString(name):
-		return orgapi.Actor{}, usagef("%s: %s must be UTF-8", cmd, from)
-	case utf8.RuneCountInString(name) > orgapi.MaxNameLength:
-		return orgapi.Actor{}, usagef("%s: %s is %d characters, at most %d", cmd, from, utf8.RuneCountInString(name), orgapi.MaxNameLength)
+		return org.Actor{}, usagef("%s: %s must be UTF-8", cmd, from)
+	case utf8.RuneCountInString(name) > org.MaxNameLength:
+		return org.Actor{}, usagef("%s: %s is %d characters, at most %d", cmd, from, utf8.RuneCountInString(name), org.MaxNameLength)
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return orgapi.Actor{}, usagef("%s: %s must not hold control characters", cmd, from)
+		return org.Actor{}, usagef("%s: %s must not hold control characters", cmd, from)
 	}
-	return orgapi.Actor{Type: orgapi.ActorAdmin, Name: name}, nil
+	return org.Actor{Type: org.ActorAdmin, Name: name}, nil
 }
 
 // withStore opens the database at the command's --database-url, migrates it
@@ -90,13 +90,13 @@ func (a *adminFlags) actorOf(cmd string, e *env) (orgapi.Actor, error) {
 // time of the command: a key created with the default expiry expires exactly
 // one year after its createdAt, and a listing shows every key's status at
 // one instant.
-func (a *adminFlags) withStore(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store) error) error {
+func (a *adminFlags) withStore(ctx context.Context, cmd string, now time.Time, fn func(*org.Store) error) error {
 	db, err := openDB(ctx, cmd, a.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	store, err := orgapi.NewStore(ctx, db, orgapi.WithNow(func() time.Time { return now }))
+	store, err := org.NewStore(ctx, db, org.WithNow(func() time.Time { return now }))
 	if err != nil {
 		return fmt.Errorf("%s: migrate %s: %w", cmd, db.URL(), err)
 	}
@@ -187,7 +187,7 @@ enterprise and refused with the others.
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the organisation, 1 to 200 characters (required)")
-			fs.StringVar(&f.plan, "plan", string(orgapi.PlanStandard), "`PLAN`: standard, business or enterprise")
+			fs.StringVar(&f.plan, "plan", string(org.PlanStandard), "`PLAN`: standard, business or enterprise")
 			fs.IntVar(&f.hourlyLimit, "hourly-limit", 0, "hourly request limit `N` of the organisation (all its keys) on the enterprise plan (required with --plan enterprise, refused otherwise)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -200,7 +200,7 @@ enterprise and refused with the others.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
 				o, err := s.CreateOrganisation(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", "", err)
@@ -212,24 +212,24 @@ enterprise and refused with the others.
 }
 
 // newOrganisation checks the flags of "admin org create".
-func (f *orgCreateFlags) newOrganisation(cmd string) (orgapi.OrganisationCreate, error) {
+func (f *orgCreateFlags) newOrganisation(cmd string) (org.OrganisationCreate, error) {
 	if err := required(cmd, "name", f.name); err != nil {
-		return orgapi.OrganisationCreate{}, err
+		return org.OrganisationCreate{}, err
 	}
-	plan, err := orgapi.ParsePlan(f.plan)
+	plan, err := org.ParsePlan(f.plan)
 	if err != nil {
-		return orgapi.OrganisationCreate{}, usagef("%s: --plan: %v", cmd, err)
+		return org.OrganisationCreate{}, usagef("%s: --plan: %v", cmd, err)
 	}
 	switch {
-	case plan == orgapi.PlanEnterprise && f.hourlyLimit == 0:
-		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests an hour for the organisation, at least 1)", cmd)
-	case plan == orgapi.PlanEnterprise && f.hourlyLimit < 1:
-		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit must be at least 1, got %d", cmd, f.hourlyLimit)
-	case plan != orgapi.PlanEnterprise && f.hourlyLimit != 0:
-		return orgapi.OrganisationCreate{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests an hour for the organisation",
-			cmd, plan, orgapi.Organisation{Plan: plan}.RateLimit())
+	case plan == org.PlanEnterprise && f.hourlyLimit == 0:
+		return org.OrganisationCreate{}, usagef("%s: --hourly-limit is required with --plan enterprise (requests an hour for the organisation, at least 1)", cmd)
+	case plan == org.PlanEnterprise && f.hourlyLimit < 1:
+		return org.OrganisationCreate{}, usagef("%s: --hourly-limit must be at least 1, got %d", cmd, f.hourlyLimit)
+	case plan != org.PlanEnterprise && f.hourlyLimit != 0:
+		return org.OrganisationCreate{}, usagef("%s: --hourly-limit is only for --plan enterprise; the %s plan's limit is fixed at %d requests an hour for the organisation",
+			cmd, plan, org.Organisation{Plan: plan}.RateLimit())
 	}
-	return orgapi.OrganisationCreate{Name: f.name, Plan: plan, HourlyLimit: f.hourlyLimit}, nil
+	return org.OrganisationCreate{Name: f.name, Plan: plan, HourlyLimit: f.hourlyLimit}, nil
 }
 
 func adminOrgListCommand() *command {
@@ -244,13 +244,13 @@ func adminOrgListCommand() *command {
 		flags: func(fs *flag.FlagSet) { f.register(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
 				orgs, err := s.Organisations(ctx)
 				if err != nil {
 					return storeError(cmd, "", "", err)
 				}
 				return writeJSONLine(e.stdout, struct {
-					Organisations []orgapi.Organisation `json:"organisations"`
+					Organisations []org.Organisation `json:"organisations"`
 				}{orgs})
 			})
 		},
@@ -309,7 +309,7 @@ lists the agents over the organisation API.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -320,12 +320,12 @@ lists the agents over the organisation API.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-				a, err := s.CreateAgent(ctx, org, f.name, actor)
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+				a, err := s.CreateAgent(ctx, orgID, f.name, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
 				}
-				return writeJSONLine(e.stdout, agentJSON{a, org})
+				return writeJSONLine(e.stdout, agentJSON{a, orgID})
 			})
 		},
 	}
@@ -343,22 +343,22 @@ func adminAgentListCommand() *command {
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-				if _, err := s.Organisation(ctx, org); err != nil {
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+				if _, err := s.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				agents, err := s.Agents(ctx, org)
+				agents, err := s.Agents(ctx, orgID)
 				if err != nil {
 					return storeError(cmd, "org", "", err)
 				}
 				return writeJSONLine(e.stdout, struct {
 					OrganisationID string       `json:"organisationId"`
 					Agents         []spec.Agent `json:"agents"`
-				}{org, agents})
+				}{orgID, agents})
 			})
 		},
 	}
@@ -377,7 +377,7 @@ func adminKeyCommand() *command {
 // keyJSON is a key as "admin key list" and "admin key revoke" print it: never
 // the secret, and the key's status now.
 type keyJSON struct {
-	orgapi.APIKey
+	org.APIKey
 	// Status is active, expired or revoked.
 	Status string `json:"status"`
 }
@@ -410,7 +410,7 @@ Changes made with the key are recorded in the audit trail under its name.
 		flags: func(fs *flag.FlagSet) {
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the key, 1 to 200 characters; the audit trail records changes made with the key under it (required)")
-			fs.StringVar(&f.typ, "type", string(orgapi.KeyTypeIngestion), "`TYPE` of the key: API (for the organisation API) or Ingestion")
+			fs.StringVar(&f.typ, "type", string(org.KeyTypeIngestion), "`TYPE` of the key: API (for the organisation API) or Ingestion")
 			fs.StringVar(&f.expires, "expires", "", "expiry `TIME`, RFC 3339 such as 2027-01-31T00:00:00Z or 2027-01-31T09:00:00+09:00 (default one year ahead)")
 			fs.BoolVar(&f.noExpiry, "no-expiry", false, "no expiry: the key is valid until revoked")
 		},
@@ -425,7 +425,7 @@ Changes made with the key are recorded in the audit trail under its name.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, now, func(s *orgapi.Store) error {
+			return f.withStore(ctx, cmd, now, func(s *org.Store) error {
 				k, err := s.CreateKey(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
@@ -441,27 +441,27 @@ Changes made with the key are recorded in the audit trail under its name.
 }
 
 // newKey checks the flags of "admin key create" at now.
-func (f *keyCreateFlags) newKey(cmd string, now time.Time) (orgapi.KeyCreate, error) {
-	org, err := f.orgID(cmd)
+func (f *keyCreateFlags) newKey(cmd string, now time.Time) (org.KeyCreate, error) {
+	orgID, err := f.orgID(cmd)
 	if err != nil {
-		return orgapi.KeyCreate{}, err
+		return org.KeyCreate{}, err
 	}
 	if err := required(cmd, "name", f.name); err != nil {
-		return orgapi.KeyCreate{}, err
+		return org.KeyCreate{}, err
 	}
-	typ, err := orgapi.ParseKeyType(f.typ)
+	typ, err := org.ParseKeyType(f.typ)
 	if err != nil {
-		return orgapi.KeyCreate{}, usagef("%s: --type: %v", cmd, err)
+		return org.KeyCreate{}, usagef("%s: --type: %v", cmd, err)
 	}
 	expires, err := parseExpiry(cmd, f.expires, f.noExpiry, now)
 	if err != nil {
-		return orgapi.KeyCreate{}, err
+		return org.KeyCreate{}, err
 	}
-	return orgapi.KeyCreate{OrganisationID: org, Name: f.name, Type: typ, ExpiresAt: expires, NoExpiry: f.noExpiry}, nil
+	return org.KeyCreate{OrganisationID: orgID, Name: f.name, Type: typ, ExpiresAt: expires, NoExpiry: f.noExpiry}, nil
 }
 
 // parseExpiry returns the expiry of a new key: none with --no-expiry, the
-// default (orgapi.DefaultExpiry) without --expires, else --expires, which
+// default (org.DefaultExpiry) without --expires, else --expires, which
 // must be RFC 3339 and after now.
 func parseExpiry(cmd, expires string, noExpiry bool, now time.Time) (*time.Time, error) {
 	switch {
@@ -470,7 +470,7 @@ func parseExpiry(cmd, expires string, noExpiry bool, now time.Time) (*time.Time,
 	case noExpiry:
 		return nil, nil
 	case expires == "":
-		t := orgapi.DefaultExpiry(now)
+		t := org.DefaultExpiry(now)
 		return &t, nil
 	}
 	t, err := time.Parse(time.RFC3339, expires)
@@ -498,12 +498,12 @@ status (active, expired or revoked).
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-				keys, err := s.Keys(ctx, org)
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+				keys, err := s.Keys(ctx, orgID)
 				if err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -515,7 +515,7 @@ status (active, expired or revoked).
 				return writeJSONLine(e.stdout, struct {
 					OrganisationID string    `json:"organisationId"`
 					Keys           []keyJSON `json:"keys"`
-				}{org, out})
+				}{orgID, out})
 			})
 		},
 	}
@@ -544,7 +544,7 @@ old one.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -556,8 +556,8 @@ old one.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-				k, err := s.RevokeKey(ctx, org, key, actor)
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+				k, err := s.RevokeKey(ctx, orgID, key, actor)
 				if err != nil {
 					return storeError(cmd, "key", hintKeys, err)
 				}
@@ -595,18 +595,18 @@ only the records after that one, to follow the trail.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
 			if f.after < 0 {
 				return usagef("%s: --after must not be negative, got %d", cmd, f.after)
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
-				if _, err := s.Organisation(ctx, org); err != nil {
+			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+				if _, err := s.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				return writeAudit(ctx, e.stdout, s, org, f.after)
+				return writeAudit(ctx, e.stdout, s, orgID, f.after)
 			})
 		},
 	}
@@ -614,7 +614,7 @@ only the records after that one, to follow the trail.
 
 // writeAudit writes the audit records of org after seq to w as NDJSON,
 // reading them auditBatch at a time.
-func writeAudit(ctx context.Context, w io.Writer, s *orgapi.Store, org string, after int64) error {
+func writeAudit(ctx context.Context, w io.Writer, s *org.Store, org string, after int64) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)

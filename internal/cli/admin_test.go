@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -41,7 +41,7 @@ func adminOK(t *testing.T, dbURL string, v any, args ...string) result {
 
 // adminKey is a key as "admin key list" and "admin key revoke" print it.
 type adminKey struct {
-	orgapi.APIKey
+	org.APIKey
 	Status string `json:"status"`
 }
 
@@ -54,9 +54,9 @@ type adminAgent struct {
 // fixture creates an organisation, an agent and an API key of type API with
 // the admin commands.
 type fixture struct {
-	org   orgapi.Organisation
+	org   org.Organisation
 	agent adminAgent
-	key   orgapi.CreatedKey
+	key   org.CreatedKey
 }
 
 func newFixture(t *testing.T, dbURL string) fixture {
@@ -69,13 +69,13 @@ func newFixture(t *testing.T, dbURL string) fixture {
 }
 
 // readAudit runs "admin audit" and decodes its NDJSON.
-func readAudit(t *testing.T, dbURL string, args ...string) []orgapi.AuditRecord {
+func readAudit(t *testing.T, dbURL string, args ...string) []org.AuditRecord {
 	t.Helper()
 	r := admin(t, dbURL, nil, append([]string{"audit"}, args...)...)
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	out := []orgapi.AuditRecord{}
+	out := []org.AuditRecord{}
 	for line := range strings.Lines(r.stdout) {
-		var rec orgapi.AuditRecord
+		var rec org.AuditRecord
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		out = append(out, rec)
 	}
@@ -88,28 +88,28 @@ func TestAdminOrg(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var std, biz, ent orgapi.Organisation
+			var std, biz, ent org.Organisation
 			before := time.Now().Add(-time.Second)
 			adminOK(t, dbURL, &std, "org", "create", "--name", "Acme")
 			require.Equal(t, "Acme", std.Name)
-			require.Equal(t, orgapi.PlanStandard, std.Plan)
+			require.Equal(t, org.PlanStandard, std.Plan)
 			require.Zero(t, std.HourlyLimit)
 			require.WithinRange(t, std.CreatedAt.Time, before, time.Now().Add(time.Second))
 			require.Equal(t, strings.ToLower(std.ID), std.ID)
 
 			adminOK(t, dbURL, &biz, "org", "create", "--name", "Big", "--plan", "business")
-			require.Equal(t, orgapi.PlanBusiness, biz.Plan)
+			require.Equal(t, org.PlanBusiness, biz.Plan)
 			r := adminOK(t, dbURL, &ent, "org", "create", "--name", "Huge", "--plan", "enterprise", "--hourly-limit", "50000")
-			require.Equal(t, orgapi.PlanEnterprise, ent.Plan)
+			require.Equal(t, org.PlanEnterprise, ent.Plan)
 			require.Equal(t, 50000, ent.HourlyLimit)
 			require.Contains(t, r.stdout, `"hourlyLimit":50000`)
 			require.Empty(t, r.stderr)
 
 			var list struct {
-				Organisations []orgapi.Organisation `json:"organisations"`
+				Organisations []org.Organisation `json:"organisations"`
 			}
 			adminOK(t, dbURL, &list, "org", "list")
-			require.Equal(t, []orgapi.Organisation{std, biz, ent}, list.Organisations)
+			require.Equal(t, []org.Organisation{std, biz, ent}, list.Organisations)
 		})
 	}
 }
@@ -126,25 +126,25 @@ func TestAdminAgent(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var org orgapi.Organisation
-			adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+			var o org.Organisation
+			adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 
 			// --org in any case; the output names the organisation in lowercase.
 			var a, b adminAgent
-			adminOK(t, dbURL, &a, "agent", "create", "--org", strings.ToUpper(org.ID), "--name", "Guard")
-			require.Equal(t, adminAgent{Agent: spec.Agent{ID: a.ID, Name: "Guard", Type: spec.AgentTypeDataProtection}, OrganisationID: org.ID}, a)
-			adminOK(t, dbURL, &b, "agent", "create", "--org", org.ID, "--name", "Second")
+			adminOK(t, dbURL, &a, "agent", "create", "--org", strings.ToUpper(o.ID), "--name", "Guard")
+			require.Equal(t, adminAgent{Agent: spec.Agent{ID: a.ID, Name: "Guard", Type: spec.AgentTypeDataProtection}, OrganisationID: o.ID}, a)
+			adminOK(t, dbURL, &b, "agent", "create", "--org", o.ID, "--name", "Second")
 
 			var list struct {
 				OrganisationID string       `json:"organisationId"`
 				Agents         []spec.Agent `json:"agents"`
 			}
-			adminOK(t, dbURL, &list, "agent", "list", "--org", strings.ToUpper(org.ID))
-			require.Equal(t, org.ID, list.OrganisationID)
+			adminOK(t, dbURL, &list, "agent", "list", "--org", strings.ToUpper(o.ID))
+			require.Equal(t, o.ID, list.OrganisationID)
 			require.Equal(t, []spec.Agent{a.Agent, b.Agent}, list.Agents)
 
 			// An organisation without agents lists none, as [].
-			var other orgapi.Organisation
+			var other org.Organisation
 			adminOK(t, dbURL, &other, "org", "create", "--name", "Other")
 			r := adminOK(t, dbURL, nil, "agent", "list", "--org", other.ID)
 			require.Equal(t, fmt.Sprintf(`{"organisationId":%q,"agents":[]}`+"\n", other.ID), r.stdout)
@@ -158,45 +158,45 @@ func TestAdminKey(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var org orgapi.Organisation
-			adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+			var o org.Organisation
+			adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 
 			// Defaults: type Ingestion, expiry one year ahead.
-			var ing orgapi.CreatedKey
-			r := adminOK(t, dbURL, &ing, "key", "create", "--org", org.ID, "--name", "telemetry")
-			require.Equal(t, orgapi.KeyTypeIngestion, ing.Type)
-			require.Equal(t, org.ID, ing.OrganisationID)
+			var ing org.CreatedKey
+			r := adminOK(t, dbURL, &ing, "key", "create", "--org", o.ID, "--name", "telemetry")
+			require.Equal(t, org.KeyTypeIngestion, ing.Type)
+			require.Equal(t, o.ID, ing.OrganisationID)
 			require.Equal(t, "telemetry", ing.Name)
-			require.True(t, strings.HasPrefix(ing.Secret, orgapi.SecretPrefix), ing.Secret)
+			require.True(t, strings.HasPrefix(ing.Secret, org.SecretPrefix), ing.Secret)
 			require.Len(t, ing.Secret, 50)
 			require.Equal(t, ing.Secret[len(ing.Secret)-4:], ing.Last4)
 			require.NotNil(t, ing.ExpiresAt)
-			require.Equal(t, orgapi.DefaultExpiry(ing.CreatedAt.Time), ing.ExpiresAt.Time)
+			require.Equal(t, org.DefaultExpiry(ing.CreatedAt.Time), ing.ExpiresAt.Time)
 			require.Nil(t, ing.RevokedAt)
 			require.Contains(t, r.stderr, "secret is shown only this once")
 			require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 
 			// --type API, --expires with an offset (stored in UTC).
-			var api orgapi.CreatedKey
-			adminOK(t, dbURL, &api, "key", "create", "--org", org.ID, "--name", "ci", "--type", "API",
+			var api org.CreatedKey
+			adminOK(t, dbURL, &api, "key", "create", "--org", o.ID, "--name", "ci", "--type", "API",
 				"--expires", "2099-01-31T09:00:00.5+09:00")
-			require.Equal(t, orgapi.KeyTypeAPI, api.Type)
+			require.Equal(t, org.KeyTypeAPI, api.Type)
 			require.Equal(t, "2099-01-31T00:00:00.500Z", api.ExpiresAt.String())
 
 			// --no-expiry: null.
-			var forever orgapi.CreatedKey
-			r = adminOK(t, dbURL, &forever, "key", "create", "--org", org.ID, "--name", "forever", "--no-expiry")
+			var forever org.CreatedKey
+			r = adminOK(t, dbURL, &forever, "key", "create", "--org", o.ID, "--name", "forever", "--no-expiry")
 			require.Nil(t, forever.ExpiresAt)
 			require.Contains(t, r.stdout, `"expiresAt":null`)
 
 			// The list: every key with its status, never a secret.
-			list := listKeys(t, dbURL, org.ID)
+			list := listKeys(t, dbURL, o.ID)
 			require.Len(t, list, 3)
-			for i, want := range []orgapi.CreatedKey{ing, api, forever} {
+			for i, want := range []org.CreatedKey{ing, api, forever} {
 				require.Equal(t, adminKey{APIKey: want.APIKey, Status: "active"}, list[i])
 			}
-			r = adminOK(t, dbURL, nil, "key", "list", "--org", org.ID)
-			for _, k := range []orgapi.CreatedKey{ing, api, forever} {
+			r = adminOK(t, dbURL, nil, "key", "list", "--org", o.ID)
+			for _, k := range []org.CreatedKey{ing, api, forever} {
 				require.NotContains(t, r.stdout, k.Secret)
 				require.Contains(t, r.stdout, `"last4":"`+k.Last4+`"`)
 			}
@@ -204,17 +204,17 @@ func TestAdminKey(t *testing.T) {
 
 			// Revoke, with the ids in upper case: the key with status revoked.
 			var revoked adminKey
-			r = adminOK(t, dbURL, &revoked, "key", "revoke", "--org", strings.ToUpper(org.ID), "--key", strings.ToUpper(api.ID))
+			r = adminOK(t, dbURL, &revoked, "key", "revoke", "--org", strings.ToUpper(o.ID), "--key", strings.ToUpper(api.ID))
 			require.Equal(t, "revoked", revoked.Status)
 			require.Equal(t, api.ID, revoked.ID)
 			require.NotNil(t, revoked.RevokedAt)
 			require.NotContains(t, r.stdout, api.Secret)
-			require.Equal(t, "revoked", listKeys(t, dbURL, org.ID)[1].Status)
+			require.Equal(t, "revoked", listKeys(t, dbURL, o.ID)[1].Status)
 			// Revoking again changes nothing.
 			var again adminKey
-			adminOK(t, dbURL, &again, "key", "revoke", "--org", org.ID, "--key", api.ID)
+			adminOK(t, dbURL, &again, "key", "revoke", "--org", o.ID, "--key", api.ID)
 			require.Equal(t, revoked, again)
-			require.Len(t, filterAudit(readAudit(t, dbURL, "--org", org.ID), orgapi.AuditKeyRevoked), 1)
+			require.Len(t, filterAudit(readAudit(t, dbURL, "--org", o.ID), org.AuditKeyRevoked), 1)
 		})
 	}
 }
@@ -230,8 +230,8 @@ func listKeys(t *testing.T, dbURL, org string) []adminKey {
 	return list.Keys
 }
 
-func filterAudit(recs []orgapi.AuditRecord, action string) []orgapi.AuditRecord {
-	var out []orgapi.AuditRecord
+func filterAudit(recs []org.AuditRecord, action string) []org.AuditRecord {
+	var out []org.AuditRecord
 	for _, r := range recs {
 		if r.Action == action {
 			out = append(out, r)
@@ -243,8 +243,8 @@ func filterAudit(recs []orgapi.AuditRecord, action string) []orgapi.AuditRecord 
 func TestAdminKeyListExpired(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
-	var org orgapi.Organisation
-	adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+	var o org.Organisation
+	adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 	// A key created in 2020 that expired in 2021, with a store on a clock of
 	// 2020: the CLI refuses a past --expires.
 	ctx := context.Background()
@@ -252,12 +252,12 @@ func TestAdminKeyListExpired(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	then := time.Date(2020, 6, 1, 0, 0, 0, 0, time.UTC)
-	store, err := orgapi.NewStore(ctx, db, orgapi.WithNow(func() time.Time { return then }))
+	store, err := org.NewStore(ctx, db, org.WithNow(func() time.Time { return then }))
 	require.NoError(t, err)
 	exp := then.AddDate(1, 0, 0)
-	_, err = store.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "old", Type: orgapi.KeyTypeAPI, ExpiresAt: &exp}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"})
+	_, err = store.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "old", Type: org.KeyTypeAPI, ExpiresAt: &exp}, org.Actor{Type: org.ActorAdmin, Name: "t"})
 	require.NoError(t, err)
-	keys := listKeys(t, dbURL, org.ID)
+	keys := listKeys(t, dbURL, o.ID)
 	require.Len(t, keys, 1)
 	require.Equal(t, "expired", keys[0].Status)
 }
@@ -265,27 +265,27 @@ func TestAdminKeyListExpired(t *testing.T) {
 func TestAdminActor(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
-	var org orgapi.Organisation
+	var o org.Organisation
 	// Default without USER: "admin".
-	adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+	adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 	// USER, then AIUSAGE_ACTOR, then --actor (which wins over both).
-	r := admin(t, dbURL, map[string]string{"USER": "alice"}, "agent", "create", "--org", org.ID, "--name", "a1")
+	r := admin(t, dbURL, map[string]string{"USER": "alice"}, "agent", "create", "--org", o.ID, "--name", "a1")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	r = admin(t, dbURL, map[string]string{"USER": "alice", "AIUSAGE_ACTOR": "bob"}, "agent", "create", "--org", org.ID, "--name", "a2")
+	r = admin(t, dbURL, map[string]string{"USER": "alice", "AIUSAGE_ACTOR": "bob"}, "agent", "create", "--org", o.ID, "--name", "a2")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	r = admin(t, dbURL, map[string]string{"USER": "alice", "AIUSAGE_ACTOR": "bob"}, "key", "create", "--org", org.ID, "--name", "k", "--actor", "carol")
+	r = admin(t, dbURL, map[string]string{"USER": "alice", "AIUSAGE_ACTOR": "bob"}, "key", "create", "--org", o.ID, "--name", "k", "--actor", "carol")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	var k orgapi.CreatedKey
+	var k org.CreatedKey
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &k))
-	r = admin(t, dbURL, nil, "key", "revoke", "--org", org.ID, "--key", k.ID, "--actor", "dave")
+	r = admin(t, dbURL, nil, "key", "revoke", "--org", o.ID, "--key", k.ID, "--actor", "dave")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	// Read-only commands accept --actor too.
 	adminOK(t, dbURL, nil, "org", "list", "--actor", "eve")
 
-	recs := readAudit(t, dbURL, "--org", org.ID)
+	recs := readAudit(t, dbURL, "--org", o.ID)
 	var got []string
 	for _, rec := range recs {
-		require.Equal(t, orgapi.ActorAdmin, rec.Actor.Type)
+		require.Equal(t, org.ActorAdmin, rec.Actor.Type)
 		require.Empty(t, rec.Actor.ID)
 		got = append(got, rec.Action+" by "+rec.Actor.Name)
 	}
@@ -305,12 +305,12 @@ func TestAdminAudit(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
 			f := newFixture(t, dbURL)
-			var other orgapi.Organisation
+			var other org.Organisation
 			adminOK(t, dbURL, &other, "org", "create", "--name", "Other")
 
 			recs := readAudit(t, dbURL, "--org", strings.ToUpper(f.org.ID))
 			require.Len(t, recs, 3)
-			for i, action := range []string{orgapi.AuditOrganisationCreated, orgapi.AuditAgentCreated, orgapi.AuditKeyCreated} {
+			for i, action := range []string{org.AuditOrganisationCreated, org.AuditAgentCreated, org.AuditKeyCreated} {
 				require.Equal(t, action, recs[i].Action)
 				require.Equal(t, f.org.ID, recs[i].OrganisationID)
 				require.JSONEq(t, "null", string(recs[i].Before))
@@ -342,10 +342,10 @@ func TestAdminAuditPages(t *testing.T) {
 			db, err := sqldb.Open(ctx, dbURL)
 			require.NoError(t, err)
 			defer db.Close()
-			store, err := orgapi.NewStore(ctx, db)
+			store, err := org.NewStore(ctx, db)
 			require.NoError(t, err)
-			actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"}
-			org, err := store.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, actor)
+			actor := org.Actor{Type: org.ActorAdmin, Name: "t"}
+			org, err := store.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, actor)
 			require.NoError(t, err)
 			n := auditBatch + auditBatch/2 // with the organisation's creation, 1.5 batches + 1
 			for i := range n {
@@ -369,7 +369,7 @@ func TestAdminNotFound(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
 			f := newFixture(t, dbURL)
-			var other orgapi.Organisation
+			var other org.Organisation
 			adminOK(t, dbURL, &other, "org", "create", "--name", "Other")
 			const missing = "00000000-0000-4000-8000-000000000000"
 			cases := []struct {
@@ -404,7 +404,7 @@ func TestAdminUsageErrors(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
 	f := newFixture(t, dbURL)
-	org, key := f.org.ID, f.key.ID
+	orgID, key := f.org.ID, f.key.ID
 	cases := []struct {
 		name string
 		args []string
@@ -426,36 +426,36 @@ func TestAdminUsageErrors(t *testing.T) {
 
 		{"agent create without org", []string{"agent", "create", "--name", "x"}, "--org is required"},
 		{"agent create bad org", []string{"agent", "create", "--org", "acme", "--name", "x"}, `--org must be a UUID such as`},
-		{"agent create braced org", []string{"agent", "create", "--org", "{" + org + "}", "--name", "x"}, `--org must be a UUID`},
-		{"agent create urn org", []string{"agent", "create", "--org", "urn:uuid:" + org, "--name", "x"}, `--org must be a UUID`},
-		{"agent create without name", []string{"agent", "create", "--org", org}, "--name is required"},
-		{"agent create blank name", []string{"agent", "create", "--org", org, "--name", "\t"}, "--name: agent name: invalid"},
+		{"agent create braced org", []string{"agent", "create", "--org", "{" + orgID + "}", "--name", "x"}, `--org must be a UUID`},
+		{"agent create urn org", []string{"agent", "create", "--org", "urn:uuid:" + orgID, "--name", "x"}, `--org must be a UUID`},
+		{"agent create without name", []string{"agent", "create", "--org", orgID}, "--name is required"},
+		{"agent create blank name", []string{"agent", "create", "--org", orgID, "--name", "\t"}, "--name: agent name: invalid"},
 		{"agent list without org", []string{"agent", "list"}, "--org is required"},
 		{"agent list bad org", []string{"agent", "list", "--org", "x"}, "--org must be a UUID"},
 
 		{"key create without org", []string{"key", "create", "--name", "x"}, "--org is required"},
-		{"key create without name", []string{"key", "create", "--org", org}, "--name is required"},
-		{"key create blank name", []string{"key", "create", "--org", org, "--name", " "}, "--name: key name: invalid"},
-		{"key create bad type", []string{"key", "create", "--org", org, "--name", "x", "--type", "api"}, `--type: key type must be API or Ingestion, got "api"`},
-		{"key create past expiry", []string{"key", "create", "--org", org, "--name", "x", "--expires", "2020-01-01T00:00:00Z"}, "--expires 2020-01-01T00:00:00Z is in the past"},
-		{"key create past expiry offset", []string{"key", "create", "--org", org, "--name", "x", "--expires", "2001-02-03T04:05:06-07:00"}, "--expires 2001-02-03T04:05:06-07:00 is in the past"},
-		{"key create date only", []string{"key", "create", "--org", org, "--name", "x", "--expires", "2099-01-01"}, `--expires must be an RFC 3339 time`},
-		{"key create no zone", []string{"key", "create", "--org", org, "--name", "x", "--expires", "2099-01-01T00:00:00"}, `--expires must be an RFC 3339 time`},
-		{"key create garbage expiry", []string{"key", "create", "--org", org, "--name", "x", "--expires", "next year"}, `got "next year"`},
-		{"key create both expiries", []string{"key", "create", "--org", org, "--name", "x", "--expires", "2099-01-01T00:00:00Z", "--no-expiry"}, "give --expires or --no-expiry, not both"},
+		{"key create without name", []string{"key", "create", "--org", orgID}, "--name is required"},
+		{"key create blank name", []string{"key", "create", "--org", orgID, "--name", " "}, "--name: key name: invalid"},
+		{"key create bad type", []string{"key", "create", "--org", orgID, "--name", "x", "--type", "api"}, `--type: key type must be API or Ingestion, got "api"`},
+		{"key create past expiry", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "2020-01-01T00:00:00Z"}, "--expires 2020-01-01T00:00:00Z is in the past"},
+		{"key create past expiry offset", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "2001-02-03T04:05:06-07:00"}, "--expires 2001-02-03T04:05:06-07:00 is in the past"},
+		{"key create date only", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "2099-01-01"}, `--expires must be an RFC 3339 time`},
+		{"key create no zone", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "2099-01-01T00:00:00"}, `--expires must be an RFC 3339 time`},
+		{"key create garbage expiry", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "next year"}, `got "next year"`},
+		{"key create both expiries", []string{"key", "create", "--org", orgID, "--name", "x", "--expires", "2099-01-01T00:00:00Z", "--no-expiry"}, "give --expires or --no-expiry, not both"},
 		{"key list without org", []string{"key", "list"}, "--org is required"},
-		{"key revoke without key", []string{"key", "revoke", "--org", org}, "--key is required"},
-		{"key revoke bad key", []string{"key", "revoke", "--org", org, "--key", key + "x"}, "--key must be a UUID"},
+		{"key revoke without key", []string{"key", "revoke", "--org", orgID}, "--key is required"},
+		{"key revoke bad key", []string{"key", "revoke", "--org", orgID, "--key", key + "x"}, "--key must be a UUID"},
 		{"key revoke bad org", []string{"key", "revoke", "--org", "nope", "--key", key}, "--org must be a UUID"},
 
 		{"actor too long", []string{"org", "create", "--name", "x", "--actor", strings.Repeat("a", 201)}, "--actor is 201 characters, at most 200"},
-		{"actor control char", []string{"agent", "create", "--org", org, "--name", "x", "--actor", "a\nb"}, "--actor must not hold control characters"},
-		{"actor not UTF-8", []string{"key", "revoke", "--org", org, "--key", key, "--actor", "a\xffb"}, "--actor must be UTF-8"},
+		{"actor control char", []string{"agent", "create", "--org", orgID, "--name", "x", "--actor", "a\nb"}, "--actor must not hold control characters"},
+		{"actor not UTF-8", []string{"key", "revoke", "--org", orgID, "--key", key, "--actor", "a\xffb"}, "--actor must be UTF-8"},
 
 		{"audit without org", []string{"audit"}, "--org is required"},
 		{"audit bad org", []string{"audit", "--org", "1234"}, "--org must be a UUID"},
-		{"audit negative after", []string{"audit", "--org", org, "--after", "-1"}, "--after must not be negative"},
-		{"audit after not a number", []string{"audit", "--org", org, "--after", "x"}, "-after"},
+		{"audit negative after", []string{"audit", "--org", orgID, "--after", "-1"}, "--after must not be negative"},
+		{"audit after not a number", []string{"audit", "--org", orgID, "--after", "x"}, "-after"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -470,18 +470,18 @@ func TestAdminUsageErrors(t *testing.T) {
 	r := runCLI(t, "", nil, "admin")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "admin needs a command")
-	r = admin(t, dbURL, map[string]string{"USER": "x\ty"}, "key", "create", "--org", org, "--name", "x")
+	r = admin(t, dbURL, map[string]string{"USER": "x\ty"}, "key", "create", "--org", orgID, "--name", "x")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "$USER (the default of --actor) must not hold control characters")
 
 	// None of them changed anything.
-	require.Len(t, readAudit(t, dbURL, "--org", org), 3)
+	require.Len(t, readAudit(t, dbURL, "--org", orgID), 3)
 	var list struct {
-		Organisations []orgapi.Organisation `json:"organisations"`
+		Organisations []org.Organisation `json:"organisations"`
 	}
 	adminOK(t, dbURL, &list, "org", "list")
 	require.Len(t, list.Organisations, 1)
-	require.Len(t, listKeys(t, dbURL, org), 1)
+	require.Len(t, listKeys(t, dbURL, orgID), 1)
 }
 
 func TestAdminDatabaseErrors(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
@@ -158,7 +158,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return err
 	}
 	logKeyring(ctx, serviceLog, keySrc, db)
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -350,7 +350,7 @@ func (t teeHandler) WithGroup(name string) slog.Handler {
 
 // demoSetUp creates the demo's organisation, agent, instructions, key,
 // provider token and data the first time, and reads them back afterwards.
-func demoSetUp(ctx context.Context, ds *demoStore, orgs *orgapi.Store, src *sqlsource.Source, conversations int) (demoState, error) {
+func demoSetUp(ctx context.Context, ds *demoStore, orgs *org.Store, src *sqlsource.Source, conversations int) (demoState, error) {
 	if err := ds.init(ctx); err != nil {
 		return demoState{}, err
 	}
@@ -392,13 +392,13 @@ func demoSetUp(ctx context.Context, ds *demoStore, orgs *orgapi.Store, src *sqls
 	return st, nil
 }
 
-func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
-	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}
-	org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Demo organisation"}, actor)
+func demoCreate(ctx context.Context, orgs *org.Store) (demoState, error) {
+	actor := org.Actor{Type: org.ActorAdmin, Name: "aiusage demo"}
+	o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Demo organisation"}, actor)
 	if err != nil {
 		return demoState{}, err
 	}
-	agent, err := orgs.CreateAgent(ctx, org.ID, "Support assistant", actor)
+	agent, err := orgs.CreateAgent(ctx, o.ID, "Support assistant", actor)
 	if err != nil {
 		return demoState{}, err
 	}
@@ -411,17 +411,17 @@ func demoCreate(ctx context.Context, orgs *orgapi.Store) (demoState, error) {
 	} {
 		c.AgentType = spec.AgentTypeDataProtection
 		c.UsedBy = []string{agent.ID}
-		if _, err := orgs.CreateInstruction(ctx, org.ID, c, actor); err != nil {
+		if _, err := orgs.CreateInstruction(ctx, o.ID, c, actor); err != nil {
 			return demoState{}, err
 		}
 	}
-	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "demo", Type: orgapi.KeyTypeAPI, NoExpiry: true}, actor)
+	key, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "demo", Type: org.KeyTypeAPI, NoExpiry: true}, actor)
 	if err != nil {
 		return demoState{}, err
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return demoState{orgID: org.ID, agentID: agent.ID, apiKey: key.Secret, providerToken: "demo-" + hex.EncodeToString(b[:])}, nil
+	return demoState{orgID: o.ID, agentID: agent.ID, apiKey: key.Secret, providerToken: "demo-" + hex.EncodeToString(b[:])}, nil
 }
 
 // demoPeople creates, the first time, an Administrator and a Reviewer of
@@ -446,7 +446,7 @@ func demoPeople(ctx context.Context, ds *demoStore, ppl *people.Store, st *demoS
 		}
 		*u.password = rand.Text()
 		if _, err := ppl.CreateUser(ctx, people.UserCreate{OrganisationID: st.orgID, Email: u.email, Name: u.name,
-			Role: u.role, Password: *u.password}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "aiusage demo"}); err != nil {
+			Role: u.role, Password: *u.password}, org.Actor{Type: org.ActorAdmin, Name: "aiusage demo"}); err != nil {
 			return fmt.Errorf("create the demo's %s: %w", u.role, err)
 		}
 		if err := ds.set(ctx, u.state, *u.password); err != nil {
@@ -458,7 +458,7 @@ func demoPeople(ctx context.Context, ds *demoStore, ppl *people.Store, st *demoS
 
 // demoReviewTask submits, the first time, a request that waits for a
 // person, so that the dashboard's review queue has a task to decide.
-func demoReviewTask(ctx context.Context, ds *demoStore, orgs *orgapi.Store, svc *reviewapi.Service, st demoState) error {
+func demoReviewTask(ctx context.Context, ds *demoStore, orgs *org.Store, svc *reviewapi.Service, st demoState) error {
 	done, err := ds.get(ctx, "review_task")
 	if err != nil || done != "" {
 		return err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -241,7 +241,7 @@ func TestServiceConcurrencyLimits(t *testing.T) {
 	t.Parallel()
 	s := startHardenedServiceEnv(t, map[string]string{envMetricsToken: testMetricsToken},
 		"--max-concurrent-per-key", "2", "--max-concurrent-per-organisation", "3", "--read-timeout", "1m")
-	var second orgapi.CreatedKey
+	var second org.CreatedKey
 	var other fixture
 	adminOK(t, s.dbURL, &second, "key", "create", "--org", s.org, "--name", "second", "--type", "API")
 	adminOK(t, s.dbURL, &other.org, "org", "create", "--name", "Globex")

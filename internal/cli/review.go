@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/spec"
@@ -17,9 +17,9 @@ import (
 // withService is withStore with the review-task service on the same
 // database. The service only queues its jobs (webhook deliveries): the
 // running "service serve" works them.
-func (a *adminFlags) withService(ctx context.Context, e *env, now time.Time, fn func(*orgapi.Store, *reviewapi.Service) error) error {
+func (a *adminFlags) withService(ctx context.Context, e *env, now time.Time, fn func(*org.Store, *reviewapi.Service) error) error {
 	cmd := e.cmd
-	return a.withStore(ctx, cmd, now, func(store *orgapi.Store) error {
+	return a.withStore(ctx, cmd, now, func(store *org.Store) error {
 		ring, _, err := a.secrets.keyring(cmd, e, store.DB())
 		if err != nil {
 			return err
@@ -96,7 +96,7 @@ final states never change.
 			if strings.TrimSpace(f.as) == "" {
 				return usagef("%s: --as is required: the email of a Reviewer or Administrator of the task's organisation", cmd)
 			}
-			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
+			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
 				ppl, err := people.New(ctx, people.Config{DB: store.DB(), Orgs: store})
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
@@ -157,7 +157,7 @@ change in the organisation's audit trail with --actor:
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := parseID(cmd, "org", f.org)
+			orgID, err := parseID(cmd, "org", f.org)
 			if err != nil {
 				return err
 			}
@@ -180,11 +180,11 @@ change in the organisation's audit trail with --actor:
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
-				if _, err := store.Organisation(ctx, org); err != nil {
+			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
+				if _, err := store.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				st, err := svc.Settings(ctx, org)
+				st, err := svc.Settings(ctx, orgID)
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
@@ -198,7 +198,7 @@ change in the organisation's audit trail with --actor:
 					if f.outcome != "" {
 						st.TimeoutOutcome = f.outcome
 					}
-					if st, err = svc.SetSettings(ctx, org, st, actor); err != nil {
+					if st, err = svc.SetSettings(ctx, orgID, st, actor); err != nil {
 						return fmt.Errorf("%s: %w", cmd, err)
 					}
 				}
@@ -229,19 +229,19 @@ requires_intervention, oldest first, each with its request, the reasons
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := parseID(cmd, "org", f.org)
+			orgID, err := parseID(cmd, "org", f.org)
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, e, time.Now(), func(store *orgapi.Store, svc *reviewapi.Service) error {
-				if _, err := store.Organisation(ctx, org); err != nil {
+			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
+				if _, err := store.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				tasks, err := svc.Queue(ctx, org)
+				tasks, err := svc.Queue(ctx, orgID)
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				return writeJSONLine(e.stdout, map[string]any{"organisationId": org, "tasks": tasks})
+				return writeJSONLine(e.stdout, map[string]any{"organisationId": orgID, "tasks": tasks})
 			})
 		},
 	}

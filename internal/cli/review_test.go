@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -24,18 +24,18 @@ func waitingTask(t *testing.T, dbURL, orgID string) spec.ReviewTask {
 	db, err := sqldb.Open(ctx, dbURL)
 	require.NoError(t, err)
 	defer db.Close()
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
-	agent, err := orgs.CreateAgent(ctx, orgID, "Guard "+time.Now().Format("150405.000000"), orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"})
+	agent, err := orgs.CreateAgent(ctx, orgID, "Guard "+time.Now().Format("150405.000000"), org.Actor{Type: org.ActorAdmin, Name: "test"})
 	require.NoError(t, err)
 	_, err = orgs.CreateInstruction(ctx, orgID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection, Title: "Mergers",
 		Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh,
-		UsedBy: []string{agent.ID}}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"})
+		UsedBy: []string{agent.ID}}, org.Actor{Type: org.ActorAdmin, Name: "test"})
 	require.NoError(t, err)
 	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), InsertOnly: true})
 	require.NoError(t, err)
 	defer svc.Close()
-	task, err := svc.CreateTask(ctx, orgapi.Principal{OrganisationID: orgID, Type: orgapi.KeyTypeAPI},
+	task, err := svc.CreateTask(ctx, org.Principal{OrganisationID: orgID, Type: org.KeyTypeAPI},
 		spec.ReviewTaskCreate{AgentID: agent.ID, Request: spec.ReviewRequest{Messages: []spec.ReviewMessage{{Role: "user", Content: "Project Falcon"}}}})
 	require.NoError(t, err)
 	require.Equal(t, spec.StatusRequiresIntervention, task.Status)
@@ -48,7 +48,7 @@ func TestAdminReviewDecide(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var acme, globex orgapi.Organisation
+			var acme, globex org.Organisation
 			adminOK(t, dbURL, &acme, "org", "create", "--name", "Acme")
 			adminOK(t, dbURL, &globex, "org", "create", "--name", "Globex")
 			rex, _ := createUser(t, dbURL, testPassword, "--org", acme.ID, "--email", "rex@acme.test", "--role", "Reviewer")
@@ -112,7 +112,7 @@ func TestAdminReviewSettings(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var org orgapi.Organisation
+			var org org.Organisation
 			adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
 			type settings struct {
 				ReviewTimeout        string `json:"reviewTimeout"`

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/secretbox"
@@ -251,7 +251,7 @@ type rotateReport struct {
 // key and counts the rows by key afterwards.
 func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *secretbox.Keyring) (rotateReport, error) {
 	out := rotateReport{KeyID: ring.Current(), Resealed: map[string]int{}, KeysInUse: map[string]int{}, UnusedKeys: []string{}}
-	store, err := orgapi.NewStore(ctx, db)
+	store, err := org.NewStore(ctx, db)
 	if err != nil {
 		return out, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -206,7 +207,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return err
 	}
 	logKeyring(ctx, log, keySrc, db)
-	store, err := orgapi.NewStore(ctx, db)
+	store, err := org.NewStore(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
@@ -267,7 +268,7 @@ type serviceOptions struct {
 // queue that works for them.
 type fullService struct {
 	db      *sqldb.DB
-	orgs    *orgapi.Store
+	orgs    *org.Store
 	people  *people.Store
 	sources *sources.Service
 	review  *reviewapi.Service
@@ -276,7 +277,7 @@ type fullService struct {
 	metrics http.Handler
 }
 
-func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
+func newFullService(ctx context.Context, db *sqldb.DB, store *org.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
 	if o.concurrency == nil {
 		o.concurrency = httpx.NewLimiter(0, 0)
 	}
@@ -302,7 +303,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 		return nil, err
 	}
 	src.SetEnqueue(svc.Enqueue)
-	org, err := orgapi.NewHandler(store, orgapi.WithLogger(log), orgapi.WithConcurrency(o.concurrency))
+	orgAPI, err := orgapi.NewHandler(store, orgapi.WithLogger(log), orgapi.WithConcurrency(o.concurrency))
 	if err != nil {
 		svc.Close()
 		src.Close()
@@ -316,7 +317,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	}
 	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return queueDepth(ctx, db) })
 	components := map[string]fs.FS{
-		orgapi.Component: orgapi.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
+		org.Component: org.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
 		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(),
 	}
 	for k, v := range o.readiness {
@@ -331,7 +332,7 @@ func newFullService(ctx context.Context, db *sqldb.DB, store *orgapi.Store, log 
 	r.Method(http.MethodGet, "/metrics", guardMetrics(o.metricsToken, metrics.Handler()))
 	// The dashboard's pages sit at the root of the address, beside the JSON
 	// APIs' paths.
-	r.Mount("/", reviewapi.NewHandler(org, svc, append([]func(chi.Router){src.Routes, dash.Routes}, o.mounts...)...))
+	r.Mount("/", reviewapi.NewHandler(orgAPI, svc, append([]func(chi.Router){src.Routes, dash.Routes}, o.mounts...)...))
 	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r, metrics: metrics.Handler()}, nil
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -118,7 +118,7 @@ func TestServiceEndToEnd(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
 			f := newFixture(t, dbURL)
-			var ingestion orgapi.CreatedKey
+			var ingestion org.CreatedKey
 			adminOK(t, dbURL, &ingestion, "key", "create", "--org", f.org.ID, "--name", "telemetry")
 
 			base, logs, stop := startService(t, serviceURLText, "--database-url", dbURL)
@@ -210,7 +210,7 @@ func TestServiceEndToEnd(t *testing.T) {
 			revokedAt := time.Now()
 			for {
 				status, body, hdr = call(t, http.MethodGet, base+"organisations", key, nil)
-				if status != http.StatusOK || time.Since(revokedAt) > orgapi.DefaultKeyCacheTTL+time.Second {
+				if status != http.StatusOK || time.Since(revokedAt) > org.DefaultKeyCacheTTL+time.Second {
 					break
 				}
 				time.Sleep(100 * time.Millisecond)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -28,10 +28,10 @@ func TestAdminUserResetPassword(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var org, other orgapi.Organisation
-			adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+			var o, other org.Organisation
+			adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 			adminOK(t, dbURL, &other, "org", "create", "--name", "Other")
-			bob, _ := createUser(t, dbURL, testPassword, "--org", org.ID, "--email", "bob@example.com", "--role", "Reviewer")
+			bob, _ := createUser(t, dbURL, testPassword, "--org", o.ID, "--email", "bob@example.com", "--role", "Reviewer")
 			require.Nil(t, bob.OneTimePasswordUntil, "a password the operator creates is not one-time")
 			p := peopleOn(t, dbURL)
 			sess, _, err := p.SignIn(t.Context(), "bob@example.com", testPassword, people.Client{Addr: "192.0.2.1"})
@@ -40,7 +40,7 @@ func TestAdminUserResetPassword(t *testing.T) {
 			// A one-time password, 72 hours by default: Bob is signed out.
 			before := time.Now()
 			var out resetOut
-			r := adminOK(t, dbURL, &out, "user", "reset-password", "--org", org.ID, "--email", "BOB@example.com")
+			r := adminOK(t, dbURL, &out, "user", "reset-password", "--org", o.ID, "--email", "BOB@example.com")
 			require.Len(t, out.OneTimePassword, 26)
 			require.Equal(t, bob.ID, out.User.ID)
 			require.NotNil(t, out.User.OneTimePasswordUntil)
@@ -53,16 +53,16 @@ func TestAdminUserResetPassword(t *testing.T) {
 			require.True(t, u.MustChangePassword())
 
 			// --invite-ttl, and its environment variable.
-			adminOK(t, dbURL, &out, "user", "reset-password", "--org", org.ID, "--email", "bob@example.com", "--invite-ttl", "1h")
+			adminOK(t, dbURL, &out, "user", "reset-password", "--org", o.ID, "--email", "bob@example.com", "--invite-ttl", "1h")
 			require.WithinDuration(t, time.Now().Add(time.Hour), *out.User.OneTimePasswordUntil, 5*time.Second)
 			r = runCLI(t, "", map[string]string{"AIUSAGE_DATABASE_URL": dbURL, "AIUSAGE_INVITE_TTL": "2h"},
-				"admin", "user", "reset-password", "--org", org.ID, "--email", "bob@example.com")
+				"admin", "user", "reset-password", "--org", o.ID, "--email", "bob@example.com")
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 			require.WithinDuration(t, time.Now().Add(2*time.Hour), *out.User.OneTimePasswordUntil, 5*time.Second)
 
 			// A password of the operator's, to keep.
-			r = adminStdin(t, dbURL, "the operator's choice\n", nil, "user", "reset-password", "--org", org.ID, "--email", "bob@example.com", "--password-stdin")
+			r = adminStdin(t, dbURL, "the operator's choice\n", nil, "user", "reset-password", "--org", o.ID, "--email", "bob@example.com", "--password-stdin")
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			require.NotContains(t, r.stdout, "oneTimePassword\":\"")
 			require.NotContains(t, r.stdout, "the operator's choice")
@@ -70,10 +70,10 @@ func TestAdminUserResetPassword(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, u.MustChangePassword())
 
-			recs := filterAudit(readAudit(t, dbURL, "--org", org.ID), people.AuditUserPasswordReset)
+			recs := filterAudit(readAudit(t, dbURL, "--org", o.ID), people.AuditUserPasswordReset)
 			require.Len(t, recs, 4)
 			for _, rec := range recs {
-				require.Equal(t, orgapi.ActorAdmin, rec.Actor.Type)
+				require.Equal(t, org.ActorAdmin, rec.Actor.Type)
 				require.Equal(t, bob.ID, rec.ResourceID)
 			}
 
@@ -84,18 +84,18 @@ func TestAdminUserResetPassword(t *testing.T) {
 				code  int
 				msg   string
 			}{
-				{[]string{"--org", org.ID, "--email", "nobody@example.com"}, "", ExitFailure, "No user with email nobody@example.com"},
+				{[]string{"--org", o.ID, "--email", "nobody@example.com"}, "", ExitFailure, "No user with email nobody@example.com"},
 				{[]string{"--org", other.ID, "--email", "bob@example.com"}, "", ExitFailure, "in this organisation"},
-				{[]string{"--org", org.ID}, "", ExitUsage, "--email"},
-				{[]string{"--org", org.ID, "--email", "bob@example.com", "--invite-ttl", "0s"}, "", ExitUsage, "--invite-ttl must be at least 1m"},
-				{[]string{"--org", org.ID, "--email", "bob@example.com", "--password-stdin"}, "short\n", ExitUsage, "at least 12"},
+				{[]string{"--org", o.ID}, "", ExitUsage, "--email"},
+				{[]string{"--org", o.ID, "--email", "bob@example.com", "--invite-ttl", "0s"}, "", ExitUsage, "--invite-ttl must be at least 1m"},
+				{[]string{"--org", o.ID, "--email", "bob@example.com", "--password-stdin"}, "short\n", ExitUsage, "at least 12"},
 			} {
 				r := adminStdin(t, dbURL, c.stdin, nil, append([]string{"user", "reset-password"}, c.args...)...)
 				require.Equal(t, c.code, r.code, "%v: %s", c.args, r.stderr)
 				require.Contains(t, r.stderr, c.msg)
 			}
-			adminOK(t, dbURL, nil, "user", "disable", "--org", org.ID, "--email", "bob@example.com")
-			r = adminStdin(t, dbURL, "", nil, "user", "reset-password", "--org", org.ID, "--email", "bob@example.com")
+			adminOK(t, dbURL, nil, "user", "disable", "--org", o.ID, "--email", "bob@example.com")
+			r = adminStdin(t, dbURL, "", nil, "user", "reset-password", "--org", o.ID, "--email", "bob@example.com")
 			require.Equal(t, ExitFailure, r.code)
 			require.Contains(t, r.stderr, "disabled")
 		})
@@ -109,7 +109,7 @@ func TestAdminUserResetPassword(t *testing.T) {
 func TestServiceTrustedProxy(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
-	var org orgapi.Organisation
+	var org org.Organisation
 	adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
 	createUser(t, dbURL, testPassword, "--org", org.ID, "--email", "ada@example.com", "--role", "Administrator")
 

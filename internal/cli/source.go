@@ -9,7 +9,7 @@ import (
 	"time"
 
 	cexport "github.com/aiusage/kit/consumer/export"
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
@@ -83,14 +83,14 @@ func (f *sourcePolicyFlags) config(cfg *sources.Config) {
 }
 
 // withSources runs fn with the sources service on the command's database.
-func (a *adminFlags) withSources(ctx context.Context, e *env, fn func(*orgapi.Store, *sources.Service) error) error {
+func (a *adminFlags) withSources(ctx context.Context, e *env, fn func(*org.Store, *sources.Service) error) error {
 	return a.withSourcesPolicy(ctx, e, sourcePolicyFlags{}, fn)
 }
 
 // withSourcesPolicy is withSources with what the sources may reach.
-func (a *adminFlags) withSourcesPolicy(ctx context.Context, e *env, p sourcePolicyFlags, fn func(*orgapi.Store, *sources.Service) error) error {
+func (a *adminFlags) withSourcesPolicy(ctx context.Context, e *env, p sourcePolicyFlags, fn func(*org.Store, *sources.Service) error) error {
 	cmd := e.cmd
-	return a.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+	return a.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
 		ring, _, err := a.secrets.keyring(cmd, e, s.DB())
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -206,8 +206,8 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			if err := f.policy.check(cmd); err != nil {
 				return err
 			}
-			return f.withSourcesPolicy(ctx, e, f.policy, func(_ *orgapi.Store, s *sources.Service) error {
-				src, err := s.Add(ctx, org, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
+			return f.withSourcesPolicy(ctx, e, f.policy, func(_ *org.Store, s *sources.Service) error {
+				src, err := s.Add(ctx, orgID, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
 				}
@@ -250,15 +250,15 @@ func adminSourceListCommand() *command {
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
-				if _, err := o.Organisation(ctx, org); err != nil {
+			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				list, err := s.List(ctx, org)
+				list, err := s.List(ctx, orgID)
 				if err != nil {
 					return sourceError(cmd, "", err)
 				}
@@ -269,7 +269,7 @@ func adminSourceListCommand() *command {
 				return writeJSONLine(e.stdout, struct {
 					OrganisationID string       `json:"organisationId"`
 					Sources        []sourceJSON `json:"sources"`
-				}{org, out})
+				}{orgID, out})
 			})
 		},
 	}
@@ -311,18 +311,18 @@ records collected stay in the database.
 		flags: f.registerSource,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, id, err := f.ids(cmd)
+			orgID, id, err := f.ids(cmd)
 			if err != nil {
 				return err
 			}
 			if _, err := f.actorOf(cmd, e); err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
-				if _, err := o.Organisation(ctx, org); err != nil {
+			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				src, err := s.Remove(ctx, org, id)
+				src, err := s.Remove(ctx, orgID, id)
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
 				}
@@ -348,7 +348,7 @@ object, as 'admin source add' did, and records the change in the audit trail
 		flags: f.registerSource,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, id, err := f.ids(cmd)
+			orgID, id, err := f.ids(cmd)
 			if err != nil {
 				return err
 			}
@@ -356,20 +356,20 @@ object, as 'admin source add' did, and records the change in the audit trail
 			if err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *orgapi.Store, s *sources.Service) error {
-				if _, err := o.Organisation(ctx, org); err != nil {
+			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				before, err := s.Get(ctx, org, id)
+				before, err := s.Get(ctx, orgID, id)
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
 				}
-				src, err := s.Resume(ctx, org, id)
+				src, err := s.Resume(ctx, orgID, id)
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
 				}
 				if before.PausedAt != nil {
-					if err := o.RecordAudit(ctx, org, actor, "source.resumed", "source", src.ID, before, src); err != nil {
+					if err := o.RecordAudit(ctx, orgID, actor, "source.resumed", "source", src.ID, before, src); err != nil {
 						return fmt.Errorf("%s: %w", cmd, err)
 					}
 				}

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
@@ -37,14 +37,14 @@ func adminUserCommand() *command {
 
 // withPeople runs fn with the organisation store and the people store on
 // the command's database, their clock standing still at now.
-func (a *adminFlags) withPeople(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store, *people.Store) error) error {
+func (a *adminFlags) withPeople(ctx context.Context, cmd string, now time.Time, fn func(*org.Store, *people.Store) error) error {
 	return a.withPeopleConfig(ctx, cmd, now, people.Config{}, fn)
 }
 
 // withPeopleConfig is withPeople with the people store's settings in c (its
 // DB, Orgs and Now are set here).
-func (a *adminFlags) withPeopleConfig(ctx context.Context, cmd string, now time.Time, c people.Config, fn func(*orgapi.Store, *people.Store) error) error {
-	return a.withStore(ctx, cmd, now, func(s *orgapi.Store) error {
+func (a *adminFlags) withPeopleConfig(ctx context.Context, cmd string, now time.Time, c people.Config, fn func(*org.Store, *people.Store) error) error {
+	return a.withStore(ctx, cmd, now, func(s *org.Store) error {
 		c.DB, c.Orgs, c.Now = s.DB(), s, func() time.Time { return now }
 		p, err := people.New(ctx, c)
 		if err != nil {
@@ -149,7 +149,7 @@ in the organisation's audit trail.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -174,8 +174,8 @@ in the organisation's audit trail.
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(_ *orgapi.Store, s *people.Store) error {
-				u, err := s.CreateUser(ctx, people.UserCreate{OrganisationID: org, Email: f.email, Name: f.name, Role: role, Password: password}, actor)
+			return f.withPeople(ctx, cmd, time.Now(), func(_ *org.Store, s *people.Store) error {
+				u, err := s.CreateUser(ctx, people.UserCreate{OrganisationID: orgID, Email: f.email, Name: f.name, Role: role, Password: password}, actor)
 				if err != nil {
 					return peopleError(cmd, hintOrgs, err)
 				}
@@ -199,19 +199,19 @@ user with id, organisationId, email, name, role, createdAt and disabledAt
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(_ *orgapi.Store, s *people.Store) error {
-				users, err := s.Users(ctx, org)
+			return f.withPeople(ctx, cmd, time.Now(), func(_ *org.Store, s *people.Store) error {
+				users, err := s.Users(ctx, orgID)
 				if err != nil {
 					return peopleError(cmd, hintOrgs, err)
 				}
 				return writeJSONLine(e.stdout, struct {
 					OrganisationID string        `json:"organisationId"`
 					Users          []people.User `json:"users"`
-				}{org, users})
+				}{orgID, users})
 			})
 		},
 	}
@@ -238,7 +238,7 @@ trail under its name. Disabling a disabled user changes nothing.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -249,11 +249,11 @@ trail under its name. Disabling a disabled user changes nothing.
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(o *orgapi.Store, s *people.Store) error {
-				if _, err := o.Organisation(ctx, org); err != nil {
+			return f.withPeople(ctx, cmd, time.Now(), func(o *org.Store, s *people.Store) error {
+				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				u, err := s.DisableUser(ctx, org, f.email, actor)
+				u, err := s.DisableUser(ctx, orgID, f.email, actor)
 				if err != nil {
 					return peopleError(cmd, hintUsers, err)
 				}
@@ -302,7 +302,7 @@ the password.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			org, err := f.orgID(cmd)
+			orgID, err := f.orgID(cmd)
 			if err != nil {
 				return err
 			}
@@ -323,16 +323,16 @@ the password.
 				}
 				oneTime = false
 			}
-			return f.withPeopleConfig(ctx, cmd, time.Now(), people.Config{OneTimePasswordTTL: f.inviteTTL}, func(o *orgapi.Store, s *people.Store) error {
-				if _, err := o.Organisation(ctx, org); err != nil {
+			return f.withPeopleConfig(ctx, cmd, time.Now(), people.Config{OneTimePasswordTTL: f.inviteTTL}, func(o *org.Store, s *people.Store) error {
+				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
 				u, err := s.UserByEmail(ctx, f.email)
-				if err == nil && u.OrganisationID != org {
+				if err == nil && u.OrganisationID != orgID {
 					err = httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No user with email %s in this organisation.", strings.ToLower(strings.TrimSpace(f.email))), "email", "no such user in this organisation")
 				}
 				if err == nil {
-					u, err = s.ResetPassword(ctx, org, u.ID, password, oneTime, actor)
+					u, err = s.ResetPassword(ctx, orgID, u.ID, password, oneTime, actor)
 				}
 				if err != nil {
 					return peopleError(cmd, hintUsers, err)

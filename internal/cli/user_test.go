@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -56,7 +56,7 @@ func peopleOn(t *testing.T, dbURL string) *people.Store {
 	db, err := sqldb.Open(t.Context(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	orgs, err := orgapi.NewStore(t.Context(), db)
+	orgs, err := org.NewStore(t.Context(), db)
 	require.NoError(t, err)
 	p, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
@@ -69,31 +69,31 @@ func TestAdminUser(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			var org orgapi.Organisation
-			adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+			var o org.Organisation
+			adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 
 			// The first Administrator: the email trimmed and lowercased, the
 			// name from the email, the password from the first line of
 			// standard input (a Windows line break too).
 			before := time.Now().Add(-time.Second)
-			r := adminStdin(t, dbURL, testPassword+"\r\nignored second line\n", nil, "user", "create", "--org", strings.ToUpper(org.ID),
+			r := adminStdin(t, dbURL, testPassword+"\r\nignored second line\n", nil, "user", "create", "--org", strings.ToUpper(o.ID),
 				"--email", " Alice@Example.COM ", "--role", "Administrator", "--password-stdin")
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			require.Empty(t, r.stderr)
 			var alice people.User
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &alice))
-			require.Equal(t, people.User{ID: alice.ID, OrganisationID: org.ID, Email: "alice@example.com", Name: "alice",
+			require.Equal(t, people.User{ID: alice.ID, OrganisationID: o.ID, Email: "alice@example.com", Name: "alice",
 				Role: people.RoleAdministrator, CreatedAt: alice.CreatedAt}, alice)
 			require.WithinRange(t, alice.CreatedAt, before, time.Now().Add(time.Second))
 			require.Contains(t, r.stdout, `"disabledAt":null`)
 
-			bob, _ := createUser(t, dbURL, "ünïcödé passwörd", "--org", org.ID, "--email", "bob@example.com", "--role", "Reviewer", "--name", "Bob B")
+			bob, _ := createUser(t, dbURL, "ünïcödé passwörd", "--org", o.ID, "--email", "bob@example.com", "--role", "Reviewer", "--name", "Bob B")
 			require.Equal(t, "Bob B", bob.Name)
 			require.Equal(t, people.RoleReviewer, bob.Role)
 
 			var list userList
-			adminOK(t, dbURL, &list, "user", "list", "--org", strings.ToUpper(org.ID))
-			require.Equal(t, userList{org.ID, []people.User{alice, bob}}, list)
+			adminOK(t, dbURL, &list, "user", "list", "--org", strings.ToUpper(o.ID))
+			require.Equal(t, userList{o.ID, []people.User{alice, bob}}, list)
 
 			// The dashboard signs them in with those passwords.
 			p := peopleOn(t, dbURL)
@@ -106,33 +106,33 @@ func TestAdminUser(t *testing.T) {
 			// Disable Bob, with the email in any case: his session ends at
 			// once and he can no longer sign in.
 			var disabled people.User
-			adminOK(t, dbURL, &disabled, "user", "disable", "--org", org.ID, "--email", "BOB@example.com")
+			adminOK(t, dbURL, &disabled, "user", "disable", "--org", o.ID, "--email", "BOB@example.com")
 			require.NotNil(t, disabled.DisabledAt)
 			require.Equal(t, bob.ID, disabled.ID)
 			_, _, err = p.Authenticate(t.Context(), sess.Token)
 			require.ErrorIs(t, err, people.ErrNoSession)
 			_, _, err = p.SignIn(t.Context(), "bob@example.com", "ünïcödé passwörd", people.Client{Addr: "192.0.2.1"})
 			require.ErrorIs(t, err, people.ErrBadCredentials)
-			adminOK(t, dbURL, &list, "user", "list", "--org", org.ID)
-			require.Equal(t, userList{org.ID, []people.User{alice, disabled}}, list)
+			adminOK(t, dbURL, &list, "user", "list", "--org", o.ID)
+			require.Equal(t, userList{o.ID, []people.User{alice, disabled}}, list)
 			// Again: nothing changes.
 			var again people.User
-			adminOK(t, dbURL, &again, "user", "disable", "--org", org.ID, "--email", "bob@example.com")
+			adminOK(t, dbURL, &again, "user", "disable", "--org", o.ID, "--email", "bob@example.com")
 			require.Equal(t, disabled, again)
 
 			// The audit trail has each change, by the administrator.
 			var actions []string
-			for _, rec := range readAudit(t, dbURL, "--org", org.ID) {
+			for _, rec := range readAudit(t, dbURL, "--org", o.ID) {
 				if rec.ResourceType == "user" {
 					actions = append(actions, rec.Action)
-					require.Equal(t, orgapi.ActorAdmin, rec.Actor.Type)
+					require.Equal(t, org.ActorAdmin, rec.Actor.Type)
 					require.NotContains(t, string(rec.After), "argon2")
 				}
 			}
 			require.Equal(t, []string{people.AuditUserCreated, people.AuditUserCreated, people.AuditUserDisabled}, actions)
 
 			// An organisation without users lists none, as [].
-			var other orgapi.Organisation
+			var other org.Organisation
 			adminOK(t, dbURL, &other, "org", "create", "--name", "Other")
 			r = adminOK(t, dbURL, nil, "user", "list", "--org", other.ID)
 			require.Equal(t, fmt.Sprintf(`{"organisationId":%q,"users":[]}`+"\n", other.ID), r.stdout)
@@ -143,26 +143,26 @@ func TestAdminUser(t *testing.T) {
 func TestAdminUserEnvironment(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
-	var org orgapi.Organisation
-	adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
+	var o org.Organisation
+	adminOK(t, dbURL, &o, "org", "create", "--name", "Acme")
 	// AIUSAGE_DATABASE_URL and AIUSAGE_ACTOR, and nothing else: the password
 	// is never read from the environment.
 	environ := map[string]string{"AIUSAGE_DATABASE_URL": dbURL, "AIUSAGE_ACTOR": "carol", "AIUSAGE_PASSWORD": testPassword}
-	r := runCLI(t, testPassword+"\n", environ, "admin", "user", "create", "--org", org.ID, "--email", "a@example.com",
+	r := runCLI(t, testPassword+"\n", environ, "admin", "user", "create", "--org", o.ID, "--email", "a@example.com",
 		"--role", "Reviewer", "--password-stdin")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	r = runCLI(t, "", environ, "admin", "user", "create", "--org", org.ID, "--email", "b@example.com", "--role", "Reviewer", "--password-stdin")
+	r = runCLI(t, "", environ, "admin", "user", "create", "--org", o.ID, "--email", "b@example.com", "--role", "Reviewer", "--password-stdin")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--password-stdin: standard input holds no password")
-	recs := filterAudit(readAudit(t, dbURL, "--org", org.ID), people.AuditUserCreated)
+	recs := filterAudit(readAudit(t, dbURL, "--org", o.ID), people.AuditUserCreated)
 	require.Len(t, recs, 1)
-	require.Equal(t, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "carol"}, recs[0].Actor)
+	require.Equal(t, org.Actor{Type: org.ActorAdmin, Name: "carol"}, recs[0].Actor)
 }
 
 func TestAdminUserErrors(t *testing.T) {
 	t.Parallel()
 	dbURL := sqldbtest.URL(t, sqldb.SQLite)
-	var org orgapi.Organisation
+	var org org.Organisation
 	adminOK(t, dbURL, &org, "org", "create", "--name", "Acme")
 	createUser(t, dbURL, testPassword, "--org", org.ID, "--email", "alice@example.com", "--role", "Administrator")
 	const missing = "00000000-0000-4000-8000-000000000000"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 )
 
@@ -19,22 +19,22 @@ const auditPageSize = 50
 // knownActions are the actions of the audit trail, for the action filter's
 // suggestions; the filter takes any prefix.
 var knownActions = []string{
-	orgapi.AuditOrganisationCreated, orgapi.AuditAgentCreated,
-	orgapi.AuditKeyCreated, orgapi.AuditKeyRevoked,
-	orgapi.AuditInstructionCreated, orgapi.AuditInstructionUpdated, orgapi.AuditInstructionDeleted,
+	org.AuditOrganisationCreated, org.AuditAgentCreated,
+	org.AuditKeyCreated, org.AuditKeyRevoked,
+	org.AuditInstructionCreated, org.AuditInstructionUpdated, org.AuditInstructionDeleted,
 	people.AuditUserCreated, people.AuditUserRoleChanged, people.AuditUserDisabled,
 	"review_task.decided", AuditSourceSynced,
 }
 
 // actorTypes are the actor types with what the page calls them.
 var actorTypes = []struct{ Value, Label string }{
-	{orgapi.ActorUser, "user (dashboard)"},
-	{orgapi.ActorAPIKey, "API key"},
-	{orgapi.ActorAdmin, "admin (command line)"},
+	{org.ActorUser, "user (dashboard)"},
+	{org.ActorAPIKey, "API key"},
+	{org.ActorAdmin, "admin (command line)"},
 }
 
 type auditRow struct {
-	orgapi.AuditRecord
+	org.AuditRecord
 	When          string // UTC, to the second
 	ActorLabel    string
 	Before, After string // indented JSON; "" when null
@@ -53,8 +53,8 @@ type auditData struct {
 
 // auditQuery reads the query of GET /audit; a bad parameter is named in
 // the message.
-func auditQuery(q url.Values) (orgapi.AuditQuery, string) {
-	a := orgapi.AuditQuery{Actor: strings.TrimSpace(q.Get("actor")), ActorType: q.Get("actorType"),
+func auditQuery(q url.Values) (org.AuditQuery, string) {
+	a := org.AuditQuery{Actor: strings.TrimSpace(q.Get("actor")), ActorType: q.Get("actorType"),
 		Action: strings.TrimSpace(q.Get("action")), Limit: auditPageSize}
 	if !utf8.ValidString(a.Actor) || utf8.RuneCountInString(a.Actor) > 200 {
 		return a, "The parameter actor must be at most 200 characters of text."
@@ -63,7 +63,7 @@ func auditQuery(q url.Values) (orgapi.AuditQuery, string) {
 		return a, "The parameter action must be at most 100 characters of text."
 	}
 	switch a.ActorType {
-	case "", orgapi.ActorUser, orgapi.ActorAPIKey, orgapi.ActorAdmin:
+	case "", org.ActorUser, org.ActorAPIKey, org.ActorAdmin:
 	default:
 		return a, "The parameter actorType must be user, apiKey or admin."
 	}
@@ -85,7 +85,7 @@ func auditQuery(q url.Values) (orgapi.AuditQuery, string) {
 }
 
 // auditURL is /audit with the filters of q, at before.
-func auditURL(q orgapi.AuditQuery, before int64) string {
+func auditURL(q org.AuditQuery, before int64) string {
 	v := url.Values{}
 	for k, s := range map[string]string{"actor": q.Actor, "actorType": q.ActorType, "action": q.Action} {
 		if s != "" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -138,9 +138,9 @@ func TestAuditPage(t *testing.T) {
 		}
 
 		// Another organisation's trail is not shown.
-		other, err := e.orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
-		_, err = e.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: other.ID, Name: "theirs", Type: orgapi.KeyTypeAPI}, admin)
+		_, err = e.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: other.ID, Name: "theirs", Type: org.KeyTypeAPI}, admin)
 		require.NoError(t, err)
 		p = b.get(t, "/audit")
 		require.NotContains(t, p.Body, "theirs")

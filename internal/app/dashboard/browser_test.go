@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -175,7 +175,7 @@ func TestBrowserReviewer(t *testing.T) {
 	hook, err := e.review.CreateWebhook(ctx, e.org.ID, spec.WebhookCreate{URL: rcv.URL(), Events: []string{spec.EventTaskCompleted}})
 	require.NoError(t, err)
 	rcv.SetSecret(hook.Secret)
-	key, err := e.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := e.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: org.KeyTypeAPI}, admin)
 	require.NoError(t, err)
 	status, body := e.api(t, http.MethodPost, "/review-tasks", key.Secret,
 		`{"agentId":"`+e.agent.ID+`","request":{"messages":[{"role":"user","content":"Draft the press release for Project Falcon."}]}}`)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
@@ -34,7 +34,7 @@ const SessionCookie = "aiusage_session"
 // Config is what the dashboard is built from.
 type Config struct {
 	People  *people.Store
-	Orgs    *orgapi.Store
+	Orgs    *org.Store
 	Review  *reviewapi.Service
 	Sources *sources.Service // optional: without it the overview shows no sources
 	Logger  *slog.Logger     // 5xx causes; default: discarded
@@ -163,7 +163,7 @@ type viewerKey struct{}
 // viewer is the signed-in user of a request.
 type viewer struct {
 	User         people.User
-	Organisation orgapi.Organisation
+	Organisation org.Organisation
 }
 
 func viewerOf(r *http.Request) *viewer {

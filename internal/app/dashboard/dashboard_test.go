@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -212,7 +212,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		require.NoError(t, err)
 		var byUser []string
 		for _, a := range audit {
-			if a.Actor.Type == orgapi.ActorUser && a.Actor.ID == e.admin.ID {
+			if a.Actor.Type == org.ActorUser && a.Actor.ID == e.admin.ID {
 				byUser = append(byUser, a.Action)
 			}
 		}
@@ -253,7 +253,7 @@ func TestAPIKeyFormErrors(t *testing.T) {
 func TestReviewDecision(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
-		key, err := e.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
+		key, err := e.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: org.KeyTypeAPI}, admin)
 		require.NoError(t, err)
 		status, body := e.api(t, http.MethodPost, "/review-tasks", key.Secret,
 			`{"agentId":"`+e.agent.ID+`","request":{"messages":[{"role":"user","content":"Draft the <b>Project Falcon</b> release"}]}}`)
@@ -296,14 +296,14 @@ func TestReviewDecision(t *testing.T) {
 		// user's id and name.
 		audit, err := e.orgs.Audit(t.Context(), e.org.ID, 0, 100)
 		require.NoError(t, err)
-		var decided []orgapi.AuditRecord
+		var decided []org.AuditRecord
 		for _, a := range audit {
 			if a.Action == "review_task.decided" {
 				decided = append(decided, a)
 			}
 		}
 		require.Len(t, decided, 1)
-		require.Equal(t, orgapi.Actor{Type: orgapi.ActorUser, ID: e.rev.ID, Name: "Rex"}, decided[0].Actor)
+		require.Equal(t, org.Actor{Type: org.ActorUser, ID: e.rev.ID, Name: "Rex"}, decided[0].Actor)
 		require.Equal(t, task.ID, decided[0].ResourceID)
 
 		require.Contains(t, rev.get(t, "/review").Body, "No task waits for a person.")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -26,7 +27,7 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-var admin = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
+var admin = org.Actor{Type: org.ActorAdmin, Name: "test"}
 
 const password = "correct horse battery"
 
@@ -36,10 +37,10 @@ type env struct {
 	t      *testing.T
 	db     *sqldb.DB
 	url    string
-	orgs   *orgapi.Store
+	orgs   *org.Store
 	people *people.Store
 	review *reviewapi.Service
-	org    orgapi.Organisation
+	org    org.Organisation
 	agent  spec.Agent
 	admin  people.User // Ada, Administrator
 	rev    people.User // Rex, Reviewer
@@ -48,7 +49,7 @@ type env struct {
 func newEnv(t *testing.T, db *sqldb.DB) *env {
 	t.Helper()
 	ctx := t.Context()
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
 	// A day-long window of failed sign-ins (windows are fixed, aligned to
 	// UTC): the throttle tests' attempts, seconds apart under the race
@@ -79,7 +80,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	t.Cleanup(srv.Close)
 
 	e := &env{t: t, db: db, url: srv.URL, orgs: orgs, people: ppl, review: svc}
-	e.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
+	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	e.agent, err = orgs.CreateAgent(ctx, e.org.ID, "Support", admin)
 	require.NoError(t, err)

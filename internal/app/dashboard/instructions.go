@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
@@ -17,7 +18,7 @@ import (
 
 // The instruction pages hold no rules of their own: the list's filters go
 // through orgapi.ParseInstructionQuery, and a form becomes the JSON body the
-// API takes and goes through orgapi.ParseInstructionCreate or
+// API takes and goes through org.ParseInstructionCreate or
 // ParseInstructionPatch and the store, so a form meets the API's checks and
 // messages.
 
@@ -317,7 +318,7 @@ func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	c, err := orgapi.ParseInstructionCreate(body)
+	c, err := org.ParseInstructionCreate(body)
 	if err == nil {
 		_, err = d.cfg.Orgs.CreateInstruction(r.Context(), v.Organisation.ID, c, v.User.Actor())
 	}
@@ -372,7 +373,7 @@ func (d *Dashboard) updateInstruction(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	patch, err := orgapi.ParseInstructionPatch(body)
+	patch, err := org.ParseInstructionPatch(body)
 	if err == nil {
 		_, err = d.cfg.Orgs.UpdateInstruction(r.Context(), v.Organisation.ID, in.ID, patch, v.User.Actor())
 	}

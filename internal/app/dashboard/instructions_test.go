@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -21,7 +21,7 @@ import (
 // apiKey returns the secret of a new API key of e's organisation.
 func (e *env) apiKey(t *testing.T) string {
 	t.Helper()
-	k, err := e.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "test-api", Type: orgapi.KeyTypeAPI}, admin)
+	k, err := e.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: e.org.ID, Name: "test-api", Type: org.KeyTypeAPI}, admin)
 	require.NoError(t, err)
 	return k.Secret
 }
@@ -39,7 +39,7 @@ func (e *env) apiList(t *testing.T, key, query string) spec.InstructionList {
 // allInstructions returns every instruction of e's organisation.
 func (e *env) allInstructions(t *testing.T) []spec.Instruction {
 	t.Helper()
-	l, err := e.orgs.ListInstructions(t.Context(), e.org.ID, orgapi.InstructionQuery{PageSize: orgapi.MaxPageSize})
+	l, err := e.orgs.ListInstructions(t.Context(), e.org.ID, org.InstructionQuery{PageSize: org.MaxPageSize})
 	require.NoError(t, err)
 	return l.Items
 }
@@ -165,7 +165,7 @@ func TestAgentsPage(t *testing.T) {
 		audit, err := e.orgs.Audit(t.Context(), e.org.ID, 0, 100)
 		require.NoError(t, err)
 		last := audit[len(audit)-1]
-		require.Equal(t, orgapi.ActorUser, last.Actor.Type)
+		require.Equal(t, org.ActorUser, last.Actor.Type)
 		require.Equal(t, e.admin.ID, last.Actor.ID)
 	})
 }
@@ -216,11 +216,11 @@ func TestInstructionFormMatchesAPI(t *testing.T) {
 		require.NoError(t, err)
 		var byUser []string
 		for _, a := range audit {
-			if a.Actor.Type == orgapi.ActorUser && a.Actor.ID == e.admin.ID {
+			if a.Actor.Type == org.ActorUser && a.Actor.ID == e.admin.ID {
 				byUser = append(byUser, a.Action)
 			}
 		}
-		require.Equal(t, []string{orgapi.AuditInstructionCreated}, byUser)
+		require.Equal(t, []string{org.AuditInstructionCreated}, byUser)
 	})
 }
 
@@ -291,7 +291,7 @@ func TestInstructionAgentFull(t *testing.T) {
 		require.Contains(t, p.Body, "<code>usedBy</code>")
 		require.Contains(t, p.Body, "already holds 100 instructions")
 		require.Contains(t, p.Body, `value="`+full.ID+`" checked`, "the choice is kept")
-		require.Len(t, e.allInstructions(t), orgapi.MaxPageSize, "nothing was created") // 101 in all; one page of 100
+		require.Len(t, e.allInstructions(t), org.MaxPageSize, "nothing was created") // 101 in all; one page of 100
 		a, err := e.orgs.Agent(ctx, e.org.ID, full.ID)
 		require.NoError(t, err)
 		require.Equal(t, spec.MaxInstructionsPerAgent, a.InstructionCount)

@@ -7,19 +7,19 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 )
 
 type keyRow struct {
-	orgapi.APIKey
+	org.APIKey
 	Status    string
 	CreatedBy string
 }
 
 type keysData struct {
 	Keys    []keyRow
-	Created *orgapi.CreatedKey // just created: its secret, shown once
-	Expiry  string             // the default expiry, for the form
+	Created *org.CreatedKey // just created: its secret, shown once
+	Expiry  string          // the default expiry, for the form
 }
 
 func (d *Dashboard) keysPage(r *http.Request, p *pageData) error {
@@ -34,7 +34,7 @@ func (d *Dashboard) keysPage(r *http.Request, p *pageData) error {
 	}
 	now := d.cfg.Now()
 	data, _ := p.Data.(keysData)
-	data.Expiry = orgapi.DefaultExpiry(now).Format("2006-01-02")
+	data.Expiry = org.DefaultExpiry(now).Format("2006-01-02")
 	data.Keys = data.Keys[:0]
 	for i := len(keys) - 1; i >= 0; i-- { // newest first
 		k := keys[i]
@@ -61,7 +61,7 @@ func (d *Dashboard) apiKeys(w http.ResponseWriter, r *http.Request) error {
 func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
 	f := r.PostForm
-	c := orgapi.KeyCreate{OrganisationID: v.Organisation.ID, Name: strings.TrimSpace(f.Get("name"))}
+	c := org.KeyCreate{OrganisationID: v.Organisation.ID, Name: strings.TrimSpace(f.Get("name"))}
 	p := &pageData{Fields: map[string]string{"name": f.Get("name"), "type": f.Get("type"), "expiry": f.Get("expiry"), "expires": f.Get("expires")}}
 	fail := func(msg string, status int) error {
 		p.Error = msg
@@ -73,9 +73,9 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch t := f.Get("type"); t {
 	case "", "Ingestion":
-		c.Type = orgapi.KeyTypeIngestion
+		c.Type = org.KeyTypeIngestion
 	case "API":
-		c.Type = orgapi.KeyTypeAPI
+		c.Type = org.KeyTypeAPI
 	default:
 		return fail("Type must be API or Ingestion.", http.StatusBadRequest)
 	}

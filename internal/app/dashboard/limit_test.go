@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 )
 
@@ -31,7 +31,7 @@ func TestLimitPagesPerUser(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	as := func(user, path string) *http.Request {
-		v := &viewer{User: people.User{ID: user, Role: people.RoleReviewer}, Organisation: orgapi.Organisation{ID: "org"}}
+		v := &viewer{User: people.User{ID: user, Role: people.RoleReviewer}, Organisation: org.Organisation{ID: "org"}}
 		return httptest.NewRequest(http.MethodGet, path, nil).WithContext(context.WithValue(context.Background(), viewerKey{}, v))
 	}
 	var done sync.WaitGroup

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -25,7 +25,7 @@ import (
 // waits for a person.
 func (e *env) submitWaiting(t *testing.T, text string) spec.ReviewTask {
 	t.Helper()
-	key, err := e.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := e.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: e.org.ID, Name: "bot", Type: org.KeyTypeAPI}, admin)
 	require.NoError(t, err)
 	body, err := json.Marshal(map[string]any{"agentId": e.agent.ID, "request": map[string]any{"messages": []map[string]string{{"role": "user", "content": text}}}})
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestReviewOtherOrganisationRefused(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
 		task := e.submitWaiting(t, "Project Falcon")
-		globex, err := e.orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Globex"}, admin)
+		globex, err := e.orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Globex"}, admin)
 		require.NoError(t, err)
 		mallory, err := e.people.CreateUser(t.Context(), people.UserCreate{OrganisationID: globex.ID, Email: "mallory@globex.test",
 			Name: "Mallory", Role: people.RoleAdministrator, Password: password}, admin)
@@ -331,7 +331,7 @@ func TestReviewTaskPage(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/not-a-task").Status)
 		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/"+uuid.NewString()).Status)
 		require.Equal(t, http.StatusNotFound, rev.get(t, "/review/"+uuid.NewString()+"/request.txt").Status)
-		globex, err := e.orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Globex"}, admin)
+		globex, err := e.orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Globex"}, admin)
 		require.NoError(t, err)
 		_, err = e.people.CreateUser(t.Context(), people.UserCreate{OrganisationID: globex.ID, Email: "mallory@globex.test",
 			Name: "Mallory", Role: people.RoleAdministrator, Password: password}, admin)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -46,7 +47,7 @@ type sourcesEnv struct {
 func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *sourcesEnv {
 	t.Helper()
 	ctx := t.Context()
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	t.Cleanup(srv.Close)
 
 	e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
-	e.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
+	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	e.admin = e.user("ada@acme.test", "Ada", people.RoleAdministrator)
 	e.rev = e.user("rex@acme.test", "Rex", people.RoleReviewer)
@@ -265,7 +266,7 @@ func TestSourcesPage(t *testing.T) {
 		var syncs []string
 		for _, r := range recs {
 			if r.Action == dashboard.AuditSourceSynced {
-				require.Equal(t, orgapi.Actor{Type: orgapi.ActorUser, ID: e.admin.ID, Name: "Ada"}, r.Actor)
+				require.Equal(t, org.Actor{Type: org.ActorUser, ID: e.admin.ID, Name: "Ada"}, r.Actor)
 				syncs = append(syncs, r.ResourceID)
 			}
 		}
@@ -273,7 +274,7 @@ func TestSourcesPage(t *testing.T) {
 
 		// Another organisation's source, an unknown or malformed id: 404,
 		// and nothing runs.
-		other, err := e.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		// A source of the export transport says so.
 		files, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "Files", URL: t.TempDir(), Transport: sources.TransportExport})

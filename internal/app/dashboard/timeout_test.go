@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -51,7 +52,7 @@ func TestPageOutOfTime(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		orgs, err := orgapi.NewStore(ctx, db)
+		orgs, err := org.NewStore(ctx, db)
 		require.NoError(t, err)
 		ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 		require.NoError(t, err)
@@ -66,7 +67,7 @@ func TestPageOutOfTime(t *testing.T) {
 		srv := httptest.NewServer(httpx.Deadlines{Read: 5 * time.Second}.Handler(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) })))
 		t.Cleanup(srv.Close)
 		e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
-		e.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
+		e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 		require.NoError(t, err)
 		e.user("ada@acme.test", "Ada", people.RoleAdministrator)
 		b := e.browser()

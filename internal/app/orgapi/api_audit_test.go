@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -20,7 +20,7 @@ import (
 )
 
 // lastSeq is the Seq of the last record of an audit trail, 0 when empty.
-func lastSeq(recs []orgapi.AuditRecord) int64 {
+func lastSeq(recs []org.AuditRecord) int64 {
 	if len(recs) == 0 {
 		return 0
 	}
@@ -53,7 +53,7 @@ func TestAuditTrailRecordsChangesMadeWithAKey(t *testing.T) {
 
 		recs, err := e.store.Audit(t.Context(), e.Org.ID, 0, 100)
 		require.NoError(t, err)
-		var mine []orgapi.AuditRecord
+		var mine []org.AuditRecord
 		for _, rec := range recs {
 			if rec.Seq > base {
 				mine = append(mine, rec)
@@ -65,13 +65,13 @@ func TestAuditTrailRecordsChangesMadeWithAKey(t *testing.T) {
 			at            time.Time
 			before, after string
 		}{
-			{orgapi.AuditInstructionCreated, createdAt, "null", string(created)},
-			{orgapi.AuditInstructionUpdated, updatedAt, string(created), string(patched)},
-			{orgapi.AuditInstructionDeleted, deletedAt, string(patched), "null"},
+			{org.AuditInstructionCreated, createdAt, "null", string(created)},
+			{org.AuditInstructionUpdated, updatedAt, string(created), string(patched)},
+			{org.AuditInstructionDeleted, deletedAt, string(patched), "null"},
 		}
 		for i, rec := range mine {
 			w := want[i]
-			require.Equal(t, orgapi.Actor{Type: "apiKey", ID: e.Key.ID, Name: "ci-bot"}, rec.Actor, "record %d", i)
+			require.Equal(t, org.Actor{Type: "apiKey", ID: e.Key.ID, Name: "ci-bot"}, rec.Actor, "record %d", i)
 			require.Equal(t, w.action, rec.Action, "record %d", i)
 			require.Equal(t, e.Org.ID, rec.OrganisationID, "record %d", i)
 			require.Equal(t, "instruction", rec.ResourceType, "record %d", i)
@@ -86,7 +86,7 @@ func TestAuditTrailRecordsChangesMadeWithAKey(t *testing.T) {
 		// The records are read in pages after a Seq.
 		page, err := e.store.Audit(t.Context(), e.Org.ID, mine[0].Seq, 1)
 		require.NoError(t, err)
-		require.Equal(t, []orgapi.AuditRecord{mine[1]}, page)
+		require.Equal(t, []org.AuditRecord{mine[1]}, page)
 	})
 }
 
@@ -94,7 +94,7 @@ func TestAuditAttributesChangesToTheKeyUsed(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		deploy := e.newKey(e.Org.ID, "deploy-bot", orgapi.KeyTypeAPI, nil)
+		deploy := e.newKey(e.Org.ID, "deploy-bot", org.KeyTypeAPI, nil)
 		base := lastSeq(e.audit(e.Org.ID))
 
 		in := e.create(regexBody("by ci-bot"))
@@ -106,15 +106,15 @@ func TestAuditAttributesChangesToTheKeyUsed(t *testing.T) {
 		r = e.do(patch, e.itemPath(in.ID), jsonObj{"title": "by ci-bot, both headers"}, hdr{"Authorization": "Bearer " + deploy.Secret})
 		require.Equal(t, http.StatusOK, r.Status, "%s", r)
 
-		var actors []orgapi.Actor
+		var actors []org.Actor
 		for _, rec := range e.audit(e.Org.ID) {
 			if rec.Seq > base {
 				actors = append(actors, rec.Actor)
 			}
 		}
-		ci := orgapi.Actor{Type: orgapi.ActorAPIKey, ID: e.Key.ID, Name: "ci-bot"}
-		dep := orgapi.Actor{Type: orgapi.ActorAPIKey, ID: deploy.ID, Name: "deploy-bot"}
-		require.Equal(t, []orgapi.Actor{ci, dep, dep, ci}, actors)
+		ci := org.Actor{Type: org.ActorAPIKey, ID: e.Key.ID, Name: "ci-bot"}
+		dep := org.Actor{Type: org.ActorAPIKey, ID: deploy.ID, Name: "deploy-bot"}
+		require.Equal(t, []org.Actor{ci, dep, dep, ci}, actors)
 	})
 }
 
@@ -128,10 +128,10 @@ func TestAuditFailedRequestsAddNoRecord(t *testing.T) {
 		bIn := e.withT(t)
 		bIn.tenant = bt
 		bInstr := bIn.create(regexBody("B's"))
-		revoked := e.newKey(e.Org.ID, "revoked", orgapi.KeyTypeAPI, nil)
+		revoked := e.newKey(e.Org.ID, "revoked", org.KeyTypeAPI, nil)
 		_, err := e.store.RevokeKey(t.Context(), e.Org.ID, revoked.ID, adminActor)
 		require.NoError(t, err)
-		ing := e.newKey(e.Org.ID, "telemetry", orgapi.KeyTypeIngestion, nil)
+		ing := e.newKey(e.Org.ID, "telemetry", org.KeyTypeIngestion, nil)
 
 		e.clock.Advance(time.Minute)
 		aBefore := len(e.audit(e.Org.ID))
@@ -193,7 +193,7 @@ func TestAuditTrailIsPerOrganisation(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, r.Status, "%s", r)
 		e.create(regexBody("A's second"))
 
-		check := func(recs []orgapi.AuditRecord, own tenant, ownIn string, other tenant, otherIn string, wantOwn int) {
+		check := func(recs []org.AuditRecord, own tenant, ownIn string, other tenant, otherIn string, wantOwn int) {
 			t.Helper()
 			n := 0
 			for _, rec := range recs {
@@ -201,7 +201,7 @@ func TestAuditTrailIsPerOrganisation(t *testing.T) {
 				require.NotEqual(t, otherIn, rec.ResourceID)
 				require.NotEqual(t, other.Key.ID, rec.Actor.ID)
 				require.NotContains(t, string(rec.Before)+string(rec.After), otherIn)
-				if rec.Actor.Type == orgapi.ActorAPIKey {
+				if rec.Actor.Type == org.ActorAPIKey {
 					require.Equal(t, own.Key.ID, rec.Actor.ID)
 					n++
 				}
@@ -221,7 +221,7 @@ func TestRecordAuditAppendsToTheTrail(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
 		base := lastSeq(e.audit(e.Org.ID))
-		user := orgapi.Actor{Type: orgapi.ActorUser, ID: uuid.NewString(), Name: "Alice"}
+		user := org.Actor{Type: org.ActorUser, ID: uuid.NewString(), Name: "Alice"}
 		resID := uuid.NewString()
 
 		// In a transaction of its own, at the store's clock, with the
@@ -245,7 +245,7 @@ func TestRecordAuditAppendsToTheTrail(t *testing.T) {
 		recs, err := e.store.Audit(t.Context(), e.Org.ID, base, 100)
 		require.NoError(t, err)
 		require.Len(t, recs, 2)
-		require.Equal(t, orgapi.AuditRecord{Seq: base + 1, OrganisationID: e.Org.ID, At: spec.NewTime(e.clock.Now()), Actor: user,
+		require.Equal(t, org.AuditRecord{Seq: base + 1, OrganisationID: e.Org.ID, At: spec.NewTime(e.clock.Now()), Actor: user,
 			Action: "user.created", ResourceType: "user", ResourceID: resID,
 			Before: json.RawMessage("null"), After: json.RawMessage(`{"name":"Bob"}`)}, recs[0])
 		require.Equal(t, base+2, recs[1].Seq, "the rolled-back record took no number")

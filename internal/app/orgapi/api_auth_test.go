@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -64,7 +64,7 @@ func TestAuthXAPIKeyWinsOverBearer(t *testing.T) {
 		require.Equal(t, []spec.Organisation{{ID: b.Org.ID, Name: b.Org.Name}}, orgs)
 
 		// An Ingestion X-API-Key beside a valid API Bearer: the Ingestion key is used.
-		ing := e.newKey(e.Org.ID, "telemetry", orgapi.KeyTypeIngestion, nil)
+		ing := e.newKey(e.Org.ID, "telemetry", org.KeyTypeIngestion, nil)
 		r = e.doKey(ing.Secret, get, "/organisations", nil, hdr{"Authorization": "Bearer " + e.Key.Secret})
 		requireProblem(t, r, http.StatusForbidden)
 	})
@@ -74,11 +74,11 @@ func TestAuthRejectedKeysGetOneIdentical401(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		revoked := e.newKey(e.Org.ID, "to-revoke", orgapi.KeyTypeAPI, nil)
+		revoked := e.newKey(e.Org.ID, "to-revoke", org.KeyTypeAPI, nil)
 		expiry := e.clock.Now().Add(time.Hour)
-		expiring := e.newKey(e.Org.ID, "to-expire", orgapi.KeyTypeAPI, &expiry)
+		expiring := e.newKey(e.Org.ID, "to-expire", org.KeyTypeAPI, &expiry)
 		// Both work first.
-		for _, k := range []orgapi.CreatedKey{revoked, expiring} {
+		for _, k := range []org.CreatedKey{revoked, expiring} {
 			r := e.doKey(k.Secret, get, "/organisations", nil, nil)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r)
 		}
@@ -148,10 +148,10 @@ func TestAuthRejectedKeysGetOneIdentical401(t *testing.T) {
 
 		// The store names a known key beside the error (for the rate-limit
 		// headers of the review-task API), and nothing of an unknown one.
-		for _, k := range []orgapi.CreatedKey{revoked, expiring} {
+		for _, k := range []org.CreatedKey{revoked, expiring} {
 			p, err := e.store.Authenticate(t.Context(), k.Secret)
 			require.ErrorIs(t, err, spec.ErrUnauthorized, k.Name)
-			require.Equal(t, orgapi.Principal{KeyID: k.ID, KeyName: k.Name, OrganisationID: e.Org.ID}, p, k.Name)
+			require.Equal(t, org.Principal{KeyID: k.ID, KeyName: k.Name, OrganisationID: e.Org.ID}, p, k.Name)
 		}
 		p, err := e.store.Authenticate(t.Context(), string(mistyped))
 		require.ErrorIs(t, err, spec.ErrUnauthorized)
@@ -163,9 +163,9 @@ func TestAuthDefaultExpiryIsOneYear(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		exp := orgapi.DefaultExpiry(e.clock.Now())
+		exp := org.DefaultExpiry(e.clock.Now())
 		require.Equal(t, e.clock.Now().AddDate(1, 0, 0), exp)
-		k := e.newKey(e.Org.ID, "default-expiry", orgapi.KeyTypeAPI, &exp)
+		k := e.newKey(e.Org.ID, "default-expiry", org.KeyTypeAPI, &exp)
 		e.clock.Advance(364 * 24 * time.Hour)
 		r := e.doKey(k.Secret, get, "/organisations", nil, nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r)
@@ -179,10 +179,10 @@ func TestAuthIngestionKeyIsForbiddenEverywhere(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		ing := e.newKey(e.Org.ID, "telemetry", orgapi.KeyTypeIngestion, nil)
+		ing := e.newKey(e.Org.ID, "telemetry", org.KeyTypeIngestion, nil)
 		// A key created without a type is an Ingestion key.
 		def := e.newKey(e.Org.ID, "untyped", "", nil)
-		require.Equal(t, orgapi.KeyTypeIngestion, def.Type)
+		require.Equal(t, org.KeyTypeIngestion, def.Type)
 
 		in := e.create(regexBody("existing"))
 		before := e.state()
@@ -201,7 +201,7 @@ func TestAuthIngestionKeyIsForbiddenEverywhere(t *testing.T) {
 			{"list api-keys", get, e.orgPath() + "/api-keys", nil},
 			{"create api-key", post, e.orgPath() + "/api-keys", jsonObj{"name": "x", "type": "API"}},
 		}
-		for _, k := range []orgapi.CreatedKey{ing, def} {
+		for _, k := range []org.CreatedKey{ing, def} {
 			t.Run(k.Name, func(t *testing.T) {
 				for _, ep := range endpoints {
 					t.Run(ep.name, func(t *testing.T) {
@@ -259,9 +259,9 @@ func TestAuthKeysStoredOnlyAsHashes(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		second := e.newKey(e.Org.ID, "second", orgapi.KeyTypeAPI, nil)
+		second := e.newKey(e.Org.ID, "second", org.KeyTypeAPI, nil)
 		secretSyntax := regexp.MustCompile(`^aiu_[0-9A-Za-z]{46}$`)
-		for _, k := range []orgapi.CreatedKey{e.Key, second} {
+		for _, k := range []org.CreatedKey{e.Key, second} {
 			require.True(t, strings.HasPrefix(k.Secret, "aiu_"), k.Secret)
 			require.Len(t, k.Secret, 50)
 			require.Regexp(t, secretSyntax, k.Secret)
@@ -271,11 +271,11 @@ func TestAuthKeysStoredOnlyAsHashes(t *testing.T) {
 		keys, err := e.store.Keys(t.Context(), e.Org.ID)
 		require.NoError(t, err)
 		require.Len(t, keys, 2)
-		byID := map[string]orgapi.APIKey{}
+		byID := map[string]org.APIKey{}
 		for _, k := range keys {
 			byID[k.ID] = k
 		}
-		for _, k := range []orgapi.CreatedKey{e.Key, second} {
+		for _, k := range []org.CreatedKey{e.Key, second} {
 			got, ok := byID[k.ID]
 			require.True(t, ok, "key %s not listed", k.ID)
 			require.Equal(t, k.Secret[len(k.Secret)-4:], got.Last4)
@@ -310,7 +310,7 @@ func TestAuthKeysStoredOnlyAsHashes(t *testing.T) {
 					default:
 						b = fmt.Append(nil, v)
 					}
-					for _, k := range []orgapi.CreatedKey{e.Key, second} {
+					for _, k := range []org.CreatedKey{e.Key, second} {
 						require.False(t, bytes.Contains(b, []byte(k.Secret[4:30])),
 							"%s.%s holds the secret of key %s", table, cols[i], k.Name)
 						require.False(t, bytes.Contains(b, []byte(k.Secret[24:])),
@@ -325,7 +325,7 @@ func TestAuthKeysStoredOnlyAsHashes(t *testing.T) {
 			}
 		}
 		// The keys still authenticate, so the hash is what is kept.
-		for _, k := range []orgapi.CreatedKey{e.Key, second} {
+		for _, k := range []org.CreatedKey{e.Key, second} {
 			p, err := e.store.Authenticate(t.Context(), k.Secret)
 			require.NoError(t, err)
 			require.Equal(t, k.ID, p.KeyID)
@@ -339,7 +339,7 @@ func TestAuthKeyRotation(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newTestEnv(t, db)
-		repl := e.newKey(e.Org.ID, "ci-bot-2", orgapi.KeyTypeAPI, nil)
+		repl := e.newKey(e.Org.ID, "ci-bot-2", org.KeyTypeAPI, nil)
 		for _, k := range []string{e.Key.Secret, repl.Secret} {
 			r := e.doKey(k, get, e.listPath(), nil, nil)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r)

@@ -1,16 +1,13 @@
-// Package orgapi is the organisation API of the oversight service: an
-// organisation's API keys, its agents, its data-protection instructions and
-// the audit trail of every change, stored in SQLite or PostgreSQL.
+// Package orgapi is the organisation API of the oversight service: the HTTP
+// handlers over the organisation domain of package org (its instructions,
+// its agents, its organisation).
 //
 // The wire format is spec's ([spec.Instruction], [spec.Agent],
 // [spec.Problem]); the rules are those of the organisation API and the
-// kit's decisions where it is silent. A [Store] keeps the data; a [Handler] serves it over HTTP:
+// kit's decisions where it is silent. A [Handler] serves an [org.Store] over
+// HTTP:
 //
-//	db, err := sqldb.Open(ctx, "sqlite:/var/lib/aiusage/service.db")
-//	if err != nil {
-//		return err
-//	}
-//	store, err := orgapi.NewStore(ctx, db) // applies the migrations
+//	store, err := org.NewStore(ctx, db) // applies the migrations
 //	if err != nil {
 //		return err
 //	}
@@ -20,15 +17,6 @@
 //	}
 //	return http.ListenAndServe(addr, h)
 //
-// Organisations, agents and keys are created by an administrator, not over
-// the API: [Store.CreateOrganisation], [Store.CreateAgent], [Store.CreateKey]
-// (the aiusage admin commands call them). A key's secret is returned once and
-// stored only as its SHA-256 digest; [Store.Authenticate] looks the digest up
-// on every request, so a revoked key fails on its next request.
-//
-// The limit of 100 instructions per agent holds under concurrency: each
-// agent row counts its instructions, and a place is taken with a conditional
-// UPDATE in the transaction that assigns the instruction, so of two requests
-// racing for the last place exactly one wins, on SQLite and on PostgreSQL
-// alike.
+// A request authenticates with an API key of type API ([org.Store.Authenticate]);
+// keys themselves are managed by a person, never over this API.
 package orgapi

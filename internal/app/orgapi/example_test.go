@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
@@ -21,14 +22,14 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	store, err := orgapi.NewStore(ctx, db) // applies the migrations
+	store, err := org.NewStore(ctx, db) // applies the migrations
 	if err != nil {
 		panic(err)
 	}
-	admin := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "alice"}
-	org, _ := store.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Northwind"}, admin)
-	agent, _ := store.CreateAgent(ctx, org.ID, "Support assistant", admin)
-	key, _ := store.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "ci-bot", Type: orgapi.KeyTypeAPI}, admin)
+	admin := org.Actor{Type: org.ActorAdmin, Name: "alice"}
+	o, _ := store.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Northwind"}, admin)
+	agent, _ := store.CreateAgent(ctx, o.ID, "Support assistant", admin)
+	key, _ := store.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "ci-bot", Type: org.KeyTypeAPI}, admin)
 
 	h, err := orgapi.NewHandler(store)
 	if err != nil {
@@ -41,7 +42,7 @@ func Example() {
 		"trigger": {"type": "Regex", "pattern": "\\bDE[0-9]{20}\\b"},
 		"action": "Block", "criticality": "Low", "allowRedaction": true,
 		"usedBy": ["` + agent.ID + `"]}`
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/organisations/"+org.ID+"/instructions", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/organisations/"+o.ID+"/instructions", strings.NewReader(body))
 	req.Header.Set("X-API-Key", key.Secret)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -52,9 +53,9 @@ func Example() {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	fmt.Println(resp.Status)
 
-	agents, _ := store.Agents(ctx, org.ID)
+	agents, _ := store.Agents(ctx, o.ID)
 	fmt.Println(agents[0].Name, "holds", agents[0].InstructionCount, "instruction")
-	trail, _ := store.Audit(ctx, org.ID, 0, 100)
+	trail, _ := store.Audit(ctx, o.ID, 0, 100)
 	last := trail[len(trail)-1]
 	fmt.Println(last.Action, "by", last.Actor.Name)
 	// Output:

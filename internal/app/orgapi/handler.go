@@ -14,11 +14,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
-// Handler serves the organisation API over a [Store]:
+// Handler serves the organisation API over an [org.Store]:
 //
 //	GET    /organisations
 //	POST   /organisations/{organisationId}/instructions
@@ -31,7 +32,7 @@ import (
 // and answers 403 to any request for /organisations/{organisationId}/api-keys:
 // keys are managed by a person, never with a key.
 type Handler struct {
-	store       *Store
+	store       *org.Store
 	logger      *slog.Logger
 	concurrency *httpx.Limiter
 	router      chi.Router
@@ -51,7 +52,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.logger = l 
 func WithConcurrency(l *httpx.Limiter) Option { return func(h *Handler) { h.concurrency = l } }
 
 // NewHandler returns the organisation API over store.
-func NewHandler(store *Store, opts ...Option) (*Handler, error) {
+func NewHandler(store *org.Store, opts ...Option) (*Handler, error) {
 	if store == nil {
 		return nil, errors.New("orgapi: NewHandler: nil store")
 	}
@@ -161,8 +162,8 @@ type principalKey struct{}
 
 // PrincipalFrom returns the API key that authenticated the request whose
 // context ctx is.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
+func PrincipalFrom(ctx context.Context) (org.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(org.Principal)
 	return p, ok
 }
 
@@ -208,7 +209,7 @@ func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 	})
 }
 
-func principal(r *http.Request) Principal {
+func principal(r *http.Request) org.Principal {
 	p, _ := PrincipalFrom(r.Context())
 	return p
 }
@@ -236,7 +237,7 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := ParseInstructionCreate(body)
+	c, err := org.ParseInstructionCreate(body)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	patch, err := ParseInstructionPatch(body)
+	patch, err := org.ParseInstructionPatch(body)
 	if err != nil {
 		return err
 	}
@@ -343,8 +344,8 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
 // [*httpx.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
-func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
-	q := InstructionQuery{Page: 1, PageSize: DefaultPageSize}
+func ParseInstructionQuery(rawQuery string) (org.InstructionQuery, error) {
+	q := org.InstructionQuery{Page: 1, PageSize: org.DefaultPageSize}
 	bad := func(field, format string, a ...any) error {
 		return httpx.FieldError(spec.ErrInvalid, detailQuery, field, format, a...)
 	}
@@ -413,15 +414,15 @@ func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	}
 	if v, _, err := get("search"); err != nil {
 		return q, err
-	} else if n := utf8.RuneCountInString(v); n > MaxSearchLength {
-		return q, bad("search", "is %d characters; at most %d", n, MaxSearchLength)
+	} else if n := utf8.RuneCountInString(v); n > org.MaxSearchLength {
+		return q, bad("search", "is %d characters; at most %d", n, org.MaxSearchLength)
 	} else {
 		q.Search = v
 	}
 	if err := integer("page", &q.Page, 1, int(^uint(0)>>1)); err != nil {
 		return q, err
 	}
-	if err := integer("pageSize", &q.PageSize, 1, MaxPageSize); err != nil {
+	if err := integer("pageSize", &q.PageSize, 1, org.MaxPageSize); err != nil {
 		return q, err
 	}
 	return q, nil

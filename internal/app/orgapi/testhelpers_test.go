@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -26,7 +27,7 @@ import (
 var t0 = time.Date(2026, 3, 2, 9, 14, 3, 120_000_000, time.UTC)
 
 // testClock is a clock the tests move by hand, passed to the store with
-// orgapi.WithNow. It is safe for concurrent use.
+// org.WithNow. It is safe for concurrent use.
 type testClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -49,13 +50,13 @@ func (c *testClock) Advance(d time.Duration) {
 }
 
 // adminActor makes the changes that tests set up through the store.
-var adminActor = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test-admin"}
+var adminActor = org.Actor{Type: org.ActorAdmin, Name: "test-admin"}
 
 // tenant is an organisation with its agents and an API key.
 type tenant struct {
-	Org    orgapi.Organisation
+	Org    org.Organisation
 	Agents []spec.Agent
-	Key    orgapi.CreatedKey
+	Key    org.CreatedKey
 }
 
 // testEnv is one test's service: a store over a fresh database, its handler
@@ -64,7 +65,7 @@ type tenant struct {
 type testEnv struct {
 	t      *testing.T
 	db     *sqldb.DB
-	store  *orgapi.Store
+	store  *org.Store
 	clock  *testClock
 	srv    *httptest.Server
 	URL    string
@@ -76,7 +77,7 @@ type testEnv struct {
 func newTestEnv(t *testing.T, db *sqldb.DB) *testEnv {
 	t.Helper()
 	clock := newTestClock(t0)
-	store, err := orgapi.NewStore(t.Context(), db, orgapi.WithNow(clock.Now))
+	store, err := org.NewStore(t.Context(), db, org.WithNow(clock.Now))
 	require.NoError(t, err)
 	// 5xx errors are logged to the test's log, with their cause.
 	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -110,24 +111,24 @@ func (e *testEnv) ctx() context.Context { return e.t.Context() }
 // keyName (no key when keyName is empty).
 func (e *testEnv) newTenant(name string, agents int, keyName string) tenant {
 	e.t.Helper()
-	org, err := e.store.CreateOrganisation(e.ctx(), orgapi.OrganisationCreate{Name: name}, adminActor)
+	o, err := e.store.CreateOrganisation(e.ctx(), org.OrganisationCreate{Name: name}, adminActor)
 	require.NoError(e.t, err)
-	tn := tenant{Org: org}
+	tn := tenant{Org: o}
 	for i := range agents {
-		a, err := e.store.CreateAgent(e.ctx(), org.ID, fmt.Sprintf("%s agent %d", name, i+1), adminActor)
+		a, err := e.store.CreateAgent(e.ctx(), o.ID, fmt.Sprintf("%s agent %d", name, i+1), adminActor)
 		require.NoError(e.t, err)
 		tn.Agents = append(tn.Agents, a)
 	}
 	if keyName != "" {
-		tn.Key = e.newKey(org.ID, keyName, orgapi.KeyTypeAPI, nil)
+		tn.Key = e.newKey(o.ID, keyName, org.KeyTypeAPI, nil)
 	}
 	return tn
 }
 
 // newKey creates a key of the organisation.
-func (e *testEnv) newKey(orgID, name string, typ orgapi.KeyType, expires *time.Time) orgapi.CreatedKey {
+func (e *testEnv) newKey(orgID, name string, typ org.KeyType, expires *time.Time) org.CreatedKey {
 	e.t.Helper()
-	k, err := e.store.CreateKey(e.ctx(), orgapi.KeyCreate{OrganisationID: orgID, Name: name, Type: typ, ExpiresAt: expires}, adminActor)
+	k, err := e.store.CreateKey(e.ctx(), org.KeyCreate{OrganisationID: orgID, Name: name, Type: typ, ExpiresAt: expires}, adminActor)
 	require.NoError(e.t, err)
 	return k
 }
@@ -374,7 +375,7 @@ func (e *testEnv) counts() map[string]int {
 }
 
 // audit returns the organisation's whole audit trail.
-func (e *testEnv) audit(orgID string) []orgapi.AuditRecord {
+func (e *testEnv) audit(orgID string) []org.AuditRecord {
 	e.t.Helper()
 	recs, err := e.store.Audit(e.ctx(), orgID, 0, 100000)
 	require.NoError(e.t, err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -134,7 +134,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 // are deleted). A disabled user is spec.ErrConflict; a user of another
 // organisation spec.ErrNotFound. The change is recorded in the audit trail,
 // never with a password or its hash.
-func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password string, oneTime bool, actor orgapi.Actor) (User, error) {
+func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password string, oneTime bool, actor org.Actor) (User, error) {
 	if err := checkPassword(password); err != nil {
 		return User{}, err
 	}

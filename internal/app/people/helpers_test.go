@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -37,7 +37,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-var admin = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "root"}
+var admin = org.Actor{Type: org.ActorAdmin, Name: "root"}
 
 // password is the password of every user the tests create.
 const password = "correct horse battery"
@@ -46,10 +46,10 @@ const password = "correct horse battery"
 type env struct {
 	t      *testing.T
 	db     *sqldb.DB
-	orgs   *orgapi.Store
+	orgs   *org.Store
 	people *people.Store
 	clock  *clock
-	org    orgapi.Organisation
+	org    org.Organisation
 }
 
 // newEnv returns an env on db; c configures the store (DB, Orgs and Now are
@@ -57,9 +57,9 @@ type env struct {
 func newEnv(t *testing.T, db *sqldb.DB, c people.Config) *env {
 	t.Helper()
 	clk := &clock{t: t0}
-	orgs, err := orgapi.NewStore(t.Context(), db, orgapi.WithNow(clk.Now))
+	orgs, err := org.NewStore(t.Context(), db, org.WithNow(clk.Now))
 	require.NoError(t, err)
-	org, err := orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Acme"}, admin)
+	org, err := orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	c.DB, c.Orgs, c.Now = db, orgs, clk.Now
 	p, err := people.New(t.Context(), c)
@@ -84,11 +84,11 @@ func (e *env) signIn(email, addr string) people.Session {
 }
 
 // audit returns the records of the organisation's audit trail about users.
-func (e *env) audit() []orgapi.AuditRecord {
+func (e *env) audit() []org.AuditRecord {
 	e.t.Helper()
 	recs, err := e.orgs.Audit(e.t.Context(), e.org.ID, 0, 1000)
 	require.NoError(e.t, err)
-	var out []orgapi.AuditRecord
+	var out []org.AuditRecord
 	for _, r := range recs {
 		if r.ResourceType == "user" {
 			out = append(out, r)

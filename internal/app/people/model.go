@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -39,7 +39,7 @@ const (
 	// MaxEmailLength bounds an email address, in bytes.
 	MaxEmailLength = 254
 	// MaxNameLength bounds a user's name, in characters.
-	MaxNameLength = orgapi.MaxNameLength
+	MaxNameLength = org.MaxNameLength
 )
 
 // User is a person of an organisation who signs in to the dashboard. It
@@ -86,8 +86,8 @@ func (u User) MarshalJSON() ([]byte, error) {
 
 // Actor returns the actor of the changes the user makes, for the audit
 // trail.
-func (u User) Actor() orgapi.Actor {
-	return orgapi.Actor{Type: orgapi.ActorUser, ID: u.ID, Name: u.Name}
+func (u User) Actor() org.Actor {
+	return org.Actor{Type: org.ActorUser, ID: u.ID, Name: u.Name}
 }
 
 // UserCreate is what an Administrator gives to create a user.

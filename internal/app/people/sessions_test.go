@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -417,7 +417,7 @@ func TestSessionsAndThrottleAreSharedByProcesses(t *testing.T) {
 				db, err := sqldb.Open(t.Context(), url)
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = db.Close() })
-				orgs, err := orgapi.NewStore(t.Context(), db, orgapi.WithNow(clk.Now))
+				orgs, err := org.NewStore(t.Context(), db, org.WithNow(clk.Now))
 				require.NoError(t, err)
 				p, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs, Now: clk.Now})
 				require.NoError(t, err)
@@ -427,9 +427,9 @@ func TestSessionsAndThrottleAreSharedByProcesses(t *testing.T) {
 			db, err := sqldb.Open(t.Context(), url)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
-			orgs, err := orgapi.NewStore(t.Context(), db)
+			orgs, err := org.NewStore(t.Context(), db)
 			require.NoError(t, err)
-			org, err := orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Acme"}, admin)
+			org, err := orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Acme"}, admin)
 			require.NoError(t, err)
 			alice, err := a.CreateUser(t.Context(), people.UserCreate{OrganisationID: org.ID, Email: "alice@example.com",
 				Role: people.RoleAdministrator, Password: password}, admin)

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -57,7 +57,7 @@ type Config struct {
 	DB *sqldb.DB
 	// Orgs checks that organisations exist and records changes in their
 	// audit trail.
-	Orgs *orgapi.Store
+	Orgs *org.Store
 	// Now is the clock of changes, sessions and the throttle. Default
 	// time.Now.
 	Now func() time.Time
@@ -99,7 +99,7 @@ type Config struct {
 type Store struct {
 	cfg  Config
 	db   *sqldb.DB
-	orgs *orgapi.Store
+	orgs *org.Store
 }
 
 // New applies the store's migrations to c.DB and returns the store.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -116,7 +116,7 @@ func (s *Store) organisation(ctx context.Context, orgID string) (string, error) 
 // it in the organisation's audit trail, and returns it. Every field is
 // checked first (spec.ErrInvalid naming it); an unknown organisation is
 // spec.ErrNotFound, an email already taken in the service spec.ErrConflict.
-func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor orgapi.Actor) (User, error) {
+func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor org.Actor) (User, error) {
 	email, err := checkEmail(c.Email)
 	if err != nil {
 		return User{}, err
@@ -248,7 +248,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
 // SetRole gives the organisation's user userID the role, records the change
 // in the audit trail, and returns the user. Giving the role the user holds
 // changes nothing and records nothing.
-func (s *Store) SetRole(ctx context.Context, orgID, userID string, role Role, actor orgapi.Actor) (User, error) {
+func (s *Store) SetRole(ctx context.Context, orgID, userID string, role Role, actor org.Actor) (User, error) {
 	if err := checkRole(role); err != nil {
 		return User{}, err
 	}
@@ -280,7 +280,7 @@ func (s *Store) SetRole(ctx context.Context, orgID, userID string, role Role, ac
 // sessions at once (they are deleted): it can no longer sign in, and its
 // next request is refused. The change is recorded in the audit trail.
 // Disabling a disabled user changes nothing and returns it as it is.
-func (s *Store) DisableUser(ctx context.Context, orgID, email string, actor orgapi.Actor) (User, error) {
+func (s *Store) DisableUser(ctx context.Context, orgID, email string, actor org.Actor) (User, error) {
 	orgID, email = strings.ToLower(orgID), normaliseEmail(email)
 	var u User
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

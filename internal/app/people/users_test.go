@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -19,7 +19,7 @@ import (
 func TestNewChecksTheConfig(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	orgs, err := orgapi.NewStore(t.Context(), db)
+	orgs, err := org.NewStore(t.Context(), db)
 	require.NoError(t, err)
 	for name, c := range map[string]people.Config{
 		"no DB":            {Orgs: orgs},
@@ -84,7 +84,7 @@ func TestCreateListGetUsers(t *testing.T) {
 		require.Equal(t, bob, got)
 
 		// Another organisation sees neither user.
-		other, err := e.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		_, err = e.people.User(ctx, other.ID, bob.ID)
 		requireField(t, err, spec.ErrNotFound, "id")
@@ -135,7 +135,7 @@ func TestUserJSON(t *testing.T) {
 	var back people.User
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, u, back)
-	require.Equal(t, orgapi.Actor{Type: "user", ID: u.ID, Name: "A"}, u.Actor())
+	require.Equal(t, org.Actor{Type: "user", ID: u.ID, Name: "A"}, u.Actor())
 }
 
 func TestCreateUserValidation(t *testing.T) {
@@ -213,7 +213,7 @@ func TestCreateUserEmailTakenIsAConflict(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db, people.Config{})
 		first := e.create("alice@example.com", people.RoleAdministrator)
-		other, err := e.orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		for _, org := range []string{e.org.ID, other.ID} {
 			_, err := e.people.CreateUser(t.Context(), people.UserCreate{OrganisationID: org, Email: " ALICE@example.com",
@@ -249,7 +249,7 @@ func TestSetRole(t *testing.T) {
 		require.Len(t, recs, 3)
 		r := recs[2]
 		require.Equal(t, people.AuditUserRoleChanged, r.Action)
-		require.Equal(t, orgapi.Actor{Type: orgapi.ActorUser, ID: alice.ID, Name: alice.Name}, r.Actor)
+		require.Equal(t, org.Actor{Type: org.ActorUser, ID: alice.ID, Name: alice.Name}, r.Actor)
 		require.True(t, t0.Add(time.Minute).Equal(r.At.Time))
 		require.Contains(t, string(r.Before), `"role":"Reviewer"`)
 		require.Contains(t, string(r.After), `"role":"Administrator"`)
@@ -264,7 +264,7 @@ func TestSetRole(t *testing.T) {
 		requireField(t, err, spec.ErrInvalid, "role")
 		_, err = e.people.SetRole(ctx, e.org.ID, uuid.NewString(), people.RoleReviewer, admin)
 		requireField(t, err, spec.ErrNotFound, "id")
-		other, err := e.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		_, err = e.people.SetRole(ctx, other.ID, bob.ID, people.RoleReviewer, admin)
 		requireField(t, err, spec.ErrNotFound, "id")
@@ -326,7 +326,7 @@ func TestDisableUserEndsItsSessions(t *testing.T) {
 
 		_, err = e.people.DisableUser(ctx, e.org.ID, "carol@example.com", admin)
 		requireField(t, err, spec.ErrNotFound, "email")
-		other, err := e.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Other"}, admin)
+		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		_, err = e.people.DisableUser(ctx, other.ID, "alice@example.com", admin)
 		requireField(t, err, spec.ErrNotFound, "email")

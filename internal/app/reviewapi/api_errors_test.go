@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -27,13 +27,13 @@ func TestAPIAuthentication(t *testing.T) {
 		tn := h.newTenant("Acme", "", 0)
 		ctx := t.Context()
 
-		revoked, revokedID := tn.newKey(orgapi.KeyTypeAPI)
+		revoked, revokedID := tn.newKey(org.KeyTypeAPI)
 		_, err := h.orgs.RevokeKey(ctx, tn.org.ID, revokedID, admin)
 		require.NoError(t, err)
 		soon := h.clock.Now().Add(time.Hour)
-		expiring, err := h.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: orgapi.KeyTypeAPI, ExpiresAt: &soon}, admin)
+		expiring, err := h.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: org.KeyTypeAPI, ExpiresAt: &soon}, admin)
 		require.NoError(t, err)
-		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
+		ingestion, _ := tn.newKey(org.KeyTypeIngestion)
 
 		// Every form of the key works.
 		for _, hdr := range [][]string{

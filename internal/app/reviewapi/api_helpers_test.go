@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -41,7 +42,7 @@ const apiWait = 30 * time.Second
 type harness struct {
 	t      *testing.T
 	db     *sqldb.DB
-	orgs   *orgapi.Store
+	orgs   *org.Store
 	people *people.Store
 	clock  *clock
 	cfg    reviewapi.Config
@@ -59,7 +60,7 @@ type harness struct {
 func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *harness {
 	t.Helper()
 	clk := &clock{now: apiEpoch}
-	orgs, err := orgapi.NewStore(t.Context(), db, orgapi.WithNow(clk.Now))
+	orgs, err := org.NewStore(t.Context(), db, org.WithNow(clk.Now))
 	require.NoError(t, err)
 	ppl, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs, Now: clk.Now})
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func (h *harness) service() *reviewapi.Service {
 type tenant struct {
 	h        *harness
 	reviewer people.User
-	org      orgapi.Organisation
+	org      org.Organisation
 	agent    spec.Agent
 	key      string // the API key's secret
 	keyID    string
@@ -141,16 +142,16 @@ const (
 	instrPress    = "Press release" // StringMatch "Project Falcon press release", Allow
 )
 
-func (h *harness) newTenant(name string, plan orgapi.Plan, hourlyLimit int) *tenant {
+func (h *harness) newTenant(name string, plan org.Plan, hourlyLimit int) *tenant {
 	h.t.Helper()
 	ctx := h.t.Context()
 	tn := &tenant{h: h, instrs: map[string]spec.Instruction{}}
 	var err error
-	tn.org, err = h.orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: hourlyLimit}, admin)
+	tn.org, err = h.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: hourlyLimit}, admin)
 	require.NoError(h.t, err)
 	tn.agent, err = h.orgs.CreateAgent(ctx, tn.org.ID, "Support", admin)
 	require.NoError(h.t, err)
-	tn.key, tn.keyID = tn.newKey(orgapi.KeyTypeAPI)
+	tn.key, tn.keyID = tn.newKey(org.KeyTypeAPI)
 	tn.reviewer = tn.newUser("reviewer", people.RoleReviewer)
 	for _, c := range []spec.InstructionCreate{
 		{Title: instrIBAN, Trigger: spec.RegexTrigger(`\bDE[0-9]{20}\b`, true), Action: spec.ActionBlock, Criticality: spec.CriticalityLow, AllowRedaction: true},
@@ -190,9 +191,9 @@ func (tn *tenant) decide(id, choice, comment string) (spec.ReviewTask, error) {
 
 // newKey creates another key of the organisation and returns its secret
 // and id.
-func (tn *tenant) newKey(typ orgapi.KeyType) (secret, id string) {
+func (tn *tenant) newKey(typ org.KeyType) (secret, id string) {
 	tn.h.t.Helper()
-	k, err := tn.h.orgs.CreateKey(tn.h.t.Context(), orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "key " + string(typ), Type: typ}, admin)
+	k, err := tn.h.orgs.CreateKey(tn.h.t.Context(), org.KeyCreate{OrganisationID: tn.org.ID, Name: "key " + string(typ), Type: typ}, admin)
 	require.NoError(tn.h.t, err)
 	return k.Secret, k.ID
 }

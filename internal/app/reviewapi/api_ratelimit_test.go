@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -32,7 +32,7 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Big", orgapi.PlanEnterprise, 3)
+		tn := h.newTenant("Big", org.PlanEnterprise, 3)
 		// The clock is at 09:29:28: the requests are counted in the bucket
 		// of 09:29, which leaves the window at 10:30:00, in 3632 seconds.
 
@@ -76,14 +76,14 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 		require.Equal(t, "3032", r.Header.Get("Retry-After"))
 
 		// Another key of the organisation shares its count.
-		second, _ := tn.newKey(orgapi.KeyTypeAPI)
+		second, _ := tn.newKey(org.KeyTypeAPI)
 		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
 		require.Equal(t, "3032", r.Header.Get("Retry-After"))
 		requireRateHeaders(t, r, "enterprise", 3, 0, 3032)
 
 		// Another organisation has its own.
-		other := h.newTenant("Other", orgapi.PlanEnterprise, 3)
+		other := h.newTenant("Other", org.PlanEnterprise, 3)
 		r = other.call(t, http.MethodGet, "/review-tasks", nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 		requireRateHeaders(t, r, "enterprise", 3, 2, 3632)
@@ -106,12 +106,12 @@ func TestAPIRateLimitPlans(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
 		for _, c := range []struct {
-			plan orgapi.Plan
+			plan org.Plan
 			q    int
 		}{
-			{"", orgapi.StandardHourlyLimit},
-			{orgapi.PlanStandard, 1000},
-			{orgapi.PlanBusiness, 10000},
+			{"", org.StandardHourlyLimit},
+			{org.PlanStandard, 1000},
+			{org.PlanBusiness, 10000},
 		} {
 			// newTenant reports to the harness's test, so it stays out of the subtest.
 			tn := h.newTenant("Org "+string(c.plan), c.plan, 0)
@@ -137,7 +137,7 @@ func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		one := startHarness(t, db, nil)
 		two := startHarness(t, db, nil)
-		tn := one.newTenant("Big", orgapi.PlanEnterprise, 4)
+		tn := one.newTenant("Big", org.PlanEnterprise, 4)
 		for i, h := range []*harness{one, two, one, two} {
 			r := h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+tn.key)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
@@ -158,8 +158,8 @@ func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 		h := startHarness(t, db, nil)
 		tn := h.newTenant("Acme", "", 0)
 		task := tn.submit(t, "Project Falcon")
-		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
-		revoked, revokedID := tn.newKey(orgapi.KeyTypeAPI)
+		ingestion, _ := tn.newKey(org.KeyTypeIngestion)
+		revoked, revokedID := tn.newKey(org.KeyTypeAPI)
 		_, err := h.orgs.RevokeKey(t.Context(), tn.org.ID, revokedID, admin)
 		require.NoError(t, err)
 		for _, c := range []struct {
@@ -211,10 +211,10 @@ func TestAPIRateLimitKeysShareTheOrganisationsLimit(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Acme", orgapi.PlanEnterprise, 5)
-		other := h.newTenant("Other", orgapi.PlanEnterprise, 5)
-		second, _ := tn.newKey(orgapi.KeyTypeAPI)
-		ingestion, _ := tn.newKey(orgapi.KeyTypeIngestion)
+		tn := h.newTenant("Acme", org.PlanEnterprise, 5)
+		other := h.newTenant("Other", org.PlanEnterprise, 5)
+		second, _ := tn.newKey(org.KeyTypeAPI)
+		ingestion, _ := tn.newKey(org.KeyTypeIngestion)
 		for i, c := range []struct {
 			key    string
 			status int
@@ -250,7 +250,7 @@ func TestAPIRateLimitSlidingWindow(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		const limit = 5
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Burst", orgapi.PlanEnterprise, limit)
+		tn := h.newTenant("Burst", org.PlanEnterprise, limit)
 		var admitted []time.Time
 		request := func() apiResponse {
 			t.Helper()
@@ -319,7 +319,7 @@ func TestAPIRateLimitRetryAfterIsExact(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Exact", orgapi.PlanEnterprise, 5)
+		tn := h.newTenant("Exact", org.PlanEnterprise, 5)
 
 		// 09:29:28: two requests, in the bucket of 09:29 (leaves at 10:30:00).
 		for i := range 2 {
@@ -371,8 +371,8 @@ func TestAPIRateLimitConcurrentProcesses(t *testing.T) {
 		const limit, n = 7, 24
 		one := startHarness(t, db, nil)
 		two := startHarness(t, db, nil)
-		tn := one.newTenant("Race", orgapi.PlanEnterprise, limit)
-		second, _ := tn.newKey(orgapi.KeyTypeAPI)
+		tn := one.newTenant("Race", org.PlanEnterprise, limit)
+		second, _ := tn.newKey(org.KeyTypeAPI)
 		type result struct {
 			status int
 			body   []byte
@@ -424,12 +424,12 @@ func TestAPIRateLimitUnauthorised(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Leaky", orgapi.PlanEnterprise, 5)
-		revoked, revokedID := tn.newKey(orgapi.KeyTypeAPI)
+		tn := h.newTenant("Leaky", org.PlanEnterprise, 5)
+		revoked, revokedID := tn.newKey(org.KeyTypeAPI)
 		_, err := h.orgs.RevokeKey(t.Context(), tn.org.ID, revokedID, admin)
 		require.NoError(t, err)
 		soon := h.clock.Now().Add(time.Minute)
-		expiring, err := h.orgs.CreateKey(t.Context(), orgapi.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: orgapi.KeyTypeAPI, ExpiresAt: &soon}, admin)
+		expiring, err := h.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: org.KeyTypeAPI, ExpiresAt: &soon}, admin)
 		require.NoError(t, err)
 
 		requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4, 3632)
@@ -469,7 +469,7 @@ func TestAPIRateLimitSweep(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Swept", orgapi.PlanEnterprise, 5)
+		tn := h.newTenant("Swept", org.PlanEnterprise, 5)
 		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status) // 09:29
 		h.clock.Advance(time.Hour + 11*time.Minute)                       // 10:40:28
 		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
@@ -52,8 +53,8 @@ func TestAPIRefusalsMakeNoQuery(t *testing.T) {
 		require.NoError(t, err)
 		srv := httptest.NewServer(reviewapi.NewHandler(oh, h.service()))
 		t.Cleanup(srv.Close)
-		busy := h.newTenant("Busy", orgapi.PlanBusiness, 0)
-		limited := h.newTenant("Limited", orgapi.PlanEnterprise, 1)
+		busy := h.newTenant("Busy", org.PlanBusiness, 0)
+		limited := h.newTenant("Limited", org.PlanEnterprise, 1)
 
 		client := &http.Client{Timeout: 5 * time.Second}
 		send := func(path, key string) *http.Response {
@@ -109,7 +110,7 @@ func BenchmarkRefusal(b *testing.B) {
 		b.Run(string(d), func(b *testing.B) {
 			db := sqldbtest.Open(b, d)
 			ctx := context.Background()
-			orgs, err := orgapi.NewStore(ctx, db)
+			orgs, err := org.NewStore(ctx, db)
 			require.NoError(b, err)
 			lim := httpx.NewLimiter(1, 0)
 			svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Concurrency: lim})
@@ -118,16 +119,16 @@ func BenchmarkRefusal(b *testing.B) {
 			oh, err := orgapi.NewHandler(orgs, orgapi.WithConcurrency(lim))
 			require.NoError(b, err)
 			handler := reviewapi.NewHandler(oh, svc)
-			newKey := func(name string, plan orgapi.Plan, limit int) orgapi.CreatedKey {
-				o, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: limit}, admin)
+			newKey := func(name string, plan org.Plan, limit int) org.CreatedKey {
+				o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: limit}, admin)
 				require.NoError(b, err)
-				k, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: o.ID, Name: "k", Type: orgapi.KeyTypeAPI}, admin)
+				k, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "k", Type: org.KeyTypeAPI}, admin)
 				require.NoError(b, err)
 				return k
 			}
-			answered := newKey("answered", orgapi.PlanEnterprise, 1<<30)
-			refused := newKey("refused", orgapi.PlanEnterprise, 1<<30)
-			over := newKey("over", orgapi.PlanEnterprise, 1)
+			answered := newKey("answered", org.PlanEnterprise, 1<<30)
+			refused := newKey("refused", org.PlanEnterprise, 1<<30)
+			over := newKey("over", org.PlanEnterprise, 1)
 			serve := func(key string, want int) time.Duration {
 				req := httptest.NewRequest(http.MethodGet, "/webhooks", nil)
 				req.Header.Set("Authorization", "Bearer "+key)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -31,11 +31,11 @@ func (tn *tenant) addCards(t *testing.T) spec.Instruction {
 }
 
 // auditOf returns the organisation's audit records of action.
-func (tn *tenant) auditOf(t *testing.T, action string) []orgapi.AuditRecord {
+func (tn *tenant) auditOf(t *testing.T, action string) []org.AuditRecord {
 	t.Helper()
 	all, err := tn.h.orgs.Audit(t.Context(), tn.org.ID, 0, 0)
 	require.NoError(t, err)
-	var out []orgapi.AuditRecord
+	var out []org.AuditRecord
 	for _, a := range all {
 		if a.Action == action {
 			out = append(out, a)
@@ -207,7 +207,7 @@ func TestAPIOnlyReviewersOfTheOrganisationDecide(t *testing.T) {
 
 		audit := tn.auditOf(t, reviewapi.AuditTaskDecided)
 		require.Len(t, audit, 1)
-		require.Equal(t, orgapi.Actor{Type: orgapi.ActorUser, ID: adminUser.ID, Name: adminUser.Name}, audit[0].Actor)
+		require.Equal(t, org.Actor{Type: org.ActorUser, ID: adminUser.ID, Name: adminUser.Name}, audit[0].Actor)
 		require.Equal(t, task.ID, audit[0].ResourceID)
 		require.JSONEq(t, `{"status":"rejected","choice":"reject","comment":"no"}`, string(audit[0].After))
 		acks := waitAcks(t, rcv, 1)

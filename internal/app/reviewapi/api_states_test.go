@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -438,7 +438,7 @@ func TestAPIAllowExemptsBlock(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
-		tn := h.newTenant("Acme", orgapi.PlanStandard, 0)
+		tn := h.newTenant("Acme", org.PlanStandard, 0)
 
 		// Every Block match lies within the Allow match: approved, and the
 		// Allow instruction is listed.

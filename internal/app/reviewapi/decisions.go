@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -233,7 +233,7 @@ func (s *Service) Settings(ctx context.Context, orgID string) (Settings, error) 
 // service's default; otherwise it is MinReviewTimeout to MaxReviewTimeout.
 // An empty TimeoutOutcome is TimeoutReject. The new timeout applies to tasks
 // that start waiting afterwards; a task already waiting keeps its deadline.
-func (s *Service) SetSettings(ctx context.Context, orgID string, st Settings, actor orgapi.Actor) (Settings, error) {
+func (s *Service) SetSettings(ctx context.Context, orgID string, st Settings, actor org.Actor) (Settings, error) {
 	if st.TimeoutOutcome == "" {
 		st.TimeoutOutcome = TimeoutReject
 	}
@@ -289,7 +289,7 @@ func (s *Service) SetReviewTimeout(ctx context.Context, orgID string, d time.Dur
 		return err
 	}
 	st.ReviewTimeout = d
-	_, err = s.SetSettings(ctx, orgID, st, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "operator"})
+	_, err = s.SetSettings(ctx, orgID, st, org.Actor{Type: org.ActorAdmin, Name: "operator"})
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
@@ -42,22 +43,22 @@ func (c *clock) Advance(d time.Duration) {
 type fixture struct {
 	t      *testing.T
 	db     *sqldb.DB
-	orgs   *orgapi.Store
+	orgs   *org.Store
 	svc    *reviewapi.Service
 	clock  *clock
 	url    string
-	org    orgapi.Organisation
+	org    org.Organisation
 	agent  spec.Agent
 	secret string
 }
 
-var admin = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
+var admin = org.Actor{Type: org.ActorAdmin, Name: "test"}
 
 func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	clk := &clock{now: time.Now().UTC()}
-	orgs, err := orgapi.NewStore(ctx, db, orgapi.WithNow(clk.Now))
+	orgs, err := org.NewStore(ctx, db, org.WithNow(clk.Now))
 	require.NoError(t, err)
 	cfg := reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true, Now: clk.Now,
 		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
@@ -79,11 +80,11 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc))
 	t.Cleanup(srv.Close)
 	f := &fixture{t: t, db: db, orgs: orgs, svc: svc, clock: clk, url: srv.URL}
-	f.org, err = orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, admin)
+	f.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	f.agent, err = orgs.CreateAgent(ctx, f.org.ID, "Support", admin)
 	require.NoError(t, err)
-	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: f.org.ID, Name: "bot", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: f.org.ID, Name: "bot", Type: org.KeyTypeAPI}, admin)
 	require.NoError(t, err)
 	f.secret = key.Secret
 	for _, c := range []spec.InstructionCreate{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
@@ -152,8 +153,8 @@ func (s *Service) concurrency(next http.Handler) http.Handler {
 	})
 }
 
-func principal(r *http.Request) orgapi.Principal {
-	p, _ := r.Context().Value(principalKey{}).(orgapi.Principal)
+func principal(r *http.Request) org.Principal {
+	p, _ := r.Context().Value(principalKey{}).(org.Principal)
 	return p
 }
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -119,7 +119,7 @@ func seconds(d time.Duration) int { return int((d + time.Second - 1) / time.Seco
 
 // setRateHeaders writes the RateLimit-Policy and RateLimit headers of the
 // organisation's state.
-func setRateHeaders(h http.Header, plan orgapi.Plan, st rateState) {
+func setRateHeaders(h http.Header, plan org.Plan, st rateState) {
 	h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, plan, st.limit, int(rateWindow/time.Second)))
 	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, plan, st.remaining(), seconds(st.reset())))
 }
@@ -196,27 +196,27 @@ func (m *rateMemo) refusing(org string, now time.Time) (rateState, bool) {
 func (s *Service) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
-		org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
+		o, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		st, refused := s.rates.refusing(org.ID, s.now())
+		st, refused := s.rates.refusing(o.ID, s.now())
 		if !refused {
-			if st, err = s.countRequest(r.Context(), org.ID, org.RateLimit()); err != nil {
+			if st, err = s.countRequest(r.Context(), o.ID, o.RateLimit()); err != nil {
 				s.fail(w, r, err)
 				return
 			}
-			s.rates.put(org.ID, st)
+			s.rates.put(o.ID, st)
 		}
-		setRateHeaders(w.Header(), org.Plan, st)
+		setRateHeaders(w.Header(), o.Plan, st)
 		if !st.admitted {
 			httpx.CloseUnread(w, r)
 			wait := seconds(st.retryAfter())
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
 				Message: fmt.Sprintf("The organisation has made %d requests, with all its keys, in the past hour; the %s plan allows %d an hour. Retry in %d seconds.",
-					st.used(), org.Plan, st.limit, wait)})
+					st.used(), o.Plan, st.limit, wait)})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -231,22 +231,22 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 // when it is younger than rateMemoTTL (so that a flood of refusals reads
 // nothing), else read. The headers are left out when they cannot be read;
 // the answer is the same either way.
-func (s *Service) reportRate(w http.ResponseWriter, r *http.Request, p orgapi.Principal) {
-	org, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
+func (s *Service) reportRate(w http.ResponseWriter, r *http.Request, p org.Principal) {
+	o, err := s.orgs.Organisation(r.Context(), p.OrganisationID)
 	if err != nil {
 		return
 	}
 	now := s.now()
-	st, ok := s.rates.get(org.ID, now)
+	st, ok := s.rates.get(o.ID, now)
 	if !ok {
-		buckets, err := readRateBuckets(r.Context(), s.db, org.ID, now)
+		buckets, err := readRateBuckets(r.Context(), s.db, o.ID, now)
 		if err != nil {
 			return
 		}
-		st = rateState{now: now, limit: org.RateLimit(), buckets: buckets}
-		s.rates.put(org.ID, st)
+		st = rateState{now: now, limit: o.RateLimit(), buckets: buckets}
+		s.rates.put(o.ID, st)
 	}
-	setRateHeaders(w.Header(), org.Plan, st)
+	setRateHeaders(w.Header(), o.Plan, st)
 }
 
 // countRequest admits the organisation's request when the window holds

@@ -13,7 +13,7 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
@@ -47,7 +47,7 @@ type Config struct {
 	// DB is the service's database, shared with Orgs.
 	DB *sqldb.DB
 	// Orgs authenticates keys and gives the agents' instructions.
-	Orgs *orgapi.Store
+	Orgs *org.Store
 	// Secrets encrypts the webhooks' signing secrets in the database (see
 	// secrets.go). Required; every process sharing DB must hold the keys of
 	// the rows it reads.
@@ -219,7 +219,7 @@ func (c *Config) withDefaults() (*Config, error) {
 type Service struct {
 	cfg    *Config
 	db     *sqldb.DB
-	orgs   *orgapi.Store
+	orgs   *org.Store
 	people *people.Store
 	cache  *policy.Cache
 	jobs   riverjobs.Client

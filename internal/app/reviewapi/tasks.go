@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
@@ -95,7 +95,7 @@ func (s *Service) Task(ctx context.Context, orgID, id string) (spec.ReviewTask, 
 // and evaluates it at once. When evaluation cannot run, the task stays
 // pending, is evaluated again in the background, and the error is a
 // POLICY_ERROR naming the task.
-func (s *Service) CreateTask(ctx context.Context, p orgapi.Principal, c spec.ReviewTaskCreate) (spec.ReviewTask, error) {
+func (s *Service) CreateTask(ctx context.Context, p org.Principal, c spec.ReviewTaskCreate) (spec.ReviewTask, error) {
 	agent, err := s.orgs.Agent(ctx, p.OrganisationID, c.AgentID)
 	if errors.Is(err, spec.ErrNotFound) {
 		return spec.ReviewTask{}, invalid("agentId", "agent %s is not one of the organisation's agents", c.AgentID)

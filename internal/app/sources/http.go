@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/consumer"
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
@@ -116,14 +116,14 @@ var orgResources = []string{"conversations", "assistants", "events", "usage"}
 // organisation's requests in flight (Config.Concurrency), which the caller
 // gives back with release when it is done. It writes the problem and returns
 // false otherwise.
-func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Principal, cred string, release func(), _ bool) {
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Principal, cred string, release func(), _ bool) {
 	cred, _ = httpx.Credential(r, false)
 	if cred == "" {
 		// Missing, mistyped, revoked and expired keys get one answer, as on
 		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	}
 	p, err := s.orgs.Authenticate(r.Context(), cred)
 	switch {
@@ -132,18 +132,18 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Pr
 		// the organisation API.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
 		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	case errors.Is(err, spec.ErrForbidden):
 		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	case err != nil:
 		s.fail(w, r, err, http.StatusServiceUnavailable, "The service cannot check the key now.", "sources: authenticate")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	}
-	org, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
-	if !ok || org != p.OrganisationID {
+	orgID, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
+	if !ok || orgID != p.OrganisationID {
 		writeProblem(w, http.StatusNotFound, "No such organisation.")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	}
 	release, err = s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
 	var bodyErr *httpx.Error
@@ -156,12 +156,12 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ orgapi.Pr
 		// The body did not arrive in time or was cut off, and net/http has
 		// ended the request's context: nothing more can be read for it.
 		writeProblem(w, http.StatusBadRequest, "The request body "+bodyErr.Fields[0].Message+".")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	}
 	if err != nil {
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 		writeProblem(w, http.StatusTooManyRequests, "Too many requests of this key or organisation are in flight; retry when one has finished.")
-		return orgapi.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, false
 	}
 	return p, cred, release, true
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -47,14 +47,14 @@ func TestCollectedViewMCPSessions(t *testing.T) {
 	const toolsList = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		orgs, err := orgapi.NewStore(ctx, db)
+		orgs, err := org.NewStore(ctx, db)
 		require.NoError(t, err)
-		actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
-		org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, actor)
+		actor := org.Actor{Type: org.ActorAdmin, Name: "test"}
+		o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, actor)
 		require.NoError(t, err)
 		var keys []string
 		for _, name := range []string{"a", "b"} {
-			k, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: name, Type: orgapi.KeyTypeAPI}, actor)
+			k, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: name, Type: org.KeyTypeAPI}, actor)
 			require.NoError(t, err)
 			keys = append(keys, k.Secret)
 		}
@@ -64,7 +64,7 @@ func TestCollectedViewMCPSessions(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = src.Close() })
 			if sourceID == "" {
-				s, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "pushed", Transport: sources.TransportPush})
+				s, err := src.Add(ctx, o.ID, sources.SourceCreate{Name: "pushed", Transport: sources.TransportPush})
 				require.NoError(t, err)
 				sourceID = s.ID
 			}
@@ -72,7 +72,7 @@ func TestCollectedViewMCPSessions(t *testing.T) {
 			src.Routes(r)
 			srv := httptest.NewServer(r)
 			t.Cleanup(srv.Close)
-			return srv.URL + "/organisations/" + org.ID + "/sources/" + sourceID + "/mcp"
+			return srv.URL + "/organisations/" + o.ID + "/sources/" + sourceID + "/mcp"
 		}
 
 		u := serve()

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -350,8 +350,8 @@ func TestOrganisationViewAccess(t *testing.T) {
 		ctx := t.Context()
 		e := newOverlapEnv(t, db)
 		otherBase := e.url + "/organisations/" + e.other.ID
-		ingest, err := e.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "ingest", Type: orgapi.KeyTypeIngestion},
-			orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"})
+		ingest, err := e.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: e.org.ID, Name: "ingest", Type: org.KeyTypeIngestion},
+			org.Actor{Type: org.ActorAdmin, Name: "test"})
 		require.NoError(t, err)
 		for _, res := range []string{"conversations", "assistants", "events", "usage"} {
 			u := e.orgBase + "/" + res

@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -22,16 +22,16 @@ import (
 const restToken = "rest-token-0123456789-plain"
 
 // secretsEnv is an organisation and a sources service under ring.
-func secretsEnv(t *testing.T, db *sqldb.DB, ring *secretbox.Keyring) (*orgapi.Store, orgapi.Organisation, *sources.Service) {
+func secretsEnv(t *testing.T, db *sqldb.DB, ring *secretbox.Keyring) (*org.Store, org.Organisation, *sources.Service) {
 	t.Helper()
-	orgs, err := orgapi.NewStore(t.Context(), db)
+	orgs, err := org.NewStore(t.Context(), db)
 	require.NoError(t, err)
-	org, err := orgs.CreateOrganisation(t.Context(), orgapi.OrganisationCreate{Name: "Acme"}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"})
+	org, err := orgs.CreateOrganisation(t.Context(), org.OrganisationCreate{Name: "Acme"}, org.Actor{Type: org.ActorAdmin, Name: "t"})
 	require.NoError(t, err)
 	return orgs, org, newSources(t, db, orgs, ring)
 }
 
-func newSources(t *testing.T, db *sqldb.DB, orgs *orgapi.Store, ring *secretbox.Keyring) *sources.Service {
+func newSources(t *testing.T, db *sqldb.DB, orgs *org.Store, ring *secretbox.Keyring) *sources.Service {
 	t.Helper()
 	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: orgs, Secrets: ring, AllowPrivate: true})
 	require.NoError(t, err)
@@ -120,9 +120,9 @@ func TestSecretsMigratePlaintext(t *testing.T) {
 			before[dir+"/"+name] = &fstest.MapFile{Data: b}
 		}
 		require.NoError(t, db.Migrate(ctx, sources.Component, before))
-		orgs, err := orgapi.NewStore(ctx, db)
+		orgs, err := org.NewStore(ctx, db)
 		require.NoError(t, err)
-		org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Acme"}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "t"})
+		org, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, org.Actor{Type: org.ActorAdmin, Name: "t"})
 		require.NoError(t, err)
 		const restID, pushID = "7d1c2a52-9f51-4c55-8d7a-5e3a8f4c0001", "7d1c2a52-9f51-4c55-8d7a-5e3a8f4c0002"
 		_, err = db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, push_secret)

@@ -52,7 +52,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/netguard"
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -153,7 +153,7 @@ type Config struct {
 	// DB is the service's database. Required.
 	DB *sqldb.DB
 	// Orgs checks organisations and authenticates API keys. Required.
-	Orgs *orgapi.Store
+	Orgs *org.Store
 	// Secrets encrypts the sources' tokens and push secrets in the
 	// database (see secrets.go). Required; every process sharing DB must
 	// hold the keys of the rows it reads.
@@ -210,7 +210,7 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	db    *sqldb.DB
-	orgs  *orgapi.Store
+	orgs  *org.Store
 	store *sqlstore.Store
 	log   *slog.Logger
 	// client reaches the providers (Config.HTTPClient or the guarded one).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
@@ -57,13 +58,13 @@ func newSeededProvider(t *testing.T, conversations int, seed uint64) string {
 
 type env struct {
 	db      *sqldb.DB
-	orgs    *orgapi.Store
+	orgs    *org.Store
 	src     *sources.Service
 	svc     *reviewapi.Service
 	url     string
-	org     orgapi.Organisation
+	org     org.Organisation
 	key     string
-	other   orgapi.Organisation
+	other   org.Organisation
 	otherKy string
 }
 
@@ -73,14 +74,14 @@ type env struct {
 func newEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *env {
 	t.Helper()
 	ctx := t.Context()
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
 	e := &env{db: db, orgs: orgs}
-	actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
-	mk := func(name string) (orgapi.Organisation, string) {
-		o, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: name}, actor)
+	actor := org.Actor{Type: org.ActorAdmin, Name: "test"}
+	mk := func(name string) (org.Organisation, string) {
+		o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: name}, actor)
 		require.NoError(t, err)
-		k, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: o.ID, Name: "k", Type: orgapi.KeyTypeAPI}, actor)
+		k, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "k", Type: org.KeyTypeAPI}, actor)
 		require.NoError(t, err)
 		return o, k.Secret
 	}
@@ -242,8 +243,8 @@ func TestCollectedView(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, get(t, view+"/conversations", "wrong", nil))
 		// A revoked key is refused everywhere, though Authenticate names it
 		// beside its error.
-		actor := orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"}
-		revoked, err := e.orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: e.org.ID, Name: "revoked", Type: orgapi.KeyTypeAPI}, actor)
+		actor := org.Actor{Type: org.ActorAdmin, Name: "test"}
+		revoked, err := e.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: e.org.ID, Name: "revoked", Type: org.KeyTypeAPI}, actor)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, get(t, view+"/conversations", revoked.Secret, nil))
 		_, err = e.orgs.RevokeKey(ctx, e.org.ID, revoked.ID, actor)

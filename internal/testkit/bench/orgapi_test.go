@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -19,14 +20,14 @@ import (
 // orgFixture is an organisation API over a SQLite file, with one
 // organisation, its agents and an API key.
 type orgFixture struct {
-	store  *orgapi.Store
+	store  *org.Store
 	srv    *httptest.Server
-	org    orgapi.Organisation
+	org    org.Organisation
 	agents []spec.Agent
 	secret string
 }
 
-var admin = orgapi.Actor{Type: orgapi.ActorAdmin, Name: "bench"}
+var admin = org.Actor{Type: org.ActorAdmin, Name: "bench"}
 
 func newOrgFixture(b *testing.B, agents int) *orgFixture {
 	b.Helper()
@@ -36,12 +37,12 @@ func newOrgFixture(b *testing.B, agents int) *orgFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	st, err := orgapi.NewStore(ctx, db)
+	st, err := org.NewStore(ctx, db)
 	if err != nil {
 		b.Fatal(err)
 	}
 	f := &orgFixture{store: st}
-	if f.org, err = st.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Bench"}, admin); err != nil {
+	if f.org, err = st.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Bench"}, admin); err != nil {
 		b.Fatal(err)
 	}
 	for i := range agents {
@@ -51,7 +52,7 @@ func newOrgFixture(b *testing.B, agents int) *orgFixture {
 		}
 		f.agents = append(f.agents, a)
 	}
-	k, err := st.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: f.org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
+	k, err := st.CreateKey(ctx, org.KeyCreate{OrganisationID: f.org.ID, Name: "bench", Type: org.KeyTypeAPI}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/secretbox"
@@ -39,7 +40,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	orgs, err := orgapi.NewStore(ctx, db)
+	orgs, err := org.NewStore(ctx, db)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,11 +57,11 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 		_ = svc.Stop(sctx)
 		svc.Close()
 	})
-	org, err := orgs.CreateOrganisation(ctx, orgapi.OrganisationCreate{Name: "Bench", Plan: orgapi.PlanEnterprise, HourlyLimit: 1 << 30}, admin)
+	o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Bench", Plan: org.PlanEnterprise, HourlyLimit: 1 << 30}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	agent, err := orgs.CreateAgent(ctx, org.ID, "bench agent", admin)
+	agent, err := orgs.CreateAgent(ctx, o.ID, "bench agent", admin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,11 +70,11 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 		if c.Trigger.Type == spec.TriggerSemantic {
 			c.Trigger = spec.StringMatchTrigger([]string{fmt.Sprintf("codeword%d", i)}, false)
 		}
-		if _, err := orgs.CreateInstruction(ctx, org.ID, c, admin); err != nil {
+		if _, err := orgs.CreateInstruction(ctx, o.ID, c, admin); err != nil {
 			b.Fatal(err)
 		}
 	}
-	key, err := orgs.CreateKey(ctx, orgapi.KeyCreate{OrganisationID: org.ID, Name: "bench", Type: orgapi.KeyTypeAPI}, admin)
+	key, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: "bench", Type: org.KeyTypeAPI}, admin)
 	if err != nil {
 		b.Fatal(err)
 	}

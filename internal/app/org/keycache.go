@@ -1,4 +1,4 @@
-package orgapi
+package org
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package orgapi
+package org
 
 import (
 	"bytes"
@@ -170,7 +170,7 @@ func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, rem
 		}
 	}
 	if len(changed) != len(added)+len(removed) {
-		return fmt.Errorf("orgapi: agent counts out of step: %d of %d agents changed", len(changed), len(added)+len(removed))
+		return fmt.Errorf("org: agent counts out of step: %d of %d agents changed", len(changed), len(added)+len(removed))
 	}
 	return nil
 }
@@ -448,7 +448,7 @@ func (s *Store) ScanInstructions(ctx context.Context, orgID string, q Instructio
 		}
 		var in spec.Instruction
 		if err := json.Unmarshal(b, &in); err != nil {
-			return list, fmt.Errorf("orgapi: stored instruction: %w", err)
+			return list, fmt.Errorf("org: stored instruction: %w", err)
 		}
 		if err := each(in); err != nil {
 			return list, err

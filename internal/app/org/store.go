@@ -1,4 +1,4 @@
-package orgapi
+package org
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func WithKeyCacheTTL(ttl time.Duration) StoreOption {
 // NewStore applies the store's migrations to db and returns the store.
 func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, error) {
 	if db == nil {
-		return nil, errors.New("orgapi: NewStore: nil database")
+		return nil, errors.New("org: NewStore: nil database")
 	}
 	s := &Store{db: db, now: time.Now, keyTTL: DefaultKeyCacheTTL}
 	for _, o := range opts {
@@ -86,7 +86,7 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 	s.keys = newTTLCache[[32]byte, storedKey](s.keyTTL)
 	s.orgs = newTTLCache[string, Organisation](s.keyTTL)
 	if s.now == nil {
-		return nil, errors.New("orgapi: WithNow: nil clock")
+		return nil, errors.New("org: WithNow: nil clock")
 	}
 	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, err
