@@ -24,7 +24,8 @@ const module = "github.com/aiusage/kit/"
 //	spec <- provider <- (consumer, mcp, provider/*)      public, for vendors and users
 //	spec <- conformance, policy                           black-box suite, text evaluation
 //	internal/infra/*                                      database, HTTP plumbing, operations, demo data
-//	internal/app/*  <- internal/cli <- cmd/aiusage        the service
+//	internal/app/*  <- internal/app/server                 the service's features, and its composition root
+//	internal/app/server <- internal/cli <- cmd/aiusage    the binary
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 var rules = map[string][]string{
 	"spec":                  {},
@@ -63,6 +64,10 @@ var rules = map[string][]string{
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/org", "internal/infra/"},
 
+	// The composition root wires every feature: it may import them all.
+	"internal/app/server": {"internal/app/", "internal/infra/",
+		"consumer/sqlstore"}, // its migrations, for /readyz
+
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
 		"examples/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
@@ -79,6 +84,29 @@ var rules = map[string][]string{
 	"internal/testkit/bench":       {},
 	"internal/testkit/embedtest":   {},
 	"internal/testkit/pagemem":     {"spec", "provider", "mcp"}, // the memory of one list request, for the page-size tests
+	"internal/testkit/servicetest": {"internal/app/server"},     // the whole service, for its features' tests
+}
+
+// root is the service's composition root. Only rootImporters import it
+// outside tests: a feature is wired by the root, never wires the service.
+const root = "internal/app/server"
+
+var rootImporters = []string{"internal/cli", "internal/testkit/servicetest"}
+
+// features are the feature packages of the service. None imports another
+// outside tests: they meet in the composition root, which gives each what it
+// uses of the others through its Config. The dashboard is not among them: it
+// draws the pages of the review and sources services, and keeps importing
+// reviewapi and sources for them.
+var features = []string{"internal/app/orgapi", "internal/app/reviewapi", "internal/app/sources"}
+
+// featureDomain are the imports between features that remain: reviewapi and
+// sources use the organisation domain's types (principals, organisations,
+// the store), which live in orgapi until the organisation domain is a
+// package of its own.
+var featureDomain = map[string][]string{
+	"internal/app/reviewapi": {"internal/app/orgapi"},
+	"internal/app/sources":   {"internal/app/orgapi"},
 }
 
 // testOnly are packages no test of the module may import except where
@@ -176,6 +204,12 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 				if strings.HasPrefix(im, "internal/testkit/") {
 					out = append(out, fmt.Sprintf("%s imports the test-only %s outside its tests", name, im))
 				}
+				if im == root && !slices.Contains(rootImporters, name) {
+					out = append(out, fmt.Sprintf("%s imports the composition root %s, which only %v may import", name, im, rootImporters))
+				}
+				if slices.Contains(features, name) && slices.Contains(features, im) && !slices.Contains(featureDomain[name], im) {
+					out = append(out, fmt.Sprintf("the feature %s imports the feature %s; features meet in %s", name, im, root))
+				}
 			}
 		}
 		for _, im := range append(slices.Clone(pk.imports), pk.testImports...) {
@@ -232,6 +266,11 @@ func TestImportsCheckCatches(t *testing.T) {
 		{"testkit outside tests", func(p map[string]*pkg) { p["spec"].imports = []string{"internal/testkit/bench"} }, "spec imports the test-only"},
 		{"command tree", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/cli"} }, "conformance imports internal/cli, which only"},
 		{"public imports the service", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/app/orgapi"} }, "the public conformance imports the service's"},
+		{"feature imports the root", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{root} }, "orgapi imports the composition root"},
+		{"feature imports a feature", func(p map[string]*pkg) {
+			p["internal/app/sources"] = &pkg{hasGo: true, imports: []string{"internal/app/reviewapi"}}
+		}, "the feature internal/app/sources imports the feature internal/app/reviewapi"},
+		{"orgapi imports a feature", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"internal/app/sources"} }, "the feature internal/app/orgapi imports"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := map[string]*pkg{}

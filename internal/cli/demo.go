@@ -21,9 +21,12 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/mcp"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/sqlsource"
 	"github.com/aiusage/kit/spec"
@@ -174,36 +177,19 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err := fillDemoTenants(ctx, src, f.conversations); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	key, err := src.CursorKey(ctx)
+	mountProvider, err := demoProvider(ctx, src, st.providerToken)
 	if err != nil {
 		return err
-	}
-	m, err := mcp.NewServer(src, mcp.WithCursorKey(key))
-	if err != nil {
-		return err
-	}
-	ph, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: st.providerToken, Tenant: demoTenant}),
-		provider.WithCursorKey(key), provider.WithMount("/mcp", m.HTTPHandler()))
-	if err != nil {
-		return err
-	}
-	// The provider routes on its own: strip the prefix, and hide the
-	// service router's route context, which it would otherwise route by.
-	standalone := http.StripPrefix("/provider", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ph.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
-	}))
-	mountProvider := func(r chi.Router) {
-		r.Handle("/provider", standalone)
-		r.Handle("/provider/*", standalone)
 	}
 	mounts := []func(chi.Router){mountProvider}
-	var owui *demoOpenWebUI
+	d := &demoServing{e: e, f: f, log: log, serviceLog: serviceLog, ds: ds, orgs: orgs, src: src, st: &st,
+		transports: &demoTransports{exportDir: f.exportDir}, accessLog: accessLog, opsToken: opsToken}
 	if f.openWebUIDB != "" {
-		if owui, err = startOpenWebUI(ctx, f.openWebUIDB, st.providerToken, serviceLog); err != nil {
+		if d.owui, err = startOpenWebUI(ctx, f.openWebUIDB, st.providerToken, serviceLog); err != nil {
 			return fmt.Errorf("%s: %w", e.cmd, err)
 		}
-		defer owui.close()
-		mounts = append(mounts, owui.mount)
+		defer d.owui.close()
+		mounts = append(mounts, d.owui.mount)
 	}
 	// The demo's sources are on loopback, and its export source reads its
 	// own export directory: that directory is the export root.
@@ -211,73 +197,124 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: --export-dir: %w", e.cmd, err)
 	}
-	full, err := newFullService(ctx, db, orgs, serviceLog, serviceOptions{secrets: ring, metricsToken: opsToken, allowPrivateWebhooks: true,
-		sources: sourcePolicyFlags{exportRoot: exportRoot, allowPrivate: true}, semantic: matcher, budget: f.embeddings.budget,
-		mounts: mounts, readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()}, trustedProxies: &f.proxies.trustedProxies})
+	d.srv, err = server.New(ctx, server.Config{DB: db, Orgs: orgs, Secrets: ring, Logger: serviceLog,
+		Concurrency: httpx.NewLimiter(0, 0), TrustedProxies: &f.proxies.trustedProxies,
+		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
+		Mounts:       mounts, Readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()},
+		Review:  reviewapi.Config{AllowPrivateWebhooks: true, Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
+		Sources: sources.Config{AllowPrivate: true, ExportRoot: exportRoot}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	defer full.close()
-	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, full.metrics)
+	defer d.srv.Close()
+	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, d.srv.MetricsHandler())
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	// The export writer and the pusher stop with the server, before the
 	// service and the database close.
-	tctx, stopTransports := context.WithCancel(ctx)
-	transports := &demoTransports{exportDir: f.exportDir}
+	var stopTransports context.CancelFunc
+	d.tctx, stopTransports = context.WithCancel(ctx)
 	defer func() {
 		stopTransports()
-		transports.stop()
+		d.transports.stop()
 	}()
-	if err := demoPeople(ctx, ds, full.people, &st); err != nil {
+	if err := demoPeople(ctx, ds, d.srv.People(), &st); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	ready := func(base string) {
-		// The provider is the organisation's source: connect it once (its
-		// URL is this process's), and sync it before printing, so the
-		// collected data is there to read.
-		if st.sourceID == "" {
-			s, err := full.sources.Add(ctx, st.orgID, sources.SourceCreate{Name: "Demo provider", URL: base + "/provider",
-				Token: st.providerToken, Every: time.Minute})
-			if err != nil {
-				log.Error(e.cmd+": connect the provider as a source", "error", err)
-				return
-			}
-			st.sourceID = s.ID
-			if err := ds.set(ctx, "source", s.ID); err != nil {
-				log.Error(e.cmd+": remember the source", "error", err)
-			}
-		} else if err := full.sources.SetURL(ctx, st.orgID, st.sourceID, base+"/provider"); err != nil {
-			log.Error(e.cmd+": point the source at this address", "error", err)
+	return runServer(ctx, d.srv, log, &f.serverFlags, func(base string) { d.ready(ctx, base) }, "demo serving", slog.String("database", db.URL()))
+}
+
+// demoProvider returns the mount of the demo's provider of generated data
+// at /provider (its MCP server at /provider/mcp), whose token is token.
+func demoProvider(ctx context.Context, src *sqlsource.Source, token string) (func(chi.Router), error) {
+	key, err := src.CursorKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := mcp.NewServer(src, mcp.WithCursorKey(key))
+	if err != nil {
+		return nil, err
+	}
+	ph, err := provider.NewHandler(src, provider.WithTokens(provider.Token{Secret: token, Tenant: demoTenant}),
+		provider.WithCursorKey(key), provider.WithMount("/mcp", m.HTTPHandler()))
+	if err != nil {
+		return nil, err
+	}
+	// The provider routes on its own: strip the prefix, and hide the
+	// service router's route context, which it would otherwise route by.
+	standalone := http.StripPrefix("/provider", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ph.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil))))
+	}))
+	return func(r chi.Router) {
+		r.Handle("/provider", standalone)
+		r.Handle("/provider/*", standalone)
+	}, nil
+}
+
+// demoServing is what the demo holds while it serves.
+type demoServing struct {
+	e               *env
+	f               *demoFlags
+	log, serviceLog *slog.Logger
+	ds              *demoStore
+	orgs            *org.Store
+	src             *sqlsource.Source
+	st              *demoState
+	srv             *server.Server
+	transports      *demoTransports
+	// tctx ends when the export writer and the pusher stop.
+	tctx                context.Context
+	owui                *demoOpenWebUI
+	accessLog, opsToken string
+}
+
+// ready runs once the demo listens at base: the provider becomes the
+// organisation's source (connected once, its URL this process's) and is
+// synced before the block is printed, so the collected data is there to
+// read; a first review task waits for a person; the export and push sources
+// start.
+func (d *demoServing) ready(ctx context.Context, base string) {
+	e, st, log := d.e, d.st, d.log
+	if st.sourceID == "" {
+		s, err := d.srv.Sources().Add(ctx, st.orgID, sources.SourceCreate{Name: "Demo provider", URL: base + "/provider",
+			Token: st.providerToken, Every: time.Minute})
+		if err != nil {
+			log.Error(e.cmd+": connect the provider as a source", "error", err)
+			return
 		}
-		if _, err := full.sources.SyncNow(ctx, st.sourceID); err != nil {
-			log.Error(e.cmd+": first sync", "error", err)
+		st.sourceID = s.ID
+		if err := d.ds.set(ctx, "source", s.ID); err != nil {
+			log.Error(e.cmd+": remember the source", "error", err)
 		}
-		if err := demoReviewTask(ctx, ds, orgs, full.review, st); err != nil {
-			log.Error(e.cmd+": a first review task", "error", err)
-		}
-		if err := transports.start(tctx, base, ds, src, full.sources, st.orgID, serviceLog); err != nil {
-			log.Error(e.cmd+": the export and push sources", "error", err)
-		}
-		metricsNote := "off: set " + envMetricsToken + " or --metrics-addr"
-		switch {
-		case f.metrics.url != "":
-			metricsNote = f.metrics.url
-		case opsToken != "":
-			metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
-		}
-		printDemo(e.stdout, base, st, transports, accessLog, metricsNote, owui != nil)
-		if owui != nil {
-			if err := owui.connect(ctx, ds, full.sources, st.orgID, base, st.providerToken); err != nil {
-				log.Error(e.cmd+": the Open WebUI source", "error", err)
-			} else {
-				owui.print(e.stdout, base, st.orgID)
-			}
+	} else if err := d.srv.Sources().SetURL(ctx, st.orgID, st.sourceID, base+"/provider"); err != nil {
+		log.Error(e.cmd+": point the source at this address", "error", err)
+	}
+	if _, err := d.srv.Sources().SyncNow(ctx, st.sourceID); err != nil {
+		log.Error(e.cmd+": first sync", "error", err)
+	}
+	if err := demoReviewTask(ctx, d.ds, d.orgs, d.srv.Review(), *st); err != nil {
+		log.Error(e.cmd+": a first review task", "error", err)
+	}
+	if err := d.transports.start(d.tctx, base, d.ds, d.src, d.srv.Sources(), st.orgID, d.serviceLog); err != nil {
+		log.Error(e.cmd+": the export and push sources", "error", err)
+	}
+	metricsNote := "off: set " + envMetricsToken + " or --metrics-addr"
+	switch {
+	case d.f.metrics.url != "":
+		metricsNote = d.f.metrics.url
+	case d.opsToken != "":
+		metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
+	}
+	printDemo(e.stdout, base, *st, d.transports, d.accessLog, metricsNote, d.owui != nil)
+	if d.owui != nil {
+		if err := d.owui.connect(ctx, d.ds, d.srv.Sources(), st.orgID, base, st.providerToken); err != nil {
+			log.Error(e.cmd+": the Open WebUI source", "error", err)
+		} else {
+			d.owui.print(e.stdout, base, st.orgID)
 		}
 	}
-	return full.run(ctx, log, &f.serverFlags, ready, "demo serving", slog.String("database", db.URL()))
 }
 
 // serviceLogger returns the logger of the service the demo runs, and where

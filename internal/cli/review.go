@@ -24,12 +24,16 @@ func (a *adminFlags) withService(ctx context.Context, e *env, now time.Time, fn 
 		if err != nil {
 			return err
 		}
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: store.DB(), Orgs: store, InsertOnly: true, Secrets: ring,
+		jobs, err := openQueue(ctx, store.DB())
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		defer jobs.Close()
+		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: store.DB(), Orgs: store, Jobs: jobs, Secrets: ring,
 			Now: func() time.Time { return now }})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}
-		defer svc.Close()
 		return fn(store, svc)
 	})
 }

@@ -32,9 +32,11 @@ func waitingTask(t *testing.T, dbURL, orgID string) spec.ReviewTask {
 		Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh,
 		UsedBy: []string{agent.ID}}, org.Actor{Type: org.ActorAdmin, Name: "test"})
 	require.NoError(t, err)
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), InsertOnly: true})
+	jobs, err := openQueue(ctx, db)
 	require.NoError(t, err)
-	defer svc.Close()
+	defer jobs.Close()
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Jobs: jobs})
+	require.NoError(t, err)
 	task, err := svc.CreateTask(ctx, org.Principal{OrganisationID: orgID, Type: org.KeyTypeAPI},
 		spec.ReviewTaskCreate{AgentID: agent.ID, Request: spec.ReviewRequest{Messages: []spec.ReviewMessage{{Role: "user", Content: "Project Falcon"}}}})
 	require.NoError(t, err)

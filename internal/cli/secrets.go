@@ -260,11 +260,15 @@ func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *secretbox.Keyring) (
 		return out, err
 	}
 	defer src.Close()
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: ring, InsertOnly: true})
+	jobs, err := openQueue(ctx, db)
 	if err != nil {
 		return out, err
 	}
-	defer svc.Close()
+	defer jobs.Close()
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: ring, Jobs: jobs})
+	if err != nil {
+		return out, err
+	}
 	type table struct {
 		name   string
 		reseal func(context.Context) (int, error)

@@ -5,25 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"github.com/riverqueue/river"
 
-	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
-	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/ops"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
-	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/policy"
 )
 
@@ -211,173 +205,52 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: migrate %s: %w", e.cmd, db.URL(), err)
 	}
-	full, err := newFullService(ctx, db, store, log, serviceOptions{secrets: ring, metricsToken: opsToken,
-		allowPrivateWebhooks: f.allowPrivateWebhooks, sources: f.sources, exportMaxFile: f.exportMaxFileMiB << 20, reviewTimeout: f.reviewTimeout, semantic: matcher, budget: f.embeddings.budget,
-		concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), mcp: mcpOpts,
-		trustedProxies: &f.proxies.trustedProxies, inviteTTL: f.invites.inviteTTL})
+	srv, err := server.New(ctx, server.Config{DB: db, Orgs: store, Secrets: ring, Logger: log, InviteTTL: f.invites.inviteTTL,
+		Concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), TrustedProxies: &f.proxies.trustedProxies,
+		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
+		Review: reviewapi.Config{AllowPrivateWebhooks: f.allowPrivateWebhooks, ReviewTimeout: f.reviewTimeout,
+			Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
+		Sources: sources.Config{MCPOptions: mcpOpts, AllowPrivate: f.sources.allowPrivate, ExportRoot: f.sources.exportRoot,
+			ExportMaxFileBytes: f.exportMaxFileMiB << 20}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
-	defer full.close()
-	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, full.metrics)
+	defer srv.Close()
+	stopMetrics, err := f.metrics.serve(ctx, e.cmd, log, srv.MetricsHandler())
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	return full.run(ctx, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
+	return runServer(ctx, srv, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks),
 		slog.String("trusted_proxies", f.proxies.trustedProxies.String()),
 		slog.Bool("allow_private_sources", f.sources.allowPrivate), slog.String("export_root", f.sources.exportRoot)}, matcherAttrs...)...)
 }
 
-// serviceOptions are what "service serve" and "demo" set differently.
-type serviceOptions struct {
-	// secrets encrypts the stored secrets (required).
-	secrets *secretbox.Keyring
-	// metricsToken opens /metrics on the main address ("": 404).
-	metricsToken         string
-	allowPrivateWebhooks bool
-	// sources is what the sources may reach.
-	sources sourcePolicyFlags
-	// exportMaxFile bounds one file of an export source (0: the default).
-	exportMaxFile int64
-	reviewTimeout time.Duration // 0: the default
-	// semantic evaluates Semantic instructions (nil: the built-in matcher).
-	semantic policy.SemanticMatcher
-	// budget is the time budget of one evaluation (0: policy.DefaultBudget).
-	budget time.Duration
-	// mcp configures the collected views' MCP endpoints (nil: stateless).
-	mcp []mcp.Option
-	// mounts are more routes (the demo's provider).
-	mounts []func(chi.Router)
-	// readiness adds migration components to /readyz.
-	readiness map[string]fs.FS
-	// concurrency bounds the requests in flight per key and organisation
-	// on every API (nil: the defaults of httpx.NewLimiter).
-	concurrency *httpx.Limiter
-	// trustedProxies name the clients' addresses and TLS (nil: nobody is
-	// trusted, every peer is the client).
-	trustedProxies *httpx.TrustedProxies
-	// inviteTTL is how long a one-time password lasts (0: the default).
-	inviteTTL time.Duration
-}
-
-// fullService is the whole oversight service over one database: the
-// organisation API, the people who sign in to the dashboard, the review-task
-// API, the sources and their collected data, health and metrics, and the job
-// queue that works for them.
-type fullService struct {
-	db      *sqldb.DB
-	orgs    *org.Store
-	people  *people.Store
-	sources *sources.Service
-	review  *reviewapi.Service
-	handler http.Handler
-	// metrics serves the metrics without a token, for --metrics-addr.
-	metrics http.Handler
-}
-
-func newFullService(ctx context.Context, db *sqldb.DB, store *org.Store, log *slog.Logger, o serviceOptions) (*fullService, error) {
-	if o.concurrency == nil {
-		o.concurrency = httpx.NewLimiter(0, 0)
-	}
-	metrics := ops.NewMetrics()
-	ops.SetGlobal(metrics) // webhook deliveries and syncs count here
-	// The people who sign in to the dashboard, their sessions and the
-	// throttle of their sign-ins.
-	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: store, OneTimePasswordTTL: o.inviteTTL})
-	if err != nil {
-		return nil, err
-	}
-	// The sources: their syncs run on the review-task API's job queue.
-	src, err := sources.New(ctx, sources.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log, Concurrency: o.concurrency,
-		MCPOptions: o.mcp, AllowPrivate: o.sources.allowPrivate, ExportRoot: o.sources.exportRoot, ExportMaxFileBytes: o.exportMaxFile})
-	if err != nil {
-		return nil, fmt.Errorf("sources: %w", err)
-	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: store, Secrets: o.secrets, Logger: log,
-		AllowPrivateWebhooks: o.allowPrivateWebhooks, ReviewTimeout: o.reviewTimeout, Policy: policy.Options{Semantic: o.semantic, Budget: o.budget},
-		AddWorkers: src.AddWorkers, Queues: src.Queues(), PeriodicJobs: src.PeriodicJobs(), Concurrency: o.concurrency})
-	if err != nil {
-		src.Close()
-		return nil, err
-	}
-	src.SetEnqueue(svc.Enqueue)
-	orgAPI, err := orgapi.NewHandler(store, orgapi.WithLogger(log), orgapi.WithConcurrency(o.concurrency))
-	if err != nil {
-		svc.Close()
-		src.Close()
-		return nil, err
-	}
-	dash, err := dashboard.New(dashboard.Config{People: ppl, Orgs: store, Review: svc, Sources: src, Logger: log})
-	if err != nil {
-		svc.Close()
-		src.Close()
-		return nil, err
-	}
-	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return queueDepth(ctx, db) })
-	components := map[string]fs.FS{
-		org.Component: org.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
-		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(),
-	}
-	for k, v := range o.readiness {
-		components[k] = v
-	}
-	r := chi.NewRouter()
-	r.Use(metrics.Middleware) // first, so that every answer is measured
-	// Where each request came from, and whether over TLS: the peer, or
-	// what a trusted proxy says (--trusted-proxy).
-	r.Use(o.trustedProxies.Middleware)
-	r.Group(ops.Health(ops.DBCheck(db, components)))
-	r.Method(http.MethodGet, "/metrics", guardMetrics(o.metricsToken, metrics.Handler()))
-	// The dashboard's pages sit at the root of the address, beside the JSON
-	// APIs' paths.
-	r.Mount("/", reviewapi.NewHandler(orgAPI, svc, append([]func(chi.Router){src.Routes, dash.Routes}, o.mounts...)...))
-	return &fullService{db: db, orgs: store, people: ppl, sources: src, review: svc, handler: r, metrics: metrics.Handler()}, nil
-}
-
-// queueDepth counts River's jobs by state.
-func queueDepth(ctx context.Context, db *sqldb.DB) (map[string]float64, error) {
-	rows, err := db.QueryContext(ctx, `SELECT state, COUNT(*) FROM river_job GROUP BY state`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]float64{}
-	for rows.Next() {
-		var state string
-		var n float64
-		if err := rows.Scan(&state, &n); err != nil {
-			return nil, err
-		}
-		out[state] = n
-	}
-	return out, rows.Err()
-}
-
-func (s *fullService) close() {
-	s.review.Close()
-	s.sources.Close()
-}
-
-// run serves the service with the lifecycle of sf and works its job queue
+// runServer serves srv with the lifecycle of sf and works its job queue
 // beside it: the queue starts once the address is listened on, and stops
 // after the requests in flight have finished, letting the jobs they queued
 // finish too. It logs msg with the URL when ready and calls ready, if set,
 // with the base URL.
-func (s *fullService) run(ctx context.Context, log *slog.Logger, sf *serverFlags, ready func(base string), msg string, attrs ...slog.Attr) error {
+func runServer(ctx context.Context, srv *server.Server, log *slog.Logger, sf *serverFlags, ready func(base string), msg string, attrs ...slog.Attr) error {
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
-	return sf.serve(ctx, log, s.handler, serveHooks{
+	return sf.serve(ctx, log, srv.Handler(), serveHooks{
 		start: func() error {
-			if err := s.review.Start(jobsCtx); err != nil {
+			if err := srv.Start(jobsCtx); err != nil {
 				return fmt.Errorf("job queue: %w", err)
 			}
 			return nil
 		},
 		ready: ready,
-		stop:  s.review.Stop,
+		stop:  srv.Stop,
 	}, msg, attrs...)
+}
+
+// openQueue opens, for an admin command, the service's job queue on db as
+// a client that queues jobs and works none: the running service works them.
+func openQueue(ctx context.Context, db *sqldb.DB) (riverjobs.Client, error) {
+	return riverjobs.Open(ctx, db, &river.Config{Logger: slog.New(slog.DiscardHandler)})
 }
 
 // openDB opens the database at url for the command cmd. A malformed URL is a

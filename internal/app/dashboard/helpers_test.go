@@ -1,29 +1,28 @@
 package dashboard_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
+	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -48,6 +47,14 @@ type env struct {
 
 func newEnv(t *testing.T, db *sqldb.DB) *env {
 	t.Helper()
+	e, _ := newEnvWith(t, db, sources.Config{})
+	return e
+}
+
+// newEnvWith is newEnv with the sources configured by sc; it returns the
+// sources' service too.
+func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.Service) {
+	t.Helper()
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
@@ -56,28 +63,17 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	// detector, once fell on both sides of a 15-minute boundary.
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
 	require.NoError(t, err)
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
-		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour,
-		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}})
-	require.NoError(t, err)
-	require.NoError(t, svc.Start(context.WithoutCancel(ctx)))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-		svc.Close()
-	})
-	d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	require.NoError(t, err)
-	oh, err := orgapi.NewHandler(orgs)
-	require.NoError(t, err)
 	// The test's requests come from loopback, trusted as a proxy (as
 	// --trusted-proxy 127.0.0.0/8 would): a test names a client's address
 	// with X-Forwarded-For and a TLS proxy with X-Forwarded-Proto.
 	loopback, err := httpx.ParseTrustedProxies("127.0.0.0/8,::1")
 	require.NoError(t, err)
-	srv := httptest.NewServer(loopback.Middleware(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) })))
-	t.Cleanup(srv.Close)
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+		TrustedProxies: loopback, PollInterval: 20 * time.Millisecond, Sources: sc,
+		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour,
+			RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}},
+		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+	svc := full.Review()
 
 	e := &env{t: t, db: db, url: srv.URL, orgs: orgs, people: ppl, review: svc}
 	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
@@ -90,7 +86,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	require.NoError(t, err)
 	e.admin = e.user("ada@acme.test", "Ada", people.RoleAdministrator)
 	e.rev = e.user("rex@acme.test", "Rex", people.RoleReviewer)
-	return e
+	return e, full.Sources()
 }
 
 func (e *env) user(email, name string, role people.Role) people.User {

@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,19 +12,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"
@@ -51,31 +50,15 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	cfg := sources.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true, ExportRoot: "/"}
+	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/"}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	src, err := sources.New(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = src.Close() })
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
-		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour, AddWorkers: src.AddWorkers, Queues: src.Queues()})
-	require.NoError(t, err)
-	src.SetEnqueue(svc.Enqueue)
-	require.NoError(t, svc.Start(context.WithoutCancel(ctx)))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-		svc.Close()
-	})
-	d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc, Sources: src,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	require.NoError(t, err)
-	oh, err := orgapi.NewHandler(orgs)
-	require.NoError(t, err)
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc, src.Routes, func(r chi.Router) { d.Routes(r) }))
-	t.Cleanup(srv.Close)
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+		PollInterval: 20 * time.Millisecond, Sources: cfg,
+		Review:    reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour},
+		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+	svc, src := full.Review(), full.Sources()
 
 	e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
 	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)

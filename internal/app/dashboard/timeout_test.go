@@ -11,18 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 )
 
 type lockedBuffer struct {
@@ -56,15 +55,11 @@ func TestPageOutOfTime(t *testing.T) {
 		require.NoError(t, err)
 		ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 		require.NoError(t, err)
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
-		require.NoError(t, err)
-		t.Cleanup(svc.Close)
 		var logs lockedBuffer
-		d, err := dashboard.New(dashboard.Config{People: ppl, Orgs: orgs, Review: svc, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		require.NoError(t, err)
-		oh, err := orgapi.NewHandler(orgs)
-		require.NoError(t, err)
-		srv := httptest.NewServer(httpx.Deadlines{Read: 5 * time.Second}.Handler(reviewapi.NewHandler(oh, svc, func(r chi.Router) { d.Routes(r) })))
+		full := servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+			Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+		svc := full.Review()
+		srv := httptest.NewServer(httpx.Deadlines{Read: 5 * time.Second}.Handler(full.Handler()))
 		t.Cleanup(srv.Close)
 		e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
 		e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)

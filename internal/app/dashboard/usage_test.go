@@ -5,11 +5,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,14 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
-	"github.com/aiusage/kit/internal/app/orgapi"
-	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
@@ -45,18 +39,7 @@ type usageEnv struct {
 
 func newUsageEnv(t *testing.T, db *sqldb.DB) *usageEnv {
 	t.Helper()
-	e := newEnv(t, db)
-	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = src.Close() })
-	d, err := dashboard.New(dashboard.Config{People: e.people, Orgs: e.orgs, Review: e.review, Sources: src,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	require.NoError(t, err)
-	oh, err := orgapi.NewHandler(e.orgs)
-	require.NoError(t, err)
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, e.review, func(r chi.Router) { d.Routes(r) }))
-	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	e, src := newEnvWith(t, db, sources.Config{AllowPrivate: true})
 	return &usageEnv{env: e, src: src}
 }
 

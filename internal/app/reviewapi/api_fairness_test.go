@@ -197,7 +197,7 @@ func TestAPIWebhookJobOfAnOlderVersion(t *testing.T) {
 
 		// A process that only queues: the job waits.
 		h.stopService()
-		h.cfg.InsertOnly = true
+		h.insertOnly = true
 		h.startService()
 		task := tn.submit(t, "hello")
 		h.stopService()
@@ -218,7 +218,7 @@ func TestAPIWebhookJobOfAnOlderVersion(t *testing.T) {
 		require.NotContains(t, args, "orgId")
 		require.Contains(t, args, "webhookId")
 
-		h.cfg.InsertOnly = false
+		h.insertOnly = false
 		h.startService()
 		acks := waitAcks(t, rcv, 1)
 		require.Equal(t, task.ID, decodeEvent(t, acks[0]).Task.ID)

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -47,9 +47,11 @@ type harness struct {
 	clock  *clock
 	cfg    reviewapi.Config
 	url    string
+	// insertOnly starts a service that queues jobs but does not work them.
+	insertOnly bool
 
 	mu      sync.Mutex
-	svc     *reviewapi.Service
+	srv     *server.Server
 	handler atomic.Pointer[http.Handler]
 }
 
@@ -66,8 +68,8 @@ func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *h
 	require.NoError(t, err)
 	h := &harness{t: t, db: db, orgs: orgs, people: ppl, clock: clk}
 	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl, AllowPrivateWebhooks: true, Now: clk.Now,
-		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
-		PollInterval:  20 * time.Millisecond, DeliveryTimeout: 2 * time.Second, SweepInterval: time.Hour,
+		RetrySchedule:   []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
+		DeliveryTimeout: 2 * time.Second, SweepInterval: time.Hour,
 		// The tests sweep themselves, and count what their sweep did: the
 		// start-up sweep, late on PostgreSQL, once took their task first.
 		NoSweepOnStart: true}
@@ -84,41 +86,50 @@ func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *h
 	return h
 }
 
-// startService starts a new Service on the harness's database and routes
+// startService starts a new service on the harness's database and routes
 // the server to it.
 func (h *harness) startService() {
 	h.t.Helper()
-	svc, err := reviewapi.New(h.t.Context(), h.cfg)
+	srv, err := server.New(h.t.Context(), h.serverConfig(h.cfg))
 	require.NoError(h.t, err)
-	require.NoError(h.t, svc.Start(context.WithoutCancel(h.t.Context())))
-	oh, err := orgapi.NewHandler(h.orgs)
-	require.NoError(h.t, err)
-	handler := reviewapi.NewHandler(oh, svc)
+	if !h.insertOnly {
+		require.NoError(h.t, srv.Start(context.WithoutCancel(h.t.Context())))
+	}
+	handler := srv.Handler()
 	h.mu.Lock()
-	h.svc = svc
+	h.srv = srv
 	h.mu.Unlock()
 	h.handler.Store(&handler)
 }
 
-// stopService stops and closes the running Service, as a process that ends.
+// serverConfig is the configuration of the whole service around the
+// review-task API's rc, on the harness's database and clock.
+func (h *harness) serverConfig(rc reviewapi.Config) server.Config {
+	return server.Config{DB: h.db, Orgs: h.orgs, Secrets: rc.Secrets, People: h.people, Concurrency: rc.Concurrency,
+		PollInterval: 20 * time.Millisecond, Review: rc}
+}
+
+// stopService stops and closes the running service, as a process that ends.
 func (h *harness) stopService() {
 	h.mu.Lock()
-	svc := h.svc
-	h.svc = nil
+	srv := h.srv
+	h.srv = nil
 	h.mu.Unlock()
-	if svc == nil {
+	if srv == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(h.t, svc.Stop(ctx))
-	svc.Close()
+	if !h.insertOnly {
+		require.NoError(h.t, srv.Stop(ctx))
+	}
+	srv.Close()
 }
 
 func (h *harness) service() *reviewapi.Service {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.svc
+	return h.srv.Review()
 }
 
 // tenant is an organisation with an agent, its instructions, an API key and

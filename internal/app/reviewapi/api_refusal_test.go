@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 )
 
 // holdDatabase takes every connection db's pool may open (it allows one
@@ -49,17 +50,13 @@ func TestAPIRefusalsMakeNoQuery(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		lim := httpx.NewLimiter(1, 0)
 		h := startHarness(t, db, func(c *reviewapi.Config) { c.Concurrency = lim })
-		oh, err := orgapi.NewHandler(h.orgs, orgapi.WithConcurrency(lim))
-		require.NoError(t, err)
-		srv := httptest.NewServer(reviewapi.NewHandler(oh, h.service()))
-		t.Cleanup(srv.Close)
 		busy := h.newTenant("Busy", org.PlanBusiness, 0)
 		limited := h.newTenant("Limited", org.PlanEnterprise, 1)
 
 		client := &http.Client{Timeout: 5 * time.Second}
 		send := func(path, key string) *http.Response {
 			t.Helper()
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, h.url+path, nil)
 			require.NoError(t, err)
 			req.Header.Set("Authorization", "Bearer "+key)
 			resp, err := client.Do(req)
@@ -113,12 +110,7 @@ func BenchmarkRefusal(b *testing.B) {
 			orgs, err := org.NewStore(ctx, db)
 			require.NoError(b, err)
 			lim := httpx.NewLimiter(1, 0)
-			svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Concurrency: lim})
-			require.NoError(b, err)
-			b.Cleanup(svc.Close)
-			oh, err := orgapi.NewHandler(orgs, orgapi.WithConcurrency(lim))
-			require.NoError(b, err)
-			handler := reviewapi.NewHandler(oh, svc)
+			handler := servicetest.New(b, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Concurrency: lim}).Handler()
 			newKey := func(name string, plan org.Plan, limit int) org.CreatedKey {
 				o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: limit}, admin)
 				require.NoError(b, err)

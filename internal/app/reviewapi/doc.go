@@ -5,24 +5,21 @@
 //
 // A [Service] keeps tasks, webhooks, events and deliveries in the service's
 // database (SQLite or PostgreSQL, beside package orgapi's tables, whose API
-// keys it accepts) and serves them over HTTP ([Service.Routes],
-// [NewHandler]). Its background work runs on River in the same database:
-// evaluations that could not run, webhook deliveries with their retries, and
-// a periodic sweep that applies review timeouts and queues again whatever a
-// stopped process left behind. On PostgreSQL, several processes share the
-// work.
+// keys it accepts) and serves them over HTTP ([Service.Routes]). Its
+// background work runs on the service's job queue, River in the same
+// database ([Service.Jobs]): evaluations that could not run, webhook
+// deliveries with their retries, and a periodic sweep that applies review
+// timeouts and queues again whatever a stopped process left behind. On
+// PostgreSQL, several processes share the work. The service's composition
+// root, package internal/app/server, mounts the routes and opens the queue:
 //
 //	ring, err := secretbox.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
-//	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore, Secrets: ring})
+//	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore, Secrets: ring, Jobs: queue})
 //	if err != nil {
 //		return err
 //	}
-//	defer svc.Close()
-//	if err := svc.Start(ctx); err != nil { // works jobs until Stop
-//		return err
-//	}
-//	orgHandler, _ := orgapi.NewHandler(orgStore)
-//	err = http.ListenAndServe(addr, reviewapi.NewHandler(orgHandler, svc))
+//	svc.Routes(router) // the root answers the API's unknown paths with NotFound and MethodNotAllowed
+//	svc.Jobs(jobs)     // its workers, queues and sweep, on the root's River client
 //
 // States: pending -> processing -> approved |
 // change_requested | requires_intervention; requires_intervention ->

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -14,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
 )
@@ -60,26 +60,14 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	clk := &clock{now: time.Now().UTC()}
 	orgs, err := org.NewStore(ctx, db, org.WithNow(clk.Now))
 	require.NoError(t, err)
-	cfg := reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true, Now: clk.Now,
-		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
-		PollInterval:  20 * time.Millisecond, DeliveryTimeout: 2 * time.Second}
+	cfg := reviewapi.Config{AllowPrivateWebhooks: true, Now: clk.Now,
+		RetrySchedule:   []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
+		DeliveryTimeout: 2 * time.Second}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	svc, err := reviewapi.New(ctx, cfg)
-	require.NoError(t, err)
-	require.NoError(t, svc.Start(context.WithoutCancel(ctx)))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, svc.Stop(sctx))
-		svc.Close()
-	})
-	oh, err := orgapi.NewHandler(orgs)
-	require.NoError(t, err)
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc))
-	t.Cleanup(srv.Close)
-	f := &fixture{t: t, db: db, orgs: orgs, svc: svc, clock: clk, url: srv.URL}
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), PollInterval: 20 * time.Millisecond, Review: cfg})
+	f := &fixture{t: t, db: db, orgs: orgs, svc: full.Review(), clock: clk, url: srv.URL}
 	f.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	f.agent, err = orgs.CreateAgent(ctx, f.org.ID, "Support", admin)

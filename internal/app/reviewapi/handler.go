@@ -13,46 +13,31 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
-// NewHandler returns the whole service's HTTP handler: the organisation API
-// (org) and the review-task API of s, on one router, each answering errors
-// in its own body shape.
-//
-// mounts add more routes to the same router (the collected data of the
-// sources, operations endpoints); they run after the common middleware.
-func NewHandler(org *orgapi.Handler, s *Service, mounts ...func(chi.Router)) http.Handler {
-	r := chi.NewRouter()
-	r.Use(org.Middleware()...)
-	org.Routes(r)
-	s.Routes(r)
-	for _, m := range mounts {
-		m(r)
-	}
-	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
-		if isReviewPath(req.URL.Path) {
-			writeError(w, &Error{Code: spec.CodeNotFound, Message: "No such endpoint."})
-			return
-		}
-		org.ServeHTTP(w, req) // its own 404 problem
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		if !isReviewPath(req.URL.Path) {
-			orgapi.MethodNotAllowed(r, w, req)
-			return
-		}
-		allow := httpx.AllowedMethods(r, req.URL.Path)
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, &Error{Code: spec.CodeMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed here; the path allows %s.", req.Method, strings.Join(allow, ", "))})
-	})
-	return r
+// Owns reports whether path p belongs to the review-task API (/review-tasks,
+// /webhooks and the paths below them): the service's router answers its
+// unknown paths and methods with [NotFound] and [MethodNotAllowed], in the
+// API's error body.
+func Owns(p string) bool {
+	return p == "/review-tasks" || strings.HasPrefix(p, "/review-tasks/") || p == "/webhooks" || strings.HasPrefix(p, "/webhooks/")
 }
 
-func isReviewPath(p string) bool {
-	return p == "/review-tasks" || strings.HasPrefix(p, "/review-tasks/") || p == "/webhooks" || strings.HasPrefix(p, "/webhooks/")
+// NotFound answers 404 NOT_FOUND to a request for a path of the API that no
+// route has.
+func NotFound(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, &Error{Code: spec.CodeNotFound, Message: "No such endpoint."})
+}
+
+// MethodNotAllowed answers 405 METHOD_NOT_ALLOWED to r, a request whose
+// path routes has but not for its method, with an Allow header listing the
+// methods it has.
+func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
+	allow := httpx.AllowedMethods(routes, r.URL.Path)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, &Error{Code: spec.CodeMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
 }
 
 // Routes registers the review-task API on r.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -80,7 +81,7 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		// The old key alone is refused at start, naming the key it lacks.
 		cfg := h.cfg
 		cfg.Secrets = oldRing
-		_, err = reviewapi.New(t.Context(), cfg)
+		_, err = server.New(t.Context(), h.serverConfig(cfg))
 		require.ErrorIs(t, err, secretbox.ErrUnknownKey)
 		require.ErrorContains(t, err, newKey.ID)
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -41,8 +42,8 @@ func Migrations() fs.FS {
 // review timeout decides it, unless the organisation sets another.
 const DefaultReviewTimeout = 24 * time.Hour
 
-// Config configures a [Service]. DB and Orgs are required; every other field
-// has the default its comment gives.
+// Config configures a [Service]. DB, Orgs, Secrets and Jobs are required;
+// every other field has the default its comment gives.
 type Config struct {
 	// DB is the service's database, shared with Orgs.
 	DB *sqldb.DB
@@ -52,6 +53,14 @@ type Config struct {
 	// secrets.go). Required; every process sharing DB must hold the keys of
 	// the rows it reads.
 	Secrets *secretbox.Keyring
+	// Jobs queues the service's evaluations and webhook deliveries on the
+	// service's job queue, whose River client works them with the workers
+	// of [Service.Jobs]. Required; a process that only queues (an admin
+	// command) gives a client that works nothing.
+	Jobs riverjobs.Enqueuer
+	// Metrics counts the webhook deliveries' outcomes. Default: nil,
+	// nothing counted.
+	Metrics *ops.Metrics
 	// People are the organisations' users, of whom the Reviewers and
 	// Administrators decide tasks. Default: a people.Store on DB.
 	People *people.Store
@@ -83,15 +92,6 @@ type Config struct {
 	// for tests that move a clock and sweep themselves, and count what
 	// their own sweep did.
 	NoSweepOnStart bool
-	// PollInterval is how often the job queue looks for jobs it was not
-	// notified of: on SQLite, which has no notifications, every job (default
-	// 50 ms); on PostgreSQL, which notifies inserts, the jobs that became due
-	// (retries, snoozed deliveries), when set (default River's, 1 s).
-	PollInterval time.Duration
-	// Workers is how many jobs of the default queue run at once in this
-	// process: the sweep, the schedules of other components, and the jobs an
-	// older version queued there. Default 10.
-	Workers int
 	// DeliveryWorkers is how many webhook deliveries run at once in this
 	// process, on a queue of their own (QueueDeliveries). Default 20.
 	DeliveryWorkers int
@@ -111,24 +111,11 @@ type Config struct {
 	// FailingDeliveryTimeout bounds one attempt to a failing webhook.
 	// Default 2 s (never more than DeliveryTimeout).
 	FailingDeliveryTimeout time.Duration
-	// Queues are more job queues, for the jobs of other components
-	// (AddWorkers) that ask for queues of their own.
-	Queues map[string]river.QueueConfig
-	// InsertOnly makes a service that queues jobs but never works them: the
-	// admin commands, which leave the work to the running service.
-	InsertOnly bool
-	// AddWorkers, when set, registers more River workers on the service's
-	// job queue, for other components of the service that share it (the
-	// consumer's scheduled syncs).
-	AddWorkers func(*river.Workers)
 	// Concurrency bounds the requests in flight per API key and per
 	// organisation (share one Limiter among the APIs of a service); a
 	// request over the bound is 429 RATE_LIMIT_EXCEEDED with Retry-After.
 	// Default: nil, no bound.
 	Concurrency *httpx.Limiter
-	// PeriodicJobs are more periodic jobs for the queue (run by one process
-	// of those sharing a database, its leader).
-	PeriodicJobs []*river.PeriodicJob
 	// Now is the clock of state changes, deadlines and rate limits.
 	// Default time.Now.
 	Now func() time.Time
@@ -145,6 +132,8 @@ func (c *Config) withDefaults() (*Config, error) {
 		return nil, errors.New("reviewapi: Config.Orgs is required")
 	case out.Secrets == nil:
 		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
+	case out.Jobs == nil:
+		return nil, errors.New("reviewapi: Config.Jobs is required")
 	}
 	if out.Resolver == nil {
 		out.Resolver = net.DefaultResolver
@@ -160,12 +149,6 @@ func (c *Config) withDefaults() (*Config, error) {
 	}
 	if out.SweepInterval == 0 {
 		out.SweepInterval = 30 * time.Second
-	}
-	if out.PollInterval == 0 {
-		out.PollInterval = 50 * time.Millisecond
-	}
-	if out.Workers == 0 {
-		out.Workers = 10
 	}
 	if out.DeliveryWorkers == 0 {
 		out.DeliveryWorkers = 20
@@ -192,16 +175,10 @@ func (c *Config) withDefaults() (*Config, error) {
 	switch {
 	case out.ReviewTimeout < 0:
 		return nil, fmt.Errorf("reviewapi: Config.ReviewTimeout %s is negative", out.ReviewTimeout)
-	case out.DeliveryTimeout < 0, out.SweepInterval < 0, out.PollInterval < 0, out.FailingDeliveryTimeout < 0:
+	case out.DeliveryTimeout < 0, out.SweepInterval < 0, out.FailingDeliveryTimeout < 0:
 		return nil, errors.New("reviewapi: Config durations must be positive")
-	case out.Workers < 0, out.DeliveryWorkers < 0, out.EvaluationWorkers < 0, out.OrgDeliveryLimit < 0, out.FailingAfter < 0:
+	case out.DeliveryWorkers < 0, out.EvaluationWorkers < 0, out.OrgDeliveryLimit < 0, out.FailingAfter < 0:
 		return nil, errors.New("reviewapi: Config worker counts and limits must be positive")
-	}
-	for name := range out.Queues {
-		switch name {
-		case river.QueueDefault, QueueDeliveries, QueueEvaluations:
-			return nil, fmt.Errorf("reviewapi: Config.Queues names %q, a queue of the service's own", name)
-		}
 	}
 	for _, d := range out.RetrySchedule {
 		if d <= 0 {
@@ -214,15 +191,15 @@ func (c *Config) withDefaults() (*Config, error) {
 // Service is the review-task API: tasks evaluated against the policy of
 // their agent, human decisions, timeouts, webhooks and rate limits. Its
 // background work (evaluation retries, webhook deliveries, timeouts) runs on
-// River over the same database, so several processes sharing a PostgreSQL
-// database share the work.
+// the service's job queue (River over the same database, Config.Jobs and
+// [Service.Jobs]), so several processes sharing a PostgreSQL database share
+// the work.
 type Service struct {
 	cfg    *Config
 	db     *sqldb.DB
 	orgs   *org.Store
 	people *people.Store
 	cache  *policy.Cache
-	jobs   riverjobs.Client
 	client *http.Client
 	// orgDeliveries bounds the deliveries of one organisation in progress.
 	orgDeliveries *riverjobs.KeyLimiter
@@ -232,8 +209,9 @@ type Service struct {
 	rates rateMemo
 }
 
-// New applies the migrations (the service's and River's) and returns the
-// service. Call Start to work jobs and Close when done.
+// New applies the service's migrations and returns the service. Its jobs
+// are worked once the composition root has registered [Service.Jobs] and
+// started the job queue.
 func New(ctx context.Context, c Config) (*Service, error) {
 	cfg, err := c.withDefaults()
 	if err != nil {
@@ -256,81 +234,23 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	s := &Service{cfg: cfg, db: cfg.DB, orgs: cfg.Orgs, people: cfg.People, cache: policy.NewCache(cfg.Policy, 1000),
 		orgDeliveries: riverjobs.NewKeyLimiter(cfg.OrgDeliveryLimit), orgVolume: orgVolume{limit: cfg.OrgDeliveryLimit}}
 	s.client = NewWebhookClient(AddressPolicy{AllowPrivate: cfg.AllowPrivateWebhooks}, cfg.DeliveryTimeout)
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &deliverWorker{s: s})
-	river.AddWorker(workers, &evaluateWorker{s: s})
-	river.AddWorker(workers, &sweepWorker{s: s})
-	if cfg.AddWorkers != nil {
-		cfg.AddWorkers(workers)
-	}
-	rc := &river.Config{
-		Workers:    workers,
-		Logger:     slog.New(warnOnly{cfg.Logger.Handler()}),
-		JobTimeout: cfg.DeliveryTimeout + 30*time.Second,
-		// A job left running by a process that died is worked again
-		// after this, not after River's default hour.
-		RescueStuckJobsAfter: cfg.DeliveryTimeout + 2*time.Minute,
-	}
-	if cfg.DB.Dialect == sqldb.SQLite {
-		// SQLite has no notifications: River finds new jobs by polling.
-		// PostgreSQL notifies River of each insert.
-		rc.FetchPollInterval = cfg.PollInterval
-		rc.FetchCooldown = min(cfg.PollInterval, river.FetchCooldownDefault)
-	} else if c.PollInterval > 0 {
-		rc.FetchPollInterval = c.PollInterval
-		rc.FetchCooldown = min(c.PollInterval, river.FetchCooldownDefault)
-	}
-	if !cfg.InsertOnly {
-		// Deliveries and evaluations have queues of their own, so a backlog
-		// of one never delays the other nor the sweep. Every worker is
-		// registered for every queue: jobs an older version queued on the
-		// default queue are still worked there.
-		rc.Queues = map[string]river.QueueConfig{
-			river.QueueDefault: {MaxWorkers: cfg.Workers},
-			QueueDeliveries:    {MaxWorkers: cfg.DeliveryWorkers},
-			QueueEvaluations:   {MaxWorkers: cfg.EvaluationWorkers},
-		}
-		for name, q := range cfg.Queues {
-			rc.Queues[name] = q
-		}
-		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: !cfg.NoSweepOnStart})}
-		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.PeriodicJobs...)
-	}
-	if s.jobs, err = riverjobs.Open(ctx, cfg.DB, rc); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
-// Start starts working jobs in the background; it returns at once. Stop or
-// cancelling ctx stops it.
-func (s *Service) Start(ctx context.Context) error {
-	if s.cfg.InsertOnly {
-		return nil
-	}
-	return s.jobs.Start(ctx)
+// Jobs registers the service's background work on the job queue: the
+// workers of deliveries, evaluations and the sweep; the queues of
+// deliveries and evaluations, so that a backlog of one never delays the
+// other nor the sweep (on the default queue); and the periodic sweep.
+func (s *Service) Jobs(j *riverjobs.Jobs) {
+	river.AddWorker(j.Workers, &deliverWorker{s: s})
+	river.AddWorker(j.Workers, &evaluateWorker{s: s})
+	river.AddWorker(j.Workers, &sweepWorker{s: s})
+	j.AddQueue(QueueDeliveries, s.cfg.DeliveryWorkers)
+	j.AddQueue(QueueEvaluations, s.cfg.EvaluationWorkers)
+	j.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(s.cfg.SweepInterval),
+		func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: !s.cfg.NoSweepOnStart}))
 }
-
-// Stop stops working jobs, letting those running finish until ctx ends.
-func (s *Service) Stop(ctx context.Context) error {
-	if s.cfg.InsertOnly {
-		return nil
-	}
-	return s.jobs.Stop(ctx)
-}
-
-// Enqueue queues a job of another component on the service's job queue (its
-// worker registered with Config.AddWorkers), on the queue its options name
-// (one of Config.Queues, or the default queue).
-func (s *Service) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
-	_, err := s.jobs.Insert(ctx, args, opts)
-	return err
-}
-
-// Close releases the job queue's connections. Call it after Stop.
-func (s *Service) Close() { s.jobs.Close() }
 
 // RedactionMark is the text that replaces each redacted span in the
 // redacted copies of requests.
@@ -342,15 +262,3 @@ func (s *Service) RedactionMark() string {
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
-
-// warnOnly passes on records of level Warn and above: River reports its
-// routine (start, poll mode, leadership) at Info, which is noise in the
-// service's log.
-type warnOnly struct{ slog.Handler }
-
-func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
-}
-
-func (h warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(a)} }
-func (h warnOnly) WithGroup(n string) slog.Handler      { return warnOnly{h.Handler.WithGroup(n)} }

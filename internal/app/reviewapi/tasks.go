@@ -489,7 +489,7 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 
 // queueEvaluation asks the job queue to evaluate a pending task again.
 func (s *Service) queueEvaluation(ctx context.Context, id string) {
-	if _, err := s.jobs.Insert(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, nil); err != nil {
+	if err := s.cfg.Jobs.Enqueue(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, nil); err != nil {
 		s.cfg.Logger.Error("queue evaluation", "task", id, "error", err) // the sweep picks it up
 	}
 }

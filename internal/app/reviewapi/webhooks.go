@@ -182,7 +182,7 @@ func (s *Service) recordEvents(ctx context.Context, tx *sql.Tx, orgID string, no
 func (s *Service) queueDeliveries(ctx context.Context, ds []delivery) {
 	for _, d := range ds {
 		opts := &river.InsertOpts{Priority: s.orgVolume.priority(d.orgID, time.Now())}
-		if _, err := s.jobs.Insert(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, opts); err != nil {
+		if err := s.cfg.Jobs.Enqueue(context.WithoutCancel(ctx), deliverArgs{EventID: d.eventID, WebhookID: d.webhookID, OrgID: d.orgID}, opts); err != nil {
 			s.cfg.Logger.Error("queue webhook delivery", "event", d.eventID, "webhook", d.webhookID, "error", err)
 		}
 	}
@@ -248,7 +248,7 @@ func (s *Service) deliver(ctx context.Context, eventID, webhookID string) error 
 		return err
 	}
 	s.cfg.Logger.Info("webhook delivery", "event", eventID, "webhook", webhookID, "attempt", attempt, "status", status, "state", newState)
-	ops.Global().ObserveDelivery(ops.DeliveryOutcome(newState))
+	s.cfg.Metrics.ObserveDelivery(ops.DeliveryOutcome(newState))
 	switch newState {
 	case "delivered":
 		return nil

@@ -14,12 +14,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -63,16 +63,9 @@ func TestViewsOutOfTime(t *testing.T) {
 		var logs syncBuffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		lim := httpx.NewLimiter(0, 0)
-		src, err := sources.New(ctx, sources.Config{DB: db, Orgs: e.orgs, Secrets: testRing, Logger: log, Concurrency: lim})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = src.Close() })
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: e.orgs, Secrets: testRing, Logger: log, Concurrency: lim})
-		require.NoError(t, err)
-		t.Cleanup(svc.Close)
-		oh, err := orgapi.NewHandler(e.orgs, orgapi.WithLogger(log), orgapi.WithConcurrency(lim))
-		require.NoError(t, err)
+		full := servicetest.New(t, server.Config{DB: db, Orgs: e.orgs, Secrets: testRing, Logger: log, Concurrency: lim})
 		read := 600 * time.Millisecond
-		srv := httptest.NewServer(httpx.Deadlines{Read: read}.Handler(reviewapi.NewHandler(oh, svc, src.Routes)))
+		srv := httptest.NewServer(httpx.Deadlines{Read: read}.Handler(full.Handler()))
 		t.Cleanup(srv.Close)
 
 		org := "/organisations/" + e.org.ID

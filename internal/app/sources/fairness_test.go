@@ -45,12 +45,12 @@ func TestSyncFairness(t *testing.T) {
 		}
 		jobsCtx, stop := context.WithCancel(context.Background())
 		defer stop()
-		require.NoError(t, e.svc.Start(jobsCtx))
+		require.NoError(t, e.srv.Start(jobsCtx))
 		defer func() {
 			close(release)
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = e.svc.Stop(sctx)
+			_ = e.srv.Stop(sctx)
 		}()
 		// The hanging syncs have started before the other organisation's
 		// source is added.

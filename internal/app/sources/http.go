@@ -91,8 +91,8 @@ func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.
 	return &provider.Principal{Name: "api-key:" + v.keyName, Tenant: v.tenant}, nil
 }
 
-// Routes adds the sources' routes to r (a mount of reviewapi.NewHandler),
-// the push receiver's among them ([Service.PushRoutes]).
+// Routes adds the sources' routes to r, the service's router, the push
+// receiver's among them ([Service.PushRoutes]).
 func (s *Service) Routes(r chi.Router) {
 	// The collected views are provider.Handlers, which refuse a malformed
 	// query string themselves; the list of sources does the same.

@@ -42,8 +42,8 @@ func (SyncArgs) InsertOpts() river.InsertOpts {
 }
 
 // SyncQueue is the job queue of the syncs, worked by Config.SyncWorkers
-// workers (Queues), so that syncs and webhook deliveries do not wait for
-// each other.
+// workers ([Service.Jobs]), so that syncs and webhook deliveries do not wait
+// for each other.
 const SyncQueue = "syncs"
 
 // A sync whose organisation is at its limit (Config.OrgSyncLimit) is snoozed
@@ -53,11 +53,6 @@ const (
 	syncSnoozeBase = time.Second
 	syncSnoozeMax  = 30 * time.Second
 )
-
-// Queues returns the job queue of the syncs (reviewapi.Config.Queues).
-func (s *Service) Queues() map[string]river.QueueConfig {
-	return map[string]river.QueueConfig{SyncQueue: {MaxWorkers: s.cfg.SyncWorkers}}
-}
 
 // scheduleArgs is the periodic job that queues the syncs of the sources due.
 type scheduleArgs struct{}
@@ -115,37 +110,24 @@ func (w *scheduleWorker) Work(ctx context.Context, _ *river.Job[scheduleArgs]) e
 	return err
 }
 
-// AddWorkers registers the sync and schedule workers on the service's job
-// queue (reviewapi.Config.AddWorkers).
-func (s *Service) AddWorkers(w *river.Workers) {
-	river.AddWorker(w, &syncWorker{s: s})
-	river.AddWorker(w, &scheduleWorker{s: s})
-}
-
-// PeriodicJobs returns the scheduler's periodic job (reviewapi.Config.
-// PeriodicJobs): every ScheduleInterval it queues a sync of each source due.
-func (s *Service) PeriodicJobs() []*river.PeriodicJob {
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.ScheduleInterval),
+// Jobs registers the sources' background work on the service's job queue:
+// the sync and schedule workers, the queue of the syncs (SyncQueue), and
+// the scheduler's periodic job, which every ScheduleInterval queues a sync
+// of each source due.
+func (s *Service) Jobs(j *riverjobs.Jobs) {
+	river.AddWorker(j.Workers, &syncWorker{s: s})
+	river.AddWorker(j.Workers, &scheduleWorker{s: s})
+	j.AddQueue(SyncQueue, s.cfg.SyncWorkers)
+	j.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(s.cfg.ScheduleInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return scheduleArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true})}
-}
-
-// SetEnqueue sets the function that queues jobs on the service's queue
-// (reviewapi.Service.Enqueue). Schedule needs it.
-func (s *Service) SetEnqueue(fn func(context.Context, river.JobArgs, *river.InsertOpts) error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.enqueue = fn
+		&river.PeriodicJobOpts{RunOnStart: true}))
 }
 
 // Schedule queues a sync of every source whose next sync is due, moves its
 // due time one interval ahead, and returns how many it queued.
 func (s *Service) Schedule(ctx context.Context) (int, error) {
-	s.mu.Lock()
-	enqueue := s.enqueue
-	s.mu.Unlock()
-	if enqueue == nil {
-		return 0, errors.New("sources: schedule: no enqueue function (SetEnqueue)")
+	if s.cfg.Jobs == nil {
+		return 0, errors.New("sources: schedule: no job queue (Config.Jobs)")
 	}
 	now := s.now()
 	due, err := s.due(ctx, now)
@@ -154,7 +136,7 @@ func (s *Service) Schedule(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, src := range due {
-		if err := enqueue(ctx, SyncArgs{SourceID: src.ID, Due: src.NextSyncAt.UnixMilli()}, nil); err != nil {
+		if err := s.cfg.Jobs.Enqueue(ctx, SyncArgs{SourceID: src.ID, Due: src.NextSyncAt.UnixMilli()}, nil); err != nil {
 			return n, fmt.Errorf("sources: schedule %s: %w", src.ID, err)
 		}
 		// Only the first of concurrent schedulers moves the due time.

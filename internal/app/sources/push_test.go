@@ -89,11 +89,14 @@ func TestAddPushSource(t *testing.T) {
 		require.ErrorIs(t, err, spec.ErrInvalid)
 		// Nor is it ever due for a walk.
 		var queued []string
-		e.src.SetEnqueue(func(_ context.Context, args river.JobArgs, _ *river.InsertOpts) error {
-			queued = append(queued, args.(sources.SyncArgs).SourceID)
-			return nil
-		})
-		_, err = e.src.Schedule(ctx)
+		scheduler, err := sources.New(ctx, sources.Config{DB: db, Orgs: e.orgs, Secrets: testRing,
+			Jobs: enqueueFunc(func(_ context.Context, args river.JobArgs, _ *river.InsertOpts) error {
+				queued = append(queued, args.(sources.SyncArgs).SourceID)
+				return nil
+			})})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = scheduler.Close() })
+		_, err = scheduler.Schedule(ctx)
 		require.NoError(t, err)
 		require.NotContains(t, queued, s.ID)
 	})
@@ -290,4 +293,11 @@ func TestPushUsageVersions(t *testing.T) {
 		assert.JSONEq(t, `{"saved":0,"quarantined":0}`, send("msg_c", now.Add(-30*time.Second), 6))
 		require.Equal(t, 8.0, requests())
 	})
+}
+
+// enqueueFunc is a riverjobs.Enqueuer of a function.
+type enqueueFunc func(context.Context, river.JobArgs, *river.InsertOpts) error
+
+func (f enqueueFunc) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	return f(ctx, args, opts)
 }

@@ -43,12 +43,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
@@ -204,6 +202,13 @@ type Config struct {
 	// MCPOptions configure the MCP endpoint of the collected views (.../mcp),
 	// for example mcp.WithSessions and its bounds. Default: none (stateless).
 	MCPOptions []mcp.Option
+	// Jobs queues the syncs on the service's job queue, whose River client
+	// works them with the workers of [Service.Jobs]. Default: nil, for a
+	// process that never schedules (an admin command); Schedule then fails.
+	Jobs riverjobs.Enqueuer
+	// Metrics counts the syncs and their retries. Default: nil, nothing
+	// counted.
+	Metrics *ops.Metrics
 }
 
 // Service stores the sources, syncs them and serves what was collected.
@@ -216,8 +221,6 @@ type Service struct {
 	// client reaches the providers (Config.HTTPClient or the guarded one).
 	client *http.Client
 
-	mu      sync.Mutex
-	enqueue func(context.Context, river.JobArgs, *river.InsertOpts) error
 	// orgSyncs bounds the syncs of one organisation in progress.
 	orgSyncs *riverjobs.KeyLimiter
 
@@ -611,7 +614,7 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		}
 	default:
 		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.client,
-			OnRetry:    func(consumer.Retry) { ops.Global().ObserveSyncRetry() },
+			OnRetry:    func(consumer.Retry) { s.cfg.Metrics.ObserveSyncRetry() },
 			MaxRetries: 3, UserAgent: "aiusage-service"})
 		if err != nil {
 			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: %w", src.ID, err))
@@ -629,7 +632,7 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 			outcome = ops.SyncFailed
 		}
 		if r.Skipped == "" {
-			ops.Global().ObserveSync(string(r.Resource), outcome, r.Records)
+			s.cfg.Metrics.ObserveSync(string(r.Resource), outcome, r.Records)
 		}
 	}
 	if src.Transport == TransportPush {

@@ -14,13 +14,13 @@ import (
 
 	"github.com/aiusage/kit/conformance"
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
-	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/provider/memsource"
@@ -60,7 +60,7 @@ type env struct {
 	db      *sqldb.DB
 	orgs    *org.Store
 	src     *sources.Service
-	svc     *reviewapi.Service
+	srv     *server.Server
 	url     string
 	org     org.Organisation
 	key     string
@@ -91,17 +91,9 @@ func newEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e.src, err = sources.New(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.src.Close() })
-	e.svc, err = reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: testRing, AddWorkers: e.src.AddWorkers, Queues: e.src.Queues(),
-		PeriodicJobs: e.src.PeriodicJobs(), PollInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(e.svc.Close)
-	e.src.SetEnqueue(e.svc.Enqueue)
-	oh, err := orgapi.NewHandler(orgs)
-	require.NoError(t, err)
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, e.svc, e.src.Routes))
+	e.srv = servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: testRing, PollInterval: 50 * time.Millisecond, Sources: cfg})
+	e.src = e.srv.Sources()
+	srv := httptest.NewServer(e.srv.Handler())
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	return e
@@ -279,11 +271,11 @@ func TestScheduledSync(t *testing.T) {
 		require.NoError(t, err)
 		jobsCtx, stop := context.WithCancel(context.Background())
 		defer stop()
-		require.NoError(t, e.svc.Start(jobsCtx))
+		require.NoError(t, e.srv.Start(jobsCtx))
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = e.svc.Stop(sctx)
+			_ = e.srv.Stop(sctx)
 		}()
 		want := count(t, provURL, "conversations", providerToken)
 		require.Eventually(t, func() bool {

@@ -4,8 +4,7 @@
 //
 // A server wires it as follows (see [Metrics] for the metric families):
 //
-//	m := ops.NewMetrics()
-//	ops.SetGlobal(m) // reviewapi counts webhook deliveries through ops.Global()
+//	m := ops.NewMetrics() // given to the features that count, in their Config
 //	m.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { ... })
 //
 //	r := chi.NewRouter()

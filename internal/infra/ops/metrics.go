@@ -42,10 +42,11 @@ const QueueDepthTimeout = 2 * time.Second
 // process collectors. Build it with [NewMetrics]; serve it with
 // [Metrics.Handler]. A Metrics is safe for concurrent use.
 //
-// Every method is safe on a nil *Metrics and then does nothing, so
-// libraries can report unconditionally, typically through [Global]:
+// Every method is safe on a nil *Metrics and then does nothing, so a
+// feature given no Metrics (a test, an admin command) reports
+// unconditionally:
 //
-//	ops.Global().ObserveDelivery(ops.DeliveryDelivered)
+//	cfg.Metrics.ObserveDelivery(ops.DeliveryDelivered)
 //
 // The families are:
 //
@@ -281,16 +282,3 @@ func methodLabel(method string) string {
 	}
 	return "OTHER"
 }
-
-// global is the process-wide Metrics of [Global].
-var global atomic.Pointer[Metrics]
-
-// SetGlobal makes m the process-wide Metrics returned by [Global], through
-// which libraries without a Metrics of their own (reviewapi's webhook
-// deliveries) report. The CLI calls it once at start-up, before serving; nil
-// turns the reporting off again.
-func SetGlobal(m *Metrics) { global.Store(m) }
-
-// Global returns the Metrics set with [SetGlobal], or nil, on which every
-// method is a no-op.
-func Global() *Metrics { return global.Load() }

@@ -249,19 +249,6 @@ func TestNilMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, rec.Code)
 }
 
-// TestGlobal is not parallel: it sets the process-wide Metrics.
-func TestGlobal(t *testing.T) {
-	assert.Nil(t, ops.Global())
-	assert.NotPanics(t, func() { ops.Global().ObserveDelivery(ops.DeliveryFailed) })
-
-	m := ops.NewMetrics()
-	ops.SetGlobal(m)
-	t.Cleanup(func() { ops.SetGlobal(nil) })
-	assert.Same(t, m, ops.Global())
-	ops.Global().ObserveDelivery(ops.DeliveryOutcome("delivered"))
-	assert.Contains(t, scrape(t, m), `aiusage_webhook_deliveries_total{outcome="delivered"} 1`)
-}
-
 func TestIndependentRegistries(t *testing.T) {
 	t.Parallel()
 	a, b := ops.NewMetrics(), ops.NewMetrics()

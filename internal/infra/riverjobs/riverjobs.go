@@ -1,7 +1,10 @@
 // Package riverjobs opens River, the job queue of the kit's background work,
 // on a database of package sqldb: SQLite or PostgreSQL, with River's
-// migrations applied. The review service delivers its webhooks with it, and a
-// vendor's pusher (package provider/push) its push deliveries.
+// migrations applied. The service (package internal/app/server) opens one
+// client for the background work of all its features, which register their
+// workers, queues and periodic jobs on a [Jobs] and queue through an
+// [Enqueuer]; a vendor's pusher (package provider/push) opens its own for its
+// push deliveries.
 package riverjobs
 
 import (
@@ -27,6 +30,8 @@ import (
 type Client interface {
 	// Insert queues a job, as [river.Client.Insert] does.
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	// Enqueue queues a job as Insert does, for an [Enqueuer].
+	Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error
 	// JobList lists jobs, as [river.Client.JobList] does.
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 	// Start starts working the queues of the configuration.
@@ -44,6 +49,11 @@ type riverJobs[TTx any] struct {
 
 func (j *riverJobs[TTx]) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 	return j.client.Insert(ctx, args, opts)
+}
+
+func (j *riverJobs[TTx]) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	_, err := j.client.Insert(ctx, args, opts)
+	return err
 }
 
 func (j *riverJobs[TTx]) JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error) {

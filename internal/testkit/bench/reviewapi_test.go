@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,10 +13,11 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
 )
@@ -44,19 +44,9 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-		svc.Close()
-	})
+	full, srv := servicetest.Serve(b, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(),
+		Review: reviewapi.Config{AllowPrivateWebhooks: true}})
+	svc := full.Review()
 	o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Bench", Plan: org.PlanEnterprise, HourlyLimit: 1 << 30}, admin)
 	if err != nil {
 		b.Fatal(err)
@@ -78,12 +68,6 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	oh, err := orgapi.NewHandler(orgs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(reviewapi.NewHandler(oh, svc))
-	b.Cleanup(srv.Close)
 	return &reviewFixture{svc: svc, url: srv.URL, agent: agent.ID, secret: key.Secret}
 }
 
