@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/app/orgapi"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -24,7 +24,7 @@ import (
 func TestUnknownPathsAndMethods(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		orgs, err := orgapi.NewStore(t.Context(), db)
+		orgs, err := org.NewStore(t.Context(), db)
 		require.NoError(t, err)
 		guard := func(h http.Handler) http.Handler { return h }
 		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), MetricsGuard: guard})
@@ -76,7 +76,7 @@ func TestUnknownPathsAndMethods(t *testing.T) {
 func TestNoMetricsGuard(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		orgs, err := orgapi.NewStore(t.Context(), db)
+		orgs, err := org.NewStore(t.Context(), db)
 		require.NoError(t, err)
 		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
 		res, err := http.Get(srv.URL + "/metrics")
