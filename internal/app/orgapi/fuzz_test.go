@@ -35,8 +35,8 @@ func checkParseError(t *testing.T, err error) {
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)
 	}
-	if statusOf(err) != 400 {
-		t.Fatalf("status %d, want 400", statusOf(err))
+	if spec.StatusOf(err) != 400 {
+		t.Fatalf("status %d, want 400", spec.StatusOf(err))
 	}
 }
 

@@ -35,6 +35,7 @@ type Handler struct {
 	logger      *slog.Logger
 	concurrency *httpx.Limiter
 	router      chi.Router
+	style       httpx.ErrorStyle
 }
 
 // Option configures a Handler.
@@ -62,6 +63,7 @@ func NewHandler(store *Store, opts ...Option) (*Handler, error) {
 	if h.logger == nil {
 		return nil, errors.New("orgapi: WithLogger: nil logger")
 	}
+	h.style = errorStyle(h.logger)
 	h.router = h.routes()
 	return h, nil
 }
@@ -123,8 +125,8 @@ func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request)
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 	}
-	writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
-		Status: http.StatusMethodNotAllowed, Detail: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
+	style := errorStyle(slog.New(slog.DiscardHandler)) // a 405 is never logged
+	httpx.WriteError(w, r, spec.Errorf(spec.ErrMethodNotAllowed, "%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", ")), &style)
 }
 
 // strictQuery answers a query string that url.ParseQuery cannot parse with a
@@ -137,24 +139,9 @@ func (h *Handler) strictQuery(next http.Handler) http.Handler {
 
 func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
 
-// writeError writes err as a problem; a 5xx is logged once, with the
-// request id, and shows the client nothing of its cause. A request that ran
-// out of time (httpx.TimedOut: its wait or its database work was cut by its
-// deadline) is a 503 with Retry-After, not logged.
+// writeError writes err as a problem ([errorStyle]).
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case httpx.ClientGone(r, err):
-		return // the client went away; nobody reads an answer
-	case statusOf(err) == http.StatusInternalServerError && httpx.TimedOut(r, err):
-		err = &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
-	}
-	id := httpx.RequestIDFrom(r.Context())
-	p := problemOf(err, id)
-	if p.Status >= 500 && !httpx.TimedOut(r, err) {
-		h.logger.ErrorContext(r.Context(), "internal error", "request_id", id,
-			"method", r.Method, "path", r.URL.Path, "error", err)
-	}
-	writeProblem(w, p)
+	httpx.WriteError(w, r, err, &h.style)
 }
 
 type principalKey struct{}
@@ -185,8 +172,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 		}
 		if err != nil {
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
-				Detail: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			h.writeError(w, r, spec.Errorf(spec.ErrRateLimited, "Too many requests of this key or organisation are in flight; retry when one has finished."))
 			return
 		}
 		defer release()
