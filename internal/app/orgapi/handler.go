@@ -88,7 +88,7 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
 		r.Get("/agents", h.adapt(h.listAgents))
 		keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &httpx.Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
+			return &spec.Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
 		})
 		r.HandleFunc("/api-keys", keys)
 		r.HandleFunc("/api-keys/*", keys)
@@ -99,7 +99,7 @@ func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(h.Middleware()...)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
+		return &spec.Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
 	}))
 	r.MethodNotAllowed(h.methodNotAllowed)
 	h.Routes(r)
@@ -165,7 +165,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		release, err := h.concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
-		var bodyErr *httpx.Error
+		var bodyErr *spec.Error
 		if errors.As(err, &bodyErr) { // the body did not arrive: 400 or 413 naming it
 			h.writeError(w, r, err)
 			return
@@ -187,7 +187,7 @@ func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 		p, _ := PrincipalFrom(r.Context())
 		id, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
-			h.writeError(w, r, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
+			h.writeError(w, r, &spec.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -246,7 +246,7 @@ func instructionID(r *http.Request) (string, error) {
 		} else {
 			raw = "(malformed)"
 		}
-		return "", &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
+		return "", &spec.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
 	}
 	return id, nil
 }
@@ -328,7 +328,7 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
-// [*httpx.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
+// [*spec.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
 func ParseInstructionQuery(rawQuery string) (InstructionQuery, error) {
 	q := InstructionQuery{Page: 1, PageSize: DefaultPageSize}
 	bad := func(field, format string, a ...any) error {
