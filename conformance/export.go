@@ -241,9 +241,9 @@ func (x *exportRun) get(ctx context.Context, rel string, max int64) ([]byte, err
 		return nil, err
 	}
 	defer res.Body.Close()
-	switch res.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound, http.StatusGone:
+	switch {
+	case res.StatusCode == http.StatusOK:
+	case spec.KindOf(res.StatusCode) == spec.ErrNotFound: // 404 or 410
 		return nil, errAbsent
 	default:
 		return nil, fmt.Errorf("HTTP %d", res.StatusCode)

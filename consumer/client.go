@@ -506,24 +506,12 @@ func (c *Client) backoff(attempt int) time.Duration {
 // problemError maps an error answer back to an error kind of the provider
 // package, with the problem's detail.
 func problemError(path string, status int, body []byte) error {
-	kind := provider.ErrUnavailable
-	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		kind = provider.ErrInvalid
-	case http.StatusUnauthorized:
-		kind = provider.ErrUnauthorized
-	case http.StatusForbidden:
-		kind = provider.ErrForbidden
-	case http.StatusNotFound, http.StatusGone:
-		kind = provider.ErrNotFound
-	case http.StatusConflict:
-		kind = provider.ErrConflict
-	case http.StatusNotImplemented:
-		kind = provider.ErrUnsupported
-	default:
-		if status < 500 && status != http.StatusTooManyRequests && status != http.StatusRequestTimeout {
-			kind = provider.ErrInvalid
-		}
+	kind := spec.KindOf(status)
+	switch kind {
+	case nil, spec.ErrMethodNotAllowed, spec.ErrTooLarge, spec.ErrUnprocessable:
+		kind = provider.ErrInvalid // a refusal the provider interface has no kind for
+	case spec.ErrRateLimited:
+		kind = provider.ErrUnavailable // retried as a busy provider is
 	}
 	e := &provider.Error{Kind: kind, Detail: fmt.Sprintf("GET %s: HTTP %d", path, status)}
 	var p spec.Problem

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
 )
 
 // Source is the consumer's MCP transport: a [consumer.Source] that reads a
@@ -217,20 +218,14 @@ func (s *Source) call(ctx context.Context, name string, args map[string]any) (co
 		if m := statusInText.FindStringSubmatch(text); m != nil {
 			status, _ = strconv.Atoi(m[1])
 		}
-		kind := provider.ErrUnavailable
+		kind := spec.KindOf(status)
 		switch {
-		case status == 400:
-			kind = provider.ErrInvalid
-		case status == 401:
-			kind = provider.ErrUnauthorized
-		case status == 403:
-			kind = provider.ErrForbidden
-		case status == 404 || status == 410:
-			kind = provider.ErrNotFound
-		case status == 501:
-			kind = provider.ErrUnsupported
 		case status == 0 && !strings.Contains(text, "could not be reached"):
 			kind = provider.ErrInvalid // an argument the tool refused
+		case status == 0, kind == spec.ErrRateLimited:
+			kind = provider.ErrUnavailable // unreachable or busy: worth another attempt
+		case kind == spec.ErrMethodNotAllowed, kind == spec.ErrTooLarge, kind == spec.ErrUnprocessable:
+			kind = provider.ErrInvalid // a refusal the provider interface has no kind for
 		}
 		e := &provider.Error{Kind: kind, Detail: fmt.Sprintf("%s: %s", name, text)}
 		if status == 400 && strings.Contains(strings.ToLower(text), "cursor") {

@@ -42,6 +42,7 @@ type Handler struct {
 	rawGet RawGetter // nil when ds cannot read single records as JSON
 	sealer *sealer
 	router chi.Router
+	style  httpx.ErrorStyle
 }
 
 // NewHandler returns a Handler serving ds. One of [WithTokens] or
@@ -58,7 +59,7 @@ func NewHandler(ds DataSource, opts ...Option) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, ds: ds, sealer: s}
+	h := &Handler{cfg: cfg, ds: ds, sealer: s, style: errorStyle(cfg)}
 	h.raw, _ = ds.(RawSource)
 	h.rawGet, _ = ds.(RawGetter)
 	h.router = h.routes()
@@ -83,8 +84,7 @@ func (h *Handler) routes() chi.Router {
 	}))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
-		httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
-			Status: http.StatusMethodNotAllowed, Detail: "The interface is read-only: use GET."})
+		h.writeError(w, r, &Error{Kind: spec.ErrMethodNotAllowed, Detail: "The interface is read-only: use GET."})
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(h.authenticate, middleware.Compress(h.cfg.gzipLevel, "application/json", spec.ProblemContentType))
@@ -126,7 +126,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			httpx.CloseUnread(w, r) // an MCP request's body: answer at once, unread
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-			httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
+			h.writeError(w, r, &Error{Kind: spec.ErrRateLimited,
 				Detail: "Too many requests of this credential or its tenant are in flight; retry when one has finished."})
 			return
 		}

@@ -44,9 +44,15 @@ var kinds = []struct {
 	{ErrUnavailable, http.StatusServiceUnavailable},
 }
 
-// StatusOf returns the HTTP status of err's kind: the first kind in the
-// table that errors.Is finds in err. An error of no kind is 500.
+// StatusOf returns the HTTP status of err's kind: for an [*Error] (or an
+// error wrapping one), the status of its Kind (500 when it has none);
+// otherwise the first kind in the table that errors.Is finds in err. An error
+// of no kind is 500.
 func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		err = e.Kind
+	}
 	for _, k := range kinds {
 		if errors.Is(err, k.kind) {
 			return k.status
@@ -85,7 +91,9 @@ func KindOf(status int) error {
 // gives its kind. An error that is not an *Error (or does not wrap one) is
 // never shown to a client: its words stay in the server's log.
 type Error struct {
-	// Kind is one of the error kinds above.
+	// Kind is one of the error kinds above, or nil for a failure of the
+	// server (500) whose Detail says, for the client, what could not be
+	// done.
 	Kind error
 	// Detail is the sentence the client reads.
 	Detail string
@@ -98,10 +106,16 @@ type Error struct {
 	// Extensions are extra members of a problem details body, such as the
 	// agent named by a 409 of the organisation API.
 	Extensions map[string]any
+	// Err is the failure behind the answer, if any: the writer of an API
+	// logs it with the request and never shows it to the client.
+	Err error
 }
 
 func (e *Error) Error() string {
-	s := fmt.Sprintf("%v: ", e.Kind)
+	var s string
+	if e.Kind != nil {
+		s = fmt.Sprintf("%v: ", e.Kind)
+	}
 	if e.Field != "" {
 		s += e.Field + ": "
 	}
@@ -109,11 +123,24 @@ func (e *Error) Error() string {
 	for _, f := range e.Fields {
 		s += fmt.Sprintf("; %s: %s", f.Field, f.Message)
 	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
 	return s
 }
 
-// Unwrap returns the kind, so errors.Is(err, ErrInvalid) works.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap returns the kind and the failure behind the answer (Err), so
+// errors.Is(err, ErrInvalid) works, and so does errors.Is(err,
+// context.Canceled) for a failure caused by the client going away.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.Kind, e.Err} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
 
 // Invalid returns an ErrInvalid error naming field.
 func Invalid(field, format string, a ...any) *Error {

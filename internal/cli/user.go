@@ -68,7 +68,7 @@ var userFieldFlags = map[string]string{
 // organisation or user is a failure with hint; anything else (an email
 // taken, an unreachable database) is a failure.
 func peopleError(cmd, hint string, err error) error {
-	var he *httpx.Error
+	var he *spec.Error
 	if errors.As(err, &he) && len(he.Fields) == 1 {
 		f := he.Fields[0]
 		flagName, ok := userFieldFlags[f.Field]

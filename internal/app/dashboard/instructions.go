@@ -284,7 +284,7 @@ func (d *Dashboard) formFailed(w http.ResponseWriter, r *http.Request, f instruc
 	}
 	data := instructionFormData{FieldErrors: map[string]string{}}
 	p := &pageData{Error: msg}
-	var e *httpx.Error
+	var e *spec.Error
 	if errors.As(err, &e) {
 		p.Error = e.Detail
 		if e.Detail == httpx.DetailBody {
@@ -337,7 +337,7 @@ func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) er
 func (d *Dashboard) instructionOf(r *http.Request) (spec.Instruction, error) {
 	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "instructionId"))
 	if !ok {
-		return spec.Instruction{}, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such instruction: its id is not a UUID."}
+		return spec.Instruction{}, &spec.Error{Kind: spec.ErrNotFound, Detail: "No such instruction: its id is not a UUID."}
 	}
 	return d.cfg.Orgs.Instruction(r.Context(), viewerOf(r).Organisation.ID, id)
 }

@@ -131,7 +131,7 @@ func (d *Dashboard) page(fn func(w http.ResponseWriter, r *http.Request) error) 
 	}
 }
 
-// action adapts a form handler. A client error (an *httpx.Error of a kind
+// action adapts a form handler. A client error (a *spec.Error of a kind
 // other than unavailable) re-renders through onError when the handler gave
 // one; anything else is a 500 page.
 func (d *Dashboard) action(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
@@ -160,22 +160,14 @@ func formError(d *Dashboard, w http.ResponseWriter, r *http.Request, err error) 
 // clientMessage returns the message and status of a client error (one of
 // the spec error kinds a person can act on), and false for any other error.
 func clientMessage(err error) (string, int, bool) {
-	status := 0
-	switch {
-	case err == nil:
-		return "", 0, false
-	case errors.Is(err, spec.ErrInvalid):
-		status = http.StatusBadRequest
-	case errors.Is(err, spec.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, spec.ErrConflict):
-		status = http.StatusConflict
-	case errors.Is(err, spec.ErrForbidden):
-		status = http.StatusForbidden
-	default:
+	if err == nil {
 		return "", 0, false
 	}
-	var e *httpx.Error
+	status := spec.StatusOf(err)
+	if status != http.StatusBadRequest && status != http.StatusNotFound && status != http.StatusConflict && status != http.StatusForbidden {
+		return "", 0, false // not a mistake a person can mend on the page
+	}
+	var e *spec.Error
 	if !errors.As(err, &e) {
 		return err.Error(), status, true
 	}

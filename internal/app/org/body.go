@@ -16,7 +16,7 @@ import (
 // limits of policy.CheckPattern, usedBy without
 // repeats. It returns the body with ids in lowercase and, for Regex and
 // StringMatch triggers, isCaseSensitive explicit. Every failure is an
-// [*httpx.Error] of kind spec.ErrInvalid naming the fields to blame. Whether the agents of
+// [*spec.Error] of kind spec.ErrInvalid naming the fields to blame. Whether the agents of
 // usedBy are the organisation's is the store's to check.
 func ParseInstructionCreate(body []byte) (spec.InstructionCreate, error) {
 	var c spec.InstructionCreate

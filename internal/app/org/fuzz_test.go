@@ -28,9 +28,9 @@ var fuzzBodies = []string{
 // checkParseError asserts that a parse failure is a 400 naming a field.
 func checkParseError(t *testing.T, err error) {
 	t.Helper()
-	var e *httpx.Error
+	var e *spec.Error
 	if !errors.As(err, &e) || !errors.Is(err, spec.ErrInvalid) {
-		t.Fatalf("error %v (%T) is not an *httpx.Error of kind spec.ErrInvalid", err, err)
+		t.Fatalf("error %v (%T) is not an *spec.Error of kind spec.ErrInvalid", err, err)
 	}
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)

@@ -103,7 +103,7 @@ func assessmentConflict(id *string) error {
 	if id != nil {
 		a = *id
 	}
-	return &httpx.Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
+	return &spec.Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
 		Fields: []spec.ProblemField{{Field: "assessmentId", Message: "already used by another instruction"}}}
 }
 
@@ -203,7 +203,7 @@ func collectIDs(rows *sql.Rows) (map[string]bool, error) {
 }
 
 func agentFull(id, name string) error {
-	return &httpx.Error{
+	return &spec.Error{
 		Kind: spec.ErrConflict,
 		Detail: fmt.Sprintf("Agent %q (%s) already holds %d instructions. Unassign an instruction from it first.",
 			name, id, spec.MaxInstructionsPerAgent),
@@ -243,7 +243,7 @@ func (s *Store) link(ctx context.Context, tx *sql.Tx, instructionID string, adde
 }
 
 func notFoundInstruction(id string) error {
-	return &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
+	return &spec.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
 }
 
 // Instruction returns one instruction of the organisation, or spec.ErrNotFound.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -265,7 +264,7 @@ func (k storedKey) principal(now time.Time) (Principal, error) {
 	p := k.p
 	p.Type = k.typ
 	if p.Type != KeyTypeAPI {
-		return p, &httpx.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
+		return p, &spec.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
 	}
 	return p, nil
 }

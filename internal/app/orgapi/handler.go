@@ -36,6 +36,7 @@ type Handler struct {
 	logger      *slog.Logger
 	concurrency *httpx.Limiter
 	router      chi.Router
+	style       httpx.ErrorStyle
 }
 
 // Option configures a Handler.
@@ -63,6 +64,7 @@ func NewHandler(store *org.Store, opts ...Option) (*Handler, error) {
 	if h.logger == nil {
 		return nil, errors.New("orgapi: WithLogger: nil logger")
 	}
+	h.style = errorStyle(h.logger)
 	h.router = h.routes()
 	return h, nil
 }
@@ -87,7 +89,7 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Delete("/instructions/{instructionId}", h.adapt(h.deleteInstruction))
 		r.Get("/agents", h.adapt(h.listAgents))
 		keys := h.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &httpx.Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
+			return &spec.Error{Kind: spec.ErrForbidden, Detail: "API keys are managed by a person holding the Administrator role (in the dashboard, or with aiusage admin key); a key cannot create, list or revoke keys."}
 		})
 		r.HandleFunc("/api-keys", keys)
 		r.HandleFunc("/api-keys/*", keys)
@@ -98,7 +100,7 @@ func (h *Handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(h.Middleware()...)
 	r.NotFound(h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
+		return &spec.Error{Kind: spec.ErrNotFound, Detail: "No such endpoint. The organisation API is rooted at /organisations."}
 	}))
 	r.MethodNotAllowed(h.methodNotAllowed)
 	h.Routes(r)
@@ -124,8 +126,8 @@ func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request)
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 	}
-	writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
-		Status: http.StatusMethodNotAllowed, Detail: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
+	style := errorStyle(slog.New(slog.DiscardHandler)) // a 405 is never logged
+	httpx.WriteError(w, r, spec.Errorf(spec.ErrMethodNotAllowed, "%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", ")), &style)
 }
 
 // strictQuery answers a query string that url.ParseQuery cannot parse with a
@@ -138,24 +140,9 @@ func (h *Handler) strictQuery(next http.Handler) http.Handler {
 
 func (h *Handler) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, h.writeError) }
 
-// writeError writes err as a problem; a 5xx is logged once, with the
-// request id, and shows the client nothing of its cause. A request that ran
-// out of time (httpx.TimedOut: its wait or its database work was cut by its
-// deadline) is a 503 with Retry-After, not logged.
+// writeError writes err as a problem ([errorStyle]).
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case httpx.ClientGone(r, err):
-		return // the client went away; nobody reads an answer
-	case statusOf(err) == http.StatusInternalServerError && httpx.TimedOut(r, err):
-		err = &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The request ran out of time; retry it shortly."}
-	}
-	id := httpx.RequestIDFrom(r.Context())
-	p := problemOf(err, id)
-	if p.Status >= 500 && !httpx.TimedOut(r, err) {
-		h.logger.ErrorContext(r.Context(), "internal error", "request_id", id,
-			"method", r.Method, "path", r.URL.Path, "error", err)
-	}
-	writeProblem(w, p)
+	httpx.WriteError(w, r, err, &h.style)
 }
 
 type principalKey struct{}
@@ -179,15 +166,14 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		release, err := h.concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
-		var bodyErr *httpx.Error
+		var bodyErr *spec.Error
 		if errors.As(err, &bodyErr) { // the body did not arrive: 400 or 413 naming it
 			h.writeError(w, r, err)
 			return
 		}
 		if err != nil {
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-			writeProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(http.StatusTooManyRequests), Status: http.StatusTooManyRequests,
-				Detail: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			h.writeError(w, r, spec.Errorf(spec.ErrRateLimited, "Too many requests of this key or organisation are in flight; retry when one has finished."))
 			return
 		}
 		defer release()
@@ -202,7 +188,7 @@ func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 		p, _ := PrincipalFrom(r.Context())
 		id, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
-			h.writeError(w, r, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
+			h.writeError(w, r, &spec.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -261,7 +247,7 @@ func instructionID(r *http.Request) (string, error) {
 		} else {
 			raw = "(malformed)"
 		}
-		return "", &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
+		return "", &spec.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %q: instructionId is not a UUID.", raw)}
 	}
 	return id, nil
 }
@@ -343,7 +329,7 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
-// [*httpx.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
+// [*spec.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
 func ParseInstructionQuery(rawQuery string) (org.InstructionQuery, error) {
 	q := org.InstructionQuery{Page: 1, PageSize: org.DefaultPageSize}
 	bad := func(field, format string, a ...any) error {

@@ -13,15 +13,15 @@ import (
 // checkQueryError asserts that a parse failure is a 400 naming a parameter.
 func checkQueryError(t *testing.T, err error) {
 	t.Helper()
-	var e *httpx.Error
+	var e *spec.Error
 	if !errors.As(err, &e) || !errors.Is(err, spec.ErrInvalid) {
-		t.Fatalf("error %v (%T) is not an *httpx.Error of kind spec.ErrInvalid", err, err)
+		t.Fatalf("error %v (%T) is not an *spec.Error of kind spec.ErrInvalid", err, err)
 	}
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)
 	}
-	if statusOf(err) != 400 {
-		t.Fatalf("status %d, want 400", statusOf(err))
+	if spec.StatusOf(err) != 400 {
+		t.Fatalf("status %d, want 400", spec.StatusOf(err))
 	}
 }
 

@@ -55,7 +55,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 		return User{}, invalid("currentPassword", "is required")
 	}
 	if err := checkPassword(next); err != nil {
-		var he *httpx.Error
+		var he *spec.Error
 		if errors.As(err, &he) && len(he.Fields) == 1 {
 			return User{}, invalid("newPassword", "%s", he.Fields[0].Message)
 		}

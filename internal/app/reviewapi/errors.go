@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -14,34 +15,15 @@ import (
 
 // Sentinel errors of the review-task store.
 var (
-	// ErrTaskNotFound: no such task (in the organisation).
-	ErrTaskNotFound = errors.New("review task not found")
+	// ErrTaskNotFound: no such task (in the organisation). The API answers
+	// it TASK_NOT_FOUND.
+	ErrTaskNotFound error = &spec.Error{Kind: spec.ErrNotFound, Detail: "No such review task."}
 	// ErrFinal: the task's state does not allow the change (a final state
 	// never changes; only requires_intervention awaits a decision).
 	ErrFinal = errors.New("illegal transition")
 	// ErrWebhookNotFound: no such webhook (in the organisation).
-	ErrWebhookNotFound = errors.New("webhook not found")
+	ErrWebhookNotFound error = &spec.Error{Kind: spec.ErrNotFound, Detail: "No such webhook."}
 )
-
-// Error is an error of the review-task API: an error code of the review-task
-// API (or one the kit adds), a message for the client and, where one is to blame, the field.
-type Error struct {
-	Code    string
-	Message string
-	Field   string
-	TaskID  string // POLICY_ERROR: the task kept pending
-	cause   error
-}
-
-func (e *Error) Error() string {
-	s := e.Code + ": " + e.Message
-	if e.Field != "" {
-		s += " (" + e.Field + ")"
-	}
-	return s
-}
-
-func (e *Error) Unwrap() error { return e.cause }
 
 // CodeUnavailable answers a request the service is too busy for (503); the
 // seed names no code for it.
@@ -50,85 +32,88 @@ const CodeUnavailable = spec.CodeUnavailable
 // CodePayloadTooLarge answers a body over 1 MiB (413).
 const CodePayloadTooLarge = spec.CodePayloadTooLarge
 
-// statusOfCode is the one table from error code to HTTP status.
-func statusOfCode(code string) int {
-	switch code {
-	case spec.CodeInvalidRequest:
-		return http.StatusBadRequest
-	case spec.CodeAuthenticationFailed:
-		return http.StatusUnauthorized
-	case spec.CodeForbidden:
-		return http.StatusForbidden
-	case spec.CodeTaskNotFound, spec.CodeNotFound:
-		return http.StatusNotFound
-	case spec.CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case CodePayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case spec.CodePolicyError:
-		return http.StatusUnprocessableEntity
-	case spec.CodeRateLimitExceeded:
-		return http.StatusTooManyRequests
-	case CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+// seedCodes is the one table from error kind to the review-task API's error
+// code; an error of no kind is INTERNAL_ERROR, and a spec.ErrNotFound about
+// a task ([ErrTaskNotFound]) TASK_NOT_FOUND.
+var seedCodes = []struct {
+	kind error
+	code string
+}{
+	{spec.ErrInvalid, spec.CodeInvalidRequest},
+	{spec.ErrUnauthorized, spec.CodeAuthenticationFailed},
+	{spec.ErrForbidden, spec.CodeForbidden},
+	{spec.ErrNotFound, spec.CodeNotFound},
+	{spec.ErrMethodNotAllowed, spec.CodeMethodNotAllowed},
+	{spec.ErrTooLarge, CodePayloadTooLarge},
+	{spec.ErrUnprocessable, spec.CodePolicyError},
+	{spec.ErrRateLimited, spec.CodeRateLimitExceeded},
+	{spec.ErrUnavailable, CodeUnavailable},
 }
 
-func invalid(field, format string, a ...any) *Error {
-	return &Error{Code: spec.CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, a...)}
+// codeOf returns the error code of answer a (see httpx.WriteError).
+func codeOf(a *spec.Error) string {
+	if a.Kind == spec.ErrNotFound && errors.Is(a.Err, ErrTaskNotFound) {
+		return spec.CodeTaskNotFound
+	}
+	for _, c := range seedCodes {
+		if a.Kind == c.kind {
+			return c.code
+		}
+	}
+	return spec.CodeInternalError
 }
 
-// apiError turns any error into the error the client sees. Errors of
-// orgapi (authentication, body checks) map onto the review-task codes.
-func apiError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
+// fixedMessages are the messages of the statuses whose every answer says
+// the same.
+var fixedMessages = map[int]string{
+	http.StatusUnauthorized:          "A valid API key is required, as Authorization: Bearer KEY, Authorization: KEY or X-API-Key: KEY.",
+	http.StatusRequestEntityTooLarge: fmt.Sprintf("The body is larger than %d bytes.", httpx.MaxBodyBytes),
+	http.StatusServiceUnavailable:    "The service is busy; retry the request shortly.",
+}
+
+// errorStyle is how the review-task API answers errors: in its seed body
+// (writeErrorBody). A 5xx is logged once, with the request id; a request
+// that ran out of time is UNAVAILABLE, not logged, unless its error says
+// more already (a POLICY_ERROR whose semantic matcher timed out names the
+// task it kept pending).
+func errorStyle(logger *slog.Logger) httpx.ErrorStyle {
+	return httpx.ErrorStyle{
+		Logger:     logger,
+		Challenge:  `Bearer realm="aiusage"`,
+		RetryAfter: "1",
+		Internal:   "An unexpected error occurred. Quote the request id to the service's operators.",
+		Fixed:      fixedMessages,
+		Detail: func(status int) string {
+			if status == http.StatusForbidden {
+				return "The key is not allowed to do this."
+			}
+			return http.StatusText(status) + "."
+		},
+		Busy: sqldb.IsRetryable,
+		Body: writeErrorBody,
 	}
-	var oe *httpx.Error
+}
+
+// writeErrorBody writes answer a as the review-task API's error body,
+// {"error":{"code","message","field"?,"taskId"?}}: the field to blame is
+// the error's Field, else its first of Fields (whose message then names it),
+// and always "body" for a body too large; the taskId is the extension of
+// that name.
+func writeErrorBody(w http.ResponseWriter, status int, a *spec.Error) {
+	d := spec.ReviewErrorDetail{Code: codeOf(a), Message: a.Detail, Field: a.Field}
 	switch {
-	case errors.Is(err, ErrTaskNotFound):
-		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task.", cause: err}
-	case errors.Is(err, ErrWebhookNotFound):
-		return &Error{Code: spec.CodeNotFound, Message: "No such webhook.", cause: err}
-	case errors.Is(err, spec.ErrUnauthorized):
-		return &Error{Code: spec.CodeAuthenticationFailed, Message: "A valid API key is required, as Authorization: Bearer KEY, Authorization: KEY or X-API-Key: KEY.", cause: err}
-	case errors.Is(err, spec.ErrForbidden):
-		msg := "The key is not allowed to do this."
-		if errors.As(err, &oe) {
-			msg = oe.Detail
-		}
-		return &Error{Code: spec.CodeForbidden, Message: msg, cause: err}
-	case errors.Is(err, spec.ErrTooLarge):
-		return &Error{Code: CodePayloadTooLarge, Field: "body", Message: fmt.Sprintf("The body is larger than %d bytes.", httpx.MaxBodyBytes), cause: err}
-	case errors.Is(err, spec.ErrInvalid) && errors.As(err, &oe):
-		out := &Error{Code: spec.CodeInvalidRequest, Message: oe.Detail, cause: err}
-		if len(oe.Fields) > 0 {
-			out.Field = oe.Fields[0].Field
-			out.Message = oe.Fields[0].Field + " " + oe.Fields[0].Message
-		}
-		return out
-	case errors.Is(err, spec.ErrUnavailable), sqldb.IsRetryable(err):
-		return &Error{Code: CodeUnavailable, Message: "The service is busy; retry the request shortly.", cause: err}
+	case a.Kind == spec.ErrTooLarge:
+		d.Field = "body"
+	case a.Field == "" && len(a.Fields) > 0:
+		d.Field = a.Fields[0].Field
+		d.Message = a.Fields[0].Field + " " + a.Fields[0].Message
 	}
-	return &Error{Code: spec.CodeInternalError, Message: "An unexpected error occurred. Quote the request id to the service's operators.", cause: err}
-}
-
-func writeError(w http.ResponseWriter, e *Error) {
-	body := spec.ReviewError{Error: spec.ReviewErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field, TaskID: e.TaskID}}
-	b, _ := json.Marshal(body)
-	status := statusOfCode(e.Code)
+	d.TaskID, _ = a.Extensions["taskId"].(string)
+	b, _ := json.Marshal(spec.ReviewError{Error: d})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("X-Content-Type-Options", "nosniff")
-	switch status {
-	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", `Bearer realm="aiusage"`)
-	case http.StatusServiceUnavailable:
-		h.Set("Retry-After", "1")
-	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

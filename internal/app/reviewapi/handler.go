@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,8 +27,9 @@ func Owns(p string) bool {
 
 // NotFound answers 404 NOT_FOUND to a request for a path of the API that no
 // route has.
-func NotFound(w http.ResponseWriter, _ *http.Request) {
-	writeError(w, &Error{Code: spec.CodeNotFound, Message: "No such endpoint."})
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	style := errorStyle(slog.Default())
+	httpx.WriteError(w, r, spec.Errorf(spec.ErrNotFound, "No such endpoint."), &style)
 }
 
 // MethodNotAllowed answers 405 METHOD_NOT_ALLOWED to r, a request whose
@@ -37,7 +38,8 @@ func NotFound(w http.ResponseWriter, _ *http.Request) {
 func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
 	allow := httpx.AllowedMethods(routes, r.URL.Path)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	writeError(w, &Error{Code: spec.CodeMethodNotAllowed, Message: fmt.Sprintf("%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", "))})
+	style := errorStyle(slog.Default())
+	httpx.WriteError(w, r, spec.Errorf(spec.ErrMethodNotAllowed, "%s is not allowed here; the path allows %s.", r.Method, strings.Join(allow, ", ")), &style)
 }
 
 // Routes registers the review-task API on r.
@@ -45,13 +47,13 @@ func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.concurrency, s.rateLimit)
 		r.Use(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
-			s.fail(w, r, invalid(err.Param, "%s", err.Message))
+			s.fail(w, r, spec.Invalid(err.Param, "%s", err.Message))
 		}))
 		r.Post("/review-tasks", s.adapt(s.createTask))
 		r.Get("/review-tasks", s.adapt(s.listTasks))
 		r.Get("/review-tasks/{taskId}", s.adapt(s.getTask))
 		r.HandleFunc("/review-tasks/{taskId}/decision", s.adapt(func(http.ResponseWriter, *http.Request) error {
-			return &Error{Code: spec.CodeForbidden, Message: "Decisions are made by a person, in the dashboard's review queue (/review) or with aiusage admin review decide, never with an API key."}
+			return spec.Errorf(spec.ErrForbidden, "Decisions are made by a person, in the dashboard's review queue (/review) or with aiusage admin review decide, never with an API key.")
 		}))
 		r.Post("/webhooks", s.adapt(s.createWebhook))
 		r.Get("/webhooks", s.adapt(s.listWebhooks))
@@ -61,25 +63,10 @@ func (s *Service) Routes(r chi.Router) {
 
 func (s *Service) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, s.fail) }
 
+// fail writes err as the answer to r ([errorStyle]).
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if httpx.ClientGone(r, err) {
-		return
-	}
-	// A request that ran out of time (httpx.TimedOut: its wait or its
-	// database work was cut by its deadline) is UNAVAILABLE, not logged,
-	// unless the error says more already: a POLICY_ERROR whose semantic
-	// matcher timed out names the task it kept pending.
-	var known *Error
-	timedOut := httpx.TimedOut(r, err)
-	if timedOut && !errors.As(err, &known) && statusOfCode(apiError(err).Code) == http.StatusInternalServerError {
-		err = &Error{Code: CodeUnavailable, Message: "The request ran out of time; retry it shortly.", cause: err}
-	}
-	e := apiError(err)
-	if statusOfCode(e.Code) >= 500 && !timedOut {
-		s.cfg.Logger.ErrorContext(r.Context(), "internal error", "request_id", httpx.RequestIDFrom(r.Context()),
-			"method", r.Method, "path", r.URL.Path, "error", err)
-	}
-	writeError(w, e)
+	style := errorStyle(s.cfg.Logger)
+	httpx.WriteError(w, r, err, &style)
 }
 
 type principalKey struct{}
@@ -122,7 +109,7 @@ func (s *Service) concurrency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
 		release, err := s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
-		var bodyErr *httpx.Error
+		var bodyErr *spec.Error
 		if errors.As(err, &bodyErr) { // the body did not arrive: 400 or 413 naming it
 			s.fail(w, r, err)
 			return
@@ -130,7 +117,7 @@ func (s *Service) concurrency(next http.Handler) http.Handler {
 		if err != nil {
 			s.reportRate(w, r, p)
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-			writeError(w, &Error{Code: spec.CodeRateLimitExceeded, Message: "Too many requests of this key or organisation are in flight; retry when one has finished."})
+			s.fail(w, r, spec.Errorf(spec.ErrRateLimited, "Too many requests of this key or organisation are in flight; retry when one has finished."))
 			return
 		}
 		defer release()
@@ -166,7 +153,7 @@ func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
 func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
 	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
 	if !ok {
-		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task: taskId is not a UUID."}
+		return &spec.Error{Kind: spec.ErrNotFound, Detail: "No such review task: taskId is not a UUID.", Err: ErrTaskNotFound}
 	}
 	t, err := s.Task(r.Context(), principal(r).OrganisationID, id)
 	if err != nil {
@@ -204,7 +191,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 	values, err := httpx.ParseQuery(raw)
 	if err != nil {
 		qe := err.(*httpx.QueryError)
-		return q, invalid(qe.Param, "%s", qe.Message)
+		return q, spec.Invalid(qe.Param, "%s", qe.Message)
 	}
 	get := func(name string) (string, bool, error) {
 		v, ok := values[name]
@@ -212,9 +199,9 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 		case !ok:
 			return "", false, nil
 		case len(v) > 1:
-			return "", false, invalid(name, "%s is given %d times; give it once", name, len(v))
+			return "", false, spec.Invalid(name, "%s is given %d times; give it once", name, len(v))
 		case !utf8.ValidString(v[0]):
-			return "", false, invalid(name, "%s is not valid UTF-8", name)
+			return "", false, spec.Invalid(name, "%s is not valid UTF-8", name)
 		}
 		return v[0], true, nil
 	}
@@ -226,7 +213,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 			spec.StatusRejected, spec.StatusChangeRequested:
 			q.Status = v
 		default:
-			return q, invalid("status", "status must be one of pending, processing, approved, requires_intervention, rejected, change_requested; got %q", v)
+			return q, spec.Invalid("status", "status must be one of pending, processing, approved, requires_intervention, rejected, change_requested; got %q", v)
 		}
 	}
 	if v, ok, err := get("limit"); err != nil {
@@ -234,7 +221,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 	} else if ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return q, invalid("limit", "limit must be an integer from 1 to 100, got %q", v)
+			return q, spec.Invalid("limit", "limit must be an integer from 1 to 100, got %q", v)
 		}
 		q.Limit = n
 	}
@@ -243,7 +230,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 	} else if ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return q, invalid("offset", "offset must be an integer of 0 or more, got %q", v)
+			return q, spec.Invalid("offset", "offset must be an integer of 0 or more, got %q", v)
 		}
 		q.Offset = n
 	}
@@ -252,7 +239,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 	} else if ok && v != "" {
 		for _, part := range strings.Split(v, ",") {
 			if strings.TrimSpace(part) != "request" {
-				return q, invalid("include", "include may only be request (each task's request and redactedRequest), got %q", v)
+				return q, spec.Invalid("include", "include may only be request (each task's request and redactedRequest), got %q", v)
 			}
 		}
 		q.IncludeRequest = true
@@ -267,7 +254,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 		}
 		t, err := spec.ParseTime(v)
 		if err != nil {
-			return q, invalid(name, "%s must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", name, v)
+			return q, spec.Invalid(name, "%s must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", name, v)
 		}
 		if name == "from" {
 			q.From = t
@@ -276,7 +263,7 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 		}
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
-		return q, invalid("to", "to must be after from")
+		return q, spec.Invalid("to", "to must be after from")
 	}
 	return q, nil
 }
@@ -308,7 +295,7 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "id"))
 	if !ok {
-		return &Error{Code: spec.CodeNotFound, Message: "No such webhook: the id is not a UUID."}
+		return spec.Errorf(spec.ErrNotFound, "No such webhook: the id is not a UUID.")
 	}
 	if err := s.DeleteWebhook(r.Context(), principal(r).OrganisationID, id); err != nil {
 		return err

@@ -214,9 +214,8 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 			httpx.CloseUnread(w, r)
 			wait := seconds(st.retryAfter())
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
-			writeError(w, &Error{Code: spec.CodeRateLimitExceeded,
-				Message: fmt.Sprintf("The organisation has made %d requests, with all its keys, in the past hour; the %s plan allows %d an hour. Retry in %d seconds.",
-					st.used(), o.Plan, st.limit, wait)})
+			s.fail(w, r, spec.Errorf(spec.ErrRateLimited, "The organisation has made %d requests, with all its keys, in the past hour; the %s plan allows %d an hour. Retry in %d seconds.",
+				st.used(), o.Plan, st.limit, wait))
 			return
 		}
 		next.ServeHTTP(w, r)

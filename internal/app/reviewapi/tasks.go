@@ -98,7 +98,7 @@ func (s *Service) Task(ctx context.Context, orgID, id string) (spec.ReviewTask, 
 func (s *Service) CreateTask(ctx context.Context, p org.Principal, c spec.ReviewTaskCreate) (spec.ReviewTask, error) {
 	agent, err := s.orgs.Agent(ctx, p.OrganisationID, c.AgentID)
 	if errors.Is(err, spec.ErrNotFound) {
-		return spec.ReviewTask{}, invalid("agentId", "agent %s is not one of the organisation's agents", c.AgentID)
+		return spec.ReviewTask{}, spec.Invalid("agentId", "agent %s is not one of the organisation's agents", c.AgentID)
 	}
 	if err != nil {
 		return spec.ReviewTask{}, err
@@ -156,8 +156,8 @@ func (s *Service) CreateTask(ctx context.Context, p org.Principal, c spec.Review
 		s.queueEvaluation(ctx, t.ID)
 		var pe *policyError
 		if errors.As(evalErr, &pe) {
-			return spec.ReviewTask{}, &Error{Code: spec.CodePolicyError, TaskID: t.ID, cause: evalErr,
-				Message: "The request could not be evaluated against the policy: " + pe.msg + ". The task stays pending and is evaluated again; follow it with GET /review-tasks/" + t.ID + " or webhooks."}
+			return spec.ReviewTask{}, &spec.Error{Kind: spec.ErrUnprocessable, Extensions: map[string]any{"taskId": t.ID}, Err: evalErr,
+				Detail: "The request could not be evaluated against the policy: " + pe.msg + ". The task stays pending and is evaluated again; follow it with GET /review-tasks/" + t.ID + " or webhooks."}
 		}
 		// Any other failure (the database) leaves the task pending too; the
 		// background job evaluates it again.

@@ -32,19 +32,19 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 		if errors.Is(err, ErrUnreachableHost) {
 			// What the name resolved to, or that it did not, stays here.
 			s.cfg.Logger.InfoContext(ctx, "webhook url refused", "org", orgID, "reason", err.Error())
-			return spec.Webhook{}, invalid("url", "%s", UnreachableHostMessage(s.cfg.AllowPrivateWebhooks))
+			return spec.Webhook{}, spec.Invalid("url", "%s", UnreachableHostMessage(s.cfg.AllowPrivateWebhooks))
 		}
-		return spec.Webhook{}, invalid("url", "%v", err)
+		return spec.Webhook{}, spec.Invalid("url", "%v", err)
 	}
 	if strings.IndexFunc(c.Description, unicode.IsControl) >= 0 {
-		return spec.Webhook{}, invalid("description", "description must not hold control characters")
+		return spec.Webhook{}, spec.Invalid("description", "description must not hold control characters")
 	}
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reviewapi_webhooks WHERE org_id = $1 AND deleted_at IS NULL`, orgID).Scan(&n); err != nil {
 		return spec.Webhook{}, err
 	}
 	if n >= MaxWebhooks {
-		return spec.Webhook{}, invalid("", "the organisation already has %d webhooks, the most allowed; delete one first", n)
+		return spec.Webhook{}, spec.Invalid("", "the organisation already has %d webhooks, the most allowed; delete one first", n)
 	}
 	events := c.Events
 	if len(events) == 0 {
@@ -53,7 +53,7 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 	seen := map[string]bool{}
 	for _, e := range events {
 		if seen[e] {
-			return spec.Webhook{}, invalid("events", "lists %s twice", e)
+			return spec.Webhook{}, spec.Invalid("events", "lists %s twice", e)
 		}
 		seen[e] = true
 	}

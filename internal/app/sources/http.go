@@ -96,14 +96,14 @@ func (viewAuth) Authenticate(ctx context.Context, credential string) (*provider.
 func (s *Service) Routes(r chi.Router) {
 	// The collected views are provider.Handlers, which refuse a malformed
 	// query string themselves; the list of sources does the same.
-	r.With(httpx.StrictQuery(func(w http.ResponseWriter, _ *http.Request, err *httpx.QueryError) {
-		writeProblem(w, http.StatusBadRequest, err.Param+" "+err.Message)
-	})).Get("/organisations/{organisationId}/sources", s.listHandler)
-	r.Handle("/organisations/{organisationId}/sources/{sourceId}", http.HandlerFunc(s.viewHandler))
-	r.Handle("/organisations/{organisationId}/sources/{sourceId}/*", http.HandlerFunc(s.viewHandler))
+	r.With(httpx.StrictQuery(func(w http.ResponseWriter, r *http.Request, err *httpx.QueryError) {
+		s.writeError(w, r, &spec.Error{Kind: spec.ErrInvalid, Detail: err.Param + " " + err.Message})
+	})).Get("/organisations/{organisationId}/sources", s.adapt(s.listHandler))
+	r.Handle("/organisations/{organisationId}/sources/{sourceId}", s.adapt(s.viewHandler))
+	r.Handle("/organisations/{organisationId}/sources/{sourceId}/*", s.adapt(s.viewHandler))
 	for _, res := range orgResources {
-		r.Handle("/organisations/{organisationId}/"+res, http.HandlerFunc(s.orgViewHandler))
-		r.Handle("/organisations/{organisationId}/"+res+"/*", http.HandlerFunc(s.orgViewHandler))
+		r.Handle("/organisations/{organisationId}/"+res, s.adapt(s.orgViewHandler))
+		r.Handle("/organisations/{organisationId}/"+res+"/*", s.adapt(s.orgViewHandler))
 	}
 	s.PushRoutes(r)
 }
@@ -114,56 +114,45 @@ var orgResources = []string{"conversations", "assistants", "events", "usage"}
 // authorize authenticates the request's API key, checks that it belongs to
 // organisation {organisationId} and takes a slot of the key's and the
 // organisation's requests in flight (Config.Concurrency), which the caller
-// gives back with release when it is done. It writes the problem and returns
-// false otherwise.
-func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Principal, cred string, release func(), _ bool) {
+// gives back with release when it is done. It returns the error to answer
+// otherwise.
+func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Principal, cred string, release func(), _ error) {
+	// Missing, mistyped, revoked and expired keys get one answer, as on the
+	// organisation API.
+	noKey := spec.Errorf(spec.ErrUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
 	cred, _ = httpx.Credential(r, false)
 	if cred == "" {
-		// Missing, mistyped, revoked and expired keys get one answer, as on
-		// the organisation API.
-		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
-		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, noKey
 	}
 	p, err := s.orgs.Authenticate(r.Context(), cred)
 	switch {
 	case errors.Is(err, spec.ErrUnauthorized):
-		// Missing, mistyped, revoked and expired keys get one answer, as on
-		// the organisation API.
-		w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
-		writeProblem(w, http.StatusUnauthorized, "A valid API key is required, as X-API-Key or Authorization Bearer.")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, noKey
 	case errors.Is(err, spec.ErrForbidden):
-		writeProblem(w, http.StatusForbidden, "Only API keys of type API may read the organisation's data.")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, spec.Errorf(spec.ErrForbidden, "Only API keys of type API may read the organisation's data.")
 	case err != nil:
-		s.fail(w, r, err, http.StatusServiceUnavailable, "The service cannot check the key now.", "sources: authenticate")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, failure(r, err, spec.ErrUnavailable, "The service cannot check the key now.")
 	}
 	orgID, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
 	if !ok || orgID != p.OrganisationID {
-		writeProblem(w, http.StatusNotFound, "No such organisation.")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, spec.Errorf(spec.ErrNotFound, "No such organisation.")
 	}
 	release, err = s.cfg.Concurrency.Admit(w, r, p.KeyID, p.OrganisationID)
-	var bodyErr *httpx.Error
+	var bodyErr *spec.Error
 	switch {
 	case errors.As(err, &bodyErr) && errors.Is(err, spec.ErrTooLarge):
 		// The handler answers it in its own shape (MCP's JSON-RPC error)
 		// at its first read, holding no slot.
-		return p, cred, func() {}, true
+		return p, cred, func() {}, nil
 	case errors.As(err, &bodyErr):
 		// The body did not arrive in time or was cut off, and net/http has
 		// ended the request's context: nothing more can be read for it.
-		writeProblem(w, http.StatusBadRequest, "The request body "+bodyErr.Fields[0].Message+".")
-		return org.Principal{}, "", nil, false
-	}
-	if err != nil {
+		return org.Principal{}, "", nil, &spec.Error{Kind: spec.ErrInvalid, Detail: "The request body " + bodyErr.Fields[0].Message + "."}
+	case err != nil:
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-		writeProblem(w, http.StatusTooManyRequests, "Too many requests of this key or organisation are in flight; retry when one has finished.")
-		return org.Principal{}, "", nil, false
+		return org.Principal{}, "", nil, spec.Errorf(spec.ErrRateLimited, "Too many requests of this key or organisation are in flight; retry when one has finished.")
 	}
-	return p, cred, release, true
+	return p, cred, release, nil
 }
 
 // ResourceStatus is the sync status of one resource of a source.
@@ -228,56 +217,55 @@ func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) 
 	return out, nil
 }
 
-func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) {
-	p, _, release, ok := s.authorize(w, r)
-	if !ok {
-		return
+func (s *Service) listHandler(w http.ResponseWriter, r *http.Request) error {
+	p, _, release, err := s.authorize(w, r)
+	if err != nil {
+		return err
 	}
 	defer release()
 	out, err := s.Statuses(r.Context(), p.OrganisationID)
 	if err != nil {
-		s.fail(w, r, err, http.StatusInternalServerError, "The sources cannot be listed now.", "sources: list")
-		return
+		return failure(r, err, nil, "The sources cannot be listed now.")
 	}
 	_ = httpx.WriteJSON(w, http.StatusOK, out) // an error means the client went away
+	return nil
 }
 
 // viewHandler serves the collected view of one source: the provider
 // interface with the path below /organisations/{id}/sources/{sourceId}.
-func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) {
-	p, cred, release, ok := s.authorize(w, r)
-	if !ok {
-		return
+func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) error {
+	p, cred, release, err := s.authorize(w, r)
+	if err != nil {
+		return err
 	}
 	defer release()
 	src, err := s.Get(r.Context(), p.OrganisationID, chi.URLParam(r, "sourceId"))
 	switch {
 	case errors.Is(err, spec.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, "No such source.")
-		return
+		return spec.Errorf(spec.ErrNotFound, "No such source.")
 	case err != nil:
-		s.fail(w, r, err, http.StatusInternalServerError, "The source cannot be read now.", "sources: get")
-		return
+		return failure(r, err, nil, "The source cannot be read now.")
 	}
 	serveBelow(s.view, w, r, verified{credential: cred, keyName: p.KeyName, tenant: src.ID}, 5)
+	return nil
 }
 
 // orgViewHandler serves the view of the organisation: the lists of the
 // provider interface (/conversations, /assistants, /events, /usage) over
 // the union of its sources' data. Single records (/conversations/{id},
 // /assistants/{id}) are 404: an id is unique only within its source.
-func (s *Service) orgViewHandler(w http.ResponseWriter, r *http.Request) {
-	p, cred, release, ok := s.authorize(w, r)
-	if !ok {
-		return
+func (s *Service) orgViewHandler(w http.ResponseWriter, r *http.Request) error {
+	p, cred, release, err := s.authorize(w, r)
+	if err != nil {
+		return err
 	}
 	defer release()
 	if strings.Count(below(r.URL.Path, 3), "/") > 1 { // /conversations/{id} and the like
-		writeProblem(w, http.StatusNotFound, "The organisation's view has no single records: an id is unique only within its source. "+
+		return spec.Errorf(spec.ErrNotFound, "The organisation's view has no single records: an id is unique only within its source. "+
 			"Read one at /organisations/{organisationId}/sources/{sourceId}/conversations/{id} (or assistants), with the record's sourceId.")
-		return
 	}
 	serveBelow(s.orgView, w, r, verified{credential: cred, keyName: p.KeyName, tenant: orgTenant(p.OrganisationID)}, 3)
+	return nil
 }
 
 // serveBelow serves r with view, as v, at the part of its path from the
@@ -308,28 +296,31 @@ func below(path string, n int) string {
 	return "/" + parts[n]
 }
 
-// fail answers r, whose handler could not read what it needs (err), in the
-// one way of this package's endpoints: nothing when the client went away
-// (nobody reads an answer); 503 with Retry-After, not logged, when the
-// request ran out of time (httpx.TimedOut: its wait for a database
-// connection or its query was cut by its deadline) or the database is busy;
-// otherwise status with detail, logged once as msg with the request id.
-func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error, status int, detail, msg string) {
-	switch {
-	case httpx.ClientGone(r, err):
-		return
-	case httpx.TimedOut(r, err), errors.Is(err, spec.ErrUnavailable), sqldb.IsRetryable(err):
-		w.Header().Set("Retry-After", "1")
-		writeProblem(w, http.StatusServiceUnavailable, "The request ran out of time or the service is busy; retry it shortly.")
-		return
+// detailBusy is the detail of a request of the sources' API that ran out of
+// time or met a busy service.
+const detailBusy = "The request ran out of time or the service is busy; retry it shortly."
+
+// failure is the error answering r, whose handler could not read what it
+// needs (err): a 503 when the request ran out of time (httpx.TimedOut: its
+// wait for a database connection or its query was cut by its deadline) or
+// the service is busy; otherwise an error of kind (nil: 500) with detail,
+// whose cause the writer logs with the request id.
+func failure(r *http.Request, err, kind error, detail string) error {
+	if httpx.TimedOut(r, err) || errors.Is(err, spec.ErrUnavailable) || sqldb.IsRetryable(err) {
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: detailBusy}
 	}
-	s.log.ErrorContext(r.Context(), msg, "request_id", httpx.RequestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path, "error", err)
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeProblem(w, status, detail)
+	return &spec.Error{Kind: kind, Detail: detail, Err: err}
 }
 
-func writeProblem(w http.ResponseWriter, status int, detail string) {
-	httpx.WriteProblem(w, spec.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
+func (s *Service) adapt(fn httpx.HandlerFunc) http.HandlerFunc { return httpx.Adapt(fn, s.writeError) }
+
+// writeError writes err as the problem details answer of the sources' API.
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	httpx.WriteError(w, r, err, &httpx.ErrorStyle{
+		Logger:     s.log,
+		Challenge:  `Bearer realm="aiusage"`,
+		RetryAfter: "1",
+		Internal:   "An unexpected error occurred. Quote the request id to the service's operators.",
+		TimedOut:   detailBusy,
+	})
 }

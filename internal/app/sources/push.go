@@ -75,7 +75,7 @@ func PushPath(id string) string { return "/push/" + id }
 // PushRoutes adds the push receiver's route to r: POST /push/{sourceId}. It
 // needs no API key; the signature authenticates the sender.
 func (s *Service) PushRoutes(r chi.Router) {
-	r.Post("/push/{sourceId}", s.pushHandler)
+	r.Post("/push/{sourceId}", httpx.Adapt(s.pushHandler, s.writePushError))
 }
 
 // pushSecret returns the signing secret of push source id, and
@@ -104,29 +104,38 @@ type pushAnswer struct {
 	Duplicate   bool `json:"duplicate,omitempty"`
 }
 
+// detailPushDown is the detail of a push the service failed to receive.
+const detailPushDown = "The service cannot receive pushes now; retry shortly."
+
+// writePushError writes err as the push receiver's problem details answer:
+// a 401 challenges for a webhook signature, and a 503 carries Retry-After
+// only when the handler set it.
+func (s *Service) writePushError(w http.ResponseWriter, r *http.Request, err error) {
+	httpx.WriteError(w, r, err, &httpx.ErrorStyle{
+		Logger:    s.log,
+		Challenge: `Webhook realm="aiusage"`,
+		Internal:  "An unexpected error occurred. Quote the request id to the service's operators.",
+	})
+}
+
 // pushHandler receives one push delivery. It answers 2xx only after the
 // records are committed (or when the webhook-id was already accepted); a
 // refused delivery writes nothing.
-func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
+func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	sid, secret, err := s.pushSecret(ctx, chi.URLParam(r, "sourceId"))
 	if errors.Is(err, spec.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, "No push source with this id.")
-		return
+		return spec.Errorf(spec.ErrNotFound, "No push source with this id.")
 	}
 	if err != nil {
-		s.log.ErrorContext(ctx, "sources: push", "error", err)
-		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
-		return
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: detailPushDown, Err: err}
 	}
 	now := s.cfg.Now()
 	// What can be checked before the body arrives is checked first, so a
 	// request that cannot be authentic holds nothing while its body comes.
 	if err := webhook.CheckHeaders(r.Header, now, PushTolerance); err != nil {
 		httpx.CloseUnread(w, r)
-		w.Header().Set("WWW-Authenticate", `Webhook realm="aiusage"`)
-		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
-		return
+		return &spec.Error{Kind: spec.ErrUnauthorized, Detail: "The delivery is not authentic: " + err.Error() + "."}
 	}
 	// Until the signature is checked the sender is anyone: the bodies
 	// being read (up to MaxPushBody each) are bounded per client address,
@@ -137,25 +146,20 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpx.CloseUnread(w, r)
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries from this address are in flight; retry when one has finished.")
-		return
+		return spec.Errorf(spec.ErrRateLimited, "Too many deliveries from this address are in flight; retry when one has finished.")
 	}
 	defer reading()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPushBody))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send fewer records per delivery.", MaxPushBody))
-		return
+		return spec.Errorf(spec.ErrTooLarge, "The body is larger than %d bytes; send fewer records per delivery.", MaxPushBody)
 	case err != nil:
-		writeProblem(w, http.StatusBadRequest, "The body could not be read: "+httpx.BodyError(err).Fields[0].Message+".")
-		return
+		return &spec.Error{Kind: spec.ErrInvalid, Detail: "The body could not be read: " + httpx.BodyError(err).Fields[0].Message + "."}
 	}
 	if err := webhook.Verify(secret, r.Header, body, now, PushTolerance); err != nil {
 		// The error names the header at fault, never the expected value.
-		w.Header().Set("WWW-Authenticate", `Webhook realm="aiusage"`)
-		writeProblem(w, http.StatusUnauthorized, "The delivery is not authentic: "+err.Error()+".")
-		return
+		return &spec.Error{Kind: spec.ErrUnauthorized, Detail: "The delivery is not authentic: " + err.Error() + "."}
 	}
 	reading()
 	// The source's secret is its sender's key: at most so many of its
@@ -163,31 +167,25 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	release, err := s.cfg.Concurrency.Acquire("push:"+sid, "push:"+sid)
 	if err != nil {
 		w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
-		writeProblem(w, http.StatusTooManyRequests, "Too many deliveries to this source are in flight; retry when one has finished.")
-		return
+		return spec.Errorf(spec.ErrRateLimited, "Too many deliveries to this source are in flight; retry when one has finished.")
 	}
 	defer release()
 	d, err := spec.DecodePushDelivery(body)
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, strings.TrimSuffix(err.Error(), ": "+spec.ErrInvalid.Error())+".")
-		return
+		return &spec.Error{Kind: spec.ErrInvalid, Detail: strings.TrimSuffix(err.Error(), ": "+spec.ErrInvalid.Error()) + "."}
 	}
 	msgID := r.Header.Get(webhook.HeaderID)
 	seen, err := s.pushSeen(ctx, sid, msgID, now)
 	if err != nil {
-		s.log.ErrorContext(ctx, "sources: push", "error", err)
-		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
-		return
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: detailPushDown, Err: err}
 	}
 	if seen {
 		_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Duplicate: true})
-		return
+		return nil
 	}
 	records, versions, err := s.freshUsage(ctx, sid, d)
 	if err != nil {
-		s.log.ErrorContext(ctx, "sources: push", "source", sid, "error", err)
-		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
-		return
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: detailPushDown, Err: fmt.Errorf("source %s: %w", sid, err)}
 	}
 	res := consumer.PushedResult{}
 	if len(records) > 0 {
@@ -196,13 +194,10 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	if errors.Is(err, consumer.ErrBusy) {
 		w.Header().Set("Retry-After", pushRetryAfter)
-		writeProblem(w, http.StatusServiceUnavailable, "A sync of this source's "+d.Resource+" is in progress; retry shortly.")
-		return
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: "A sync of this source's " + d.Resource + " is in progress; retry shortly."}
 	}
 	if err != nil {
-		s.log.ErrorContext(ctx, "sources: push", "source", sid, "error", err)
-		writeProblem(w, http.StatusServiceUnavailable, "The service cannot receive pushes now; retry shortly.")
-		return
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: detailPushDown, Err: fmt.Errorf("source %s: %w", sid, err)}
 	}
 	if err := s.saveUsageVersions(ctx, sid, versions, d.AsOf.Time); err != nil {
 		s.log.WarnContext(ctx, "sources: push: the versions of the usage buckets are not kept", "source", sid, "error", err)
@@ -215,6 +210,7 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "push received", slog.String("source", sid), slog.String("resource", d.Resource),
 		slog.Int("records", res.Saved), slog.Int("quarantined", res.Quarantined))
 	_ = httpx.WriteJSON(w, http.StatusOK, pushAnswer{Saved: res.Saved, Quarantined: res.Quarantined})
+	return nil
 }
 
 // pushSeen reports whether webhook-id msgID of source sid was accepted and

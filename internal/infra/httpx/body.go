@@ -19,24 +19,21 @@ import (
 // MaxBodyBytes is the largest request body [ReadJSON] accepts: 1 MiB.
 const MaxBodyBytes = 1 << 20
 
-// DetailBody is the detail of an [*Error] about a request body.
+// DetailBody is the detail of an [*spec.Error] about a request body.
 const DetailBody = "The request body is invalid."
 
-// Error is the kit's one client-facing error, [spec.Error].
-type Error = spec.Error
-
 // FieldError returns an error of kind with detail, naming one field.
-func FieldError(kind error, detail, field, format string, a ...any) *Error {
-	return &Error{Kind: kind, Detail: detail, Fields: []spec.ProblemField{{Field: field, Message: fmt.Sprintf(format, a...)}}}
+func FieldError(kind error, detail, field, format string, a ...any) *spec.Error {
+	return &spec.Error{Kind: kind, Detail: detail, Fields: []spec.ProblemField{{Field: field, Message: fmt.Sprintf(format, a...)}}}
 }
 
 // InvalidBody returns a spec.ErrInvalid error naming one field of the body.
-func InvalidBody(field, format string, a ...any) *Error {
+func InvalidBody(field, format string, a ...any) *spec.Error {
 	return FieldError(spec.ErrInvalid, DetailBody, field, format, a...)
 }
 
 // ReadJSON reads the body of r, which must be sent as Content-Type
-// application/json and hold at most [MaxBodyBytes] (else an [*Error] of kind
+// application/json and hold at most [MaxBodyBytes] (else an [*spec.Error] of kind
 // spec.ErrTooLarge).
 func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
@@ -57,11 +54,11 @@ func ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // BodyError returns err, the error of reading a request body, as the
-// [*Error] a client is answered: of kind spec.ErrTooLarge for a body over
+// [*spec.Error] a client is answered: of kind spec.ErrTooLarge for a body over
 // its limit (an *http.MaxBytesError), else of kind spec.ErrInvalid, saying
 // whether the body did not arrive within the read deadline or could not be
 // read at all; each names the field "body".
-func BodyError(err error) *Error {
+func BodyError(err error) *spec.Error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return FieldError(spec.ErrTooLarge, fmt.Sprintf("The body is larger than %d bytes.", mbe.Limit), "body",
@@ -77,7 +74,7 @@ func BodyError(err error) *Error {
 
 // DecodeJSON checks that body is exactly one JSON value of valid UTF-8 that
 // the spec schema named schema accepts, and decodes it into v. A failure is
-// an [*Error] of kind spec.ErrInvalid naming every field to blame, dotted
+// an [*spec.Error] of kind spec.ErrInvalid naming every field to blame, dotted
 // ("trigger.pattern"), with the array items on the way ("usedBy", "item 2").
 func DecodeJSON(schema string, body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -94,7 +91,7 @@ func DecodeJSON(schema string, body []byte, v any) error {
 		return InvalidBody("body", "is not valid JSON")
 	}
 	if !spec.Valid(findings) {
-		e := &Error{Kind: spec.ErrInvalid, Detail: DetailBody}
+		e := &spec.Error{Kind: spec.ErrInvalid, Detail: DetailBody}
 		for _, f := range findings {
 			if f.Level != spec.LevelError {
 				continue

@@ -3,8 +3,9 @@
 // their error, 405 answers, reading and decoding JSON bodies, writing JSON and
 // problem bodies, and reading the credential of a request.
 //
-// What differs between the APIs stays in them: each writes its own error body
-// (RFC 9457 problem details for the provider and the organisation API, the
-// review-task API's error object) from its own table of error kind to status.
-// httpx only calls the function it is given to write an error.
+// Handlers return their errors; [WriteError] is the one function that writes
+// them, with the status spec.StatusOf gives the error's kind. What differs
+// between the APIs (the words of the answers that are not the error's own,
+// Retry-After, the body format: RFC 9457 problem details, or the review-task
+// API's error object) is an [ErrorStyle] each API gives it.
 package httpx

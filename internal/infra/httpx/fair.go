@@ -26,7 +26,7 @@ import (
 //
 // A body that cannot be read (larger than [MaxBodyBytes], not arrived
 // within the read deadline, cut off) ends the request there: Admit gives
-// its slot back and returns the [*Error] of [BodyError] (kind
+// its slot back and returns the [*spec.Error] of [BodyError] (kind
 // spec.ErrTooLarge or spec.ErrInvalid, naming "body"), for the caller to
 // answer in its API's shape, with nothing to release. r's body then fails
 // with the same error, for a handler that answers such a body itself. The

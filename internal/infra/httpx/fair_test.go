@@ -188,7 +188,7 @@ func TestAdmitPrefetchesBody(t *testing.T) {
 	// answer, holds nothing, and the handler sees the same error.
 	big := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(make([]byte, MaxBodyBytes+1)))
 	_, err = l.Admit(httptest.NewRecorder(), big, "k", "o")
-	var e *Error
+	var e *spec.Error
 	require.ErrorAs(t, err, &e)
 	require.ErrorIs(t, err, spec.ErrTooLarge)
 	require.Equal(t, "body", e.Fields[0].Field)

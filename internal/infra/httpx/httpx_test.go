@@ -172,7 +172,7 @@ func TestReadJSON(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *spec.Error
 			if !errors.Is(err, c.kind) || !errors.As(err, &e) || e.Fields[0].Field != c.field {
 				t.Fatalf("err %v, want kind %v naming %s", err, c.kind, c.field)
 			}
@@ -193,7 +193,7 @@ func TestDecodeJSON(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var v map[string]any
 			err := DecodeJSON("instruction-create", []byte(c.body), &v)
-			var e *Error
+			var e *spec.Error
 			if !errors.Is(err, spec.ErrInvalid) || !errors.As(err, &e) || len(e.Fields) == 0 {
 				t.Fatalf("err %v", err)
 			}
@@ -302,7 +302,7 @@ func TestCanonicalUUID(t *testing.T) {
 	}
 }
 
-// FuzzDecodeJSON: any body gives nil or an *Error of kind spec.ErrInvalid
+// FuzzDecodeJSON: any body gives nil or an *spec.Error of kind spec.ErrInvalid
 // naming a field, never a panic.
 func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"title":"t"}`, `{"trigger":{"type":"Regex","pattern":"("}}`, `[1,2]`, `{} x`, "\xff", `{"usedBy":[1]}`} {
@@ -314,7 +314,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var e *Error
+		var e *spec.Error
 		if !errors.Is(err, spec.ErrInvalid) || !errors.As(err, &e) || len(e.Fields) == 0 {
 			t.Fatalf("body %q: %v", body, err)
 		}
