@@ -28,10 +28,10 @@ const module = "github.com/aiusage/kit/"
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 var rules = map[string][]string{
 	"spec":                  {},
-	"spec/webhook":          {},
-	"conformance":           {"spec", "spec/webhook"},
+	"spec/webhook":          {"internal/infra/httpclient"},
+	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
 	"policy":                {"spec"},
-	"policy/embeddings":     {"policy", "spec"},
+	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
@@ -39,7 +39,7 @@ var rules = map[string][]string{
 	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec"},
+	"consumer":              {"provider", "spec", "internal/infra/httpclient"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
 	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
@@ -51,6 +51,7 @@ var rules = map[string][]string{
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/secretbox":       {},
 	"internal/infra/netguard":        {},
+	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/orgapi":    {"spec", "policy", "internal/infra/"}, // policy: the one check of a Regex pattern's cost
