@@ -26,6 +26,7 @@ const module = "github.com/aiusage/kit/"
 //	internal/infra/*                                      database, HTTP plumbing, operations, demo data
 //	internal/app/*  <- internal/cli <- cmd/aiusage        the service
 //	internal/testkit/*                                    test-only tools, imported by tests alone
+//	adapters/*, examples/*                                other products' data served, and examples: public packages only
 var rules = map[string][]string{
 	"spec":                  {},
 	"spec/webhook":          {"internal/infra/httpclient"},
@@ -65,14 +66,17 @@ var rules = map[string][]string{
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
-		"examples/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
+		"adapters/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
 	"cmd/aiusage": {"internal/cli"},
 
 	// Examples show what a user outside the module can do: public packages only.
-	"examples/embed":           {"spec", "provider", "provider/memsource"},
-	"examples/vendor":          {"spec", "provider", "provider/memsource", "conformance"},
-	"examples/openwebui":       {"provider", "mcp", "examples/openwebui/webui"},
-	"examples/openwebui/webui": {"spec", "provider"},
+	"examples/embed":  {"spec", "provider", "provider/memsource"},
+	"examples/vendor": {"spec", "provider", "provider/memsource", "conformance"},
+
+	// Adapters serve another product's data through the public packages
+	// alone, so that each could become a module of its own.
+	"adapters/openwebui":       {"provider", "mcp", "adapters/openwebui/webui"},
+	"adapters/openwebui/webui": {"spec", "provider"},
 
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},
@@ -182,6 +186,9 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 			if who, ok := testOnly[im]; ok && !slices.Contains(who, name) {
 				out = append(out, fmt.Sprintf("%s imports %s, which only %v may import", name, im, who))
 			}
+			if !strings.HasPrefix(name, "examples/") && strings.HasPrefix(im, "examples/") {
+				out = append(out, fmt.Sprintf("%s imports the example %s; only examples may", name, im))
+			}
 			if !strings.HasPrefix(name, "internal/") && !strings.HasPrefix(name, "cmd/") && strings.HasPrefix(im, "internal/app/") {
 				out = append(out, fmt.Sprintf("the public %s imports the service's %s", name, im))
 			}
@@ -232,6 +239,7 @@ func TestImportsCheckCatches(t *testing.T) {
 		{"testkit outside tests", func(p map[string]*pkg) { p["spec"].imports = []string{"internal/testkit/bench"} }, "spec imports the test-only"},
 		{"command tree", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/cli"} }, "conformance imports internal/cli, which only"},
 		{"public imports the service", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/app/orgapi"} }, "the public conformance imports the service's"},
+		{"non-example imports an example", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"examples/embed"} }, "orgapi imports the example examples/embed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := map[string]*pkg{}
