@@ -93,7 +93,7 @@ func (p *Pusher) timeout() time.Duration {
 type RefusedError struct {
 	Status int
 	// RetryAfter is the wait the receiver asked for with Retry-After
-	// (seconds or an HTTP date); 0 when it asked for none.
+	// (seconds or an HTTP date), at most a day; 0 when it asked for none.
 	RetryAfter time.Duration
 	// Body is the start of the receiver's answer, for the log.
 	Body string

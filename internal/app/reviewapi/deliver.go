@@ -44,8 +44,9 @@ type DeliveryError struct {
 	// every other failure, 3xx and 4xx included.
 	Retryable bool
 	// RetryAfter is the receiver's Retry-After (429, 503 and others), in
-	// delta-seconds or as an HTTP date counted from the attempt's Timestamp;
-	// 0 when absent or malformed. A scheduler should wait at least that long.
+	// delta-seconds or as an HTTP date counted from the attempt's Timestamp,
+	// at most a day; 0 when absent or malformed. A scheduler should wait at
+	// least that long.
 	RetryAfter time.Duration
 	// Err is the cause when there was no response, else nil.
 	Err error
