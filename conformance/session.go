@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aiusage/kit/internal/infra/httpclient"
 )
 
 // session is the state of one run: the HTTP client and its rate limit,
@@ -133,12 +135,11 @@ func (s *session) get(ctx context.Context, path string, q url.Values, opts ...re
 	return s.do(ctx, path, q.Encode(), opts...)
 }
 
+// retryAfter is the wait a 429's Retry-After asks for, at most a minute;
+// a second when it names none.
 func retryAfter(v string) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return min(time.Duration(n)*time.Second, time.Minute)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(time.Until(t), 0), time.Minute)
+	if d, ok := httpclient.RetryAfter(v, time.Now()); ok {
+		return min(d, time.Minute)
 	}
 	return time.Second
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aiusage/kit/internal/infra/httpclient"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -466,23 +467,11 @@ func (c *Client) attempt(ctx context.Context, target string) (body []byte, statu
 	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()), nil
 }
 
-// parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or bad.
+// parseRetryAfter reads a Retry-After value ([httpclient.RetryAfter]); -1
+// when absent or malformed.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return -1
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return -1
-		}
-		if n > 86400 {
-			n = 86400
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
+	if d, ok := httpclient.RetryAfter(v, now); ok {
+		return d
 	}
 	return -1
 }

@@ -3,10 +3,9 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/aiusage/kit/internal/infra/httpclient"
 )
 
 // ErrRedirect is wrapped by the error of a request whose answer redirects
@@ -14,10 +13,6 @@ import (
 // credential the request carries is meant for the provider's origin only,
 // so such a redirect is not followed. Such an error is not retried.
 var ErrRedirect = errors.New("redirect to another origin refused")
-
-// maxRedirects is how many same-origin redirects a request follows, as
-// net/http's default policy.
-const maxRedirects = 10
 
 // SameOriginRedirects returns a shallow copy of c (of a zero http.Client
 // when c is nil) that follows a redirect only when it stays on the origin
@@ -31,57 +26,28 @@ const maxRedirects = 10
 // [Client] applies it to its HTTPClient; a caller sending a credential with
 // its own client may too.
 func SameOriginRedirects(c *http.Client) *http.Client {
-	var cp http.Client
-	if c != nil {
-		cp = *c
-	}
-	next := cp.CheckRedirect
-	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if err := CheckSameOrigin(req, via); err != nil {
-			return err
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		return nil
-	}
-	return &cp
+	return httpclient.SameOrigin(c, redirectError)
 }
 
 // CheckSameOrigin is the check of [SameOriginRedirects], usable as an
 // http.Client's CheckRedirect: nil when req, a redirect of via[0], stays on
 // via[0]'s origin and fewer than 10 redirects came before it.
 func CheckSameOrigin(req *http.Request, via []*http.Request) error {
-	if len(via) == 0 {
-		return nil
-	}
-	first := via[0].URL
-	if origin(req.URL) != origin(first) {
-		what := "another origin"
-		if strings.EqualFold(first.Scheme, "https") && strings.EqualFold(req.URL.Scheme, "http") {
-			what = "plain http"
-		}
-		return fmt.Errorf("%w: %s redirected to %s on %s; the credential is sent only to %s",
-			ErrRedirect, first.Host, req.URL.Host, what, origin(first))
-	}
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	if r := httpclient.CheckSameOrigin(req, via); r != nil {
+		return redirectError(r)
 	}
 	return nil
 }
 
-// origin is scheme://host:port of u, in lower case, with the scheme's
-// default port written out.
-func origin(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "https":
-			port = "443"
-		case "http":
-			port = "80"
-		}
+// redirectError is the error of a redirect [SameOriginRedirects] refuses.
+func redirectError(r *httpclient.Refused) error {
+	if r.TooMany {
+		return r
 	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	what := "another origin"
+	if r.Downgrade() {
+		what = "plain http"
+	}
+	return fmt.Errorf("%w: %s redirected to %s on %s; the credential is sent only to %s",
+		ErrRedirect, r.From.Host, r.To.Host, what, httpclient.Origin(r.From))
 }

@@ -27,12 +27,13 @@ const module = "github.com/aiusage/kit/"
 //	internal/app/*  <- internal/app/server                 the service's features, and its composition root
 //	internal/app/server <- internal/cli <- cmd/aiusage    the binary
 //	internal/testkit/*                                    test-only tools, imported by tests alone
+//	adapters/*, examples/*                                other products' data served, and examples: public packages only
 var rules = map[string][]string{
 	"spec":                  {},
-	"spec/webhook":          {},
-	"conformance":           {"spec", "spec/webhook"},
+	"spec/webhook":          {"internal/infra/httpclient"},
+	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
 	"policy":                {"spec"},
-	"policy/embeddings":     {"policy", "spec"},
+	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
@@ -40,7 +41,7 @@ var rules = map[string][]string{
 	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec"},
+	"consumer":              {"provider", "spec", "internal/infra/httpclient"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
 	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
@@ -52,6 +53,7 @@ var rules = map[string][]string{
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/secretbox":       {},
 	"internal/infra/netguard":        {},
+	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	"internal/app/org":       {"spec", "policy", "internal/infra/"}, // policy: the one check of a Regex pattern's cost
@@ -70,14 +72,17 @@ var rules = map[string][]string{
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
-		"examples/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
+		"adapters/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
 	"cmd/aiusage": {"internal/cli"},
 
 	// Examples show what a user outside the module can do: public packages only.
-	"examples/embed":           {"spec", "provider", "provider/memsource"},
-	"examples/vendor":          {"spec", "provider", "provider/memsource", "conformance"},
-	"examples/openwebui":       {"provider", "mcp", "examples/openwebui/webui"},
-	"examples/openwebui/webui": {"spec", "provider"},
+	"examples/embed":  {"spec", "provider", "provider/memsource"},
+	"examples/vendor": {"spec", "provider", "provider/memsource", "conformance"},
+
+	// Adapters serve another product's data through the public packages
+	// alone, so that each could become a module of its own.
+	"adapters/openwebui":       {"provider", "mcp", "adapters/openwebui/webui"},
+	"adapters/openwebui/webui": {"spec", "provider"},
 
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},
@@ -216,6 +221,9 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 			if who, ok := testOnly[im]; ok && !slices.Contains(who, name) {
 				out = append(out, fmt.Sprintf("%s imports %s, which only %v may import", name, im, who))
 			}
+			if !strings.HasPrefix(name, "examples/") && strings.HasPrefix(im, "examples/") {
+				out = append(out, fmt.Sprintf("%s imports the example %s; only examples may", name, im))
+			}
 			if !strings.HasPrefix(name, "internal/") && !strings.HasPrefix(name, "cmd/") && strings.HasPrefix(im, "internal/app/") {
 				out = append(out, fmt.Sprintf("the public %s imports the service's %s", name, im))
 			}
@@ -271,6 +279,7 @@ func TestImportsCheckCatches(t *testing.T) {
 			p["internal/app/sources"] = &pkg{hasGo: true, imports: []string{"internal/app/reviewapi"}}
 		}, "the feature internal/app/sources imports the feature internal/app/reviewapi"},
 		{"orgapi imports a feature", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"internal/app/sources"} }, "the feature internal/app/orgapi imports"},
+		{"non-example imports an example", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"examples/embed"} }, "orgapi imports the example examples/embed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := map[string]*pkg{}

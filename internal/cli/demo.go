@@ -66,9 +66,9 @@ func demoCommand() *command {
 
 With --openwebui-db, a fourth source: the Open WebUI database at PATH (its
 SQLite webui.db), served read-only at /openwebui by the provider of
-examples/openwebui (which maps its chats, custom models, feedback and token
+adapters/openwebui (which maps its chats, custom models, feedback and token
 usage) and synced like the first; a missing file is created with that
-example's sample data.
+adapter's sample data.
 
 The first start creates all of it in the database (default: the SQLite file
 aiusage-demo.db in the working directory); later starts reuse it without

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/examples/openwebui/webui"
+	"github.com/aiusage/kit/adapters/openwebui/webui"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -20,7 +20,7 @@ import (
 const demoOpenWebUITenant = "openwebui"
 
 // demoOpenWebUI serves an Open WebUI database at /openwebui, through the
-// provider of examples/openwebui, as a fourth source of the demo.
+// provider of adapters/openwebui, as a fourth source of the demo.
 type demoOpenWebUI struct {
 	path     string
 	src      *webui.Source
@@ -29,7 +29,7 @@ type demoOpenWebUI struct {
 }
 
 // startOpenWebUI opens the Open WebUI database at path read-only, first
-// creating the example's sample database there when the file does not
+// creating the adapter's sample database there when the file does not
 // exist, and builds its provider handler, which token reads.
 func startOpenWebUI(ctx context.Context, path, token string, log *slog.Logger) (*demoOpenWebUI, error) {
 	created, err := webui.EnsureSample(ctx, path)

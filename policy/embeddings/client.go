@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aiusage/kit/internal/infra/httpclient"
 	"github.com/aiusage/kit/policy"
 )
 
@@ -243,7 +244,7 @@ func (c *Client) post(ctx context.Context, texts []string) ([][]float64, error) 
 	if hc == nil {
 		hc = defaultHTTPClient
 	}
-	resp, err := sameOriginOnly(hc).Do(req)
+	resp, err := httpclient.SameOrigin(hc, redirectError).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}

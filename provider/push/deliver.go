@@ -1,14 +1,11 @@
 package push
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -96,7 +93,7 @@ func (p *Pusher) timeout() time.Duration {
 type RefusedError struct {
 	Status int
 	// RetryAfter is the wait the receiver asked for with Retry-After
-	// (seconds or an HTTP date); 0 when it asked for none.
+	// (seconds or an HTTP date), at most a day; 0 when it asked for none.
 	RetryAfter time.Duration
 	// Body is the start of the receiver's answer, for the log.
 	Body string
@@ -121,39 +118,22 @@ func (e *RefusedError) Final() bool {
 // the wall clock (not Config.Now: the receiver compares the timestamp with its
 // own clock).
 func (p *Pusher) send(ctx context.Context, msgID string, body []byte) error {
-	now := time.Now()
-	sig, err := webhook.Sign(p.cfg.Secret, msgID, now, body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(webhook.HeaderID, msgID)
-	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(webhook.HeaderSignature, sig)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 == 3 {
+	r := webhook.Send(ctx, p.client, webhook.Message{URL: p.cfg.URL, Secret: p.cfg.Secret, ID: msgID,
+		Timestamp: time.Now(), Body: body})
+	switch r.Outcome {
+	case webhook.NotSent, webhook.NoAnswer:
+		return r.Err
+	case webhook.Delivered:
+		return nil
+	case webhook.Redirected:
 		to := "elsewhere"
-		if loc, err := resp.Location(); err == nil {
-			to = loc.Host
+		if r.Location != nil {
+			to = r.Location.Host
 		}
-		return &RefusedError{Status: resp.StatusCode, Body: "a redirect to " + to +
+		return &RefusedError{Status: r.Status, Body: "a redirect to " + to +
 			", not followed: set the push URL to the receiver's own address"}
 	}
-	if resp.StatusCode/100 != 2 {
-		return &RefusedError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(answer)),
-			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
-	}
-	return nil
+	return &RefusedError{Status: r.Status, Body: r.Answer, RetryAfter: r.RetryAfter}
 }
 
 // Outcome counts the deliveries of this pusher's queue by how they ended.
@@ -219,19 +199,4 @@ func (p *Pusher) Wait(ctx context.Context, since time.Time, interval time.Durati
 		case <-t.C:
 		}
 	}
-}
-
-// retryAfter parses a Retry-After value, seconds or an HTTP date, as a wait
-// from now; 0 when absent, malformed or past.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(v); err == nil {
-		return time.Duration(min(max(secs, 0), 24*3600)) * time.Second
-	}
-	if at, err := http.ParseTime(v); err == nil && at.After(now) {
-		return at.Sub(now)
-	}
-	return 0
 }

@@ -4,7 +4,9 @@
 // (see [github.com/aiusage/kit/provider/push]), and the receivers of both
 // verify with it.
 //
-// A sender signs with [Sign] under a secret from [NewSecret]. A receiver
+// A sender signs with [Sign] under a secret from [NewSecret], or signs and
+// POSTs one attempt with [Send], which classifies the answer as a [Result]
+// for the sender's own retry policy. A receiver
 // checks one delivery with [Verify]; since deliveries are at least once, a
 // receiver that must not process one twice uses a [Verifier], which also
 // remembers the ids it accepted (a bounded memory) and reports a repeat as

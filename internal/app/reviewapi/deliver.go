@@ -1,15 +1,12 @@
 package reviewapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/aiusage/kit/spec/webhook"
@@ -17,10 +14,6 @@ import (
 
 // WebhookUserAgent is the User-Agent of webhook deliveries.
 const WebhookUserAgent = "aiusage-webhooks/1"
-
-// maxWebhookResponse is how much of a receiver's response body is read (and
-// discarded); the rest is left unread.
-const maxWebhookResponse = 64 << 10
 
 // Delivery is one attempt to deliver a webhook message.
 type Delivery struct {
@@ -51,8 +44,9 @@ type DeliveryError struct {
 	// every other failure, 3xx and 4xx included.
 	Retryable bool
 	// RetryAfter is the receiver's Retry-After (429, 503 and others), in
-	// delta-seconds or as an HTTP date counted from the attempt's Timestamp;
-	// 0 when absent or malformed. A scheduler should wait at least that long.
+	// delta-seconds or as an HTTP date counted from the attempt's Timestamp,
+	// at most a day; 0 when absent or malformed. A scheduler should wait at
+	// least that long.
 	RetryAfter time.Duration
 	// Err is the cause when there was no response, else nil.
 	Err error
@@ -73,11 +67,11 @@ func (e *DeliveryError) Error() string {
 
 func (e *DeliveryError) Unwrap() error { return e.Err }
 
-// Deliver makes one delivery attempt: it POSTs d.Body to d.URL with
-// Content-Type application/json, User-Agent [WebhookUserAgent] and the
-// Standard Webhooks headers webhook-id (d.MsgID), webhook-timestamp
-// (d.Timestamp in Unix seconds) and webhook-signature ([webhook.Sign] under
-// d.Secret).
+// Deliver makes one delivery attempt with [webhook.Send]: it POSTs d.Body to
+// d.URL, an http or https URL, with Content-Type application/json,
+// User-Agent [WebhookUserAgent] and the Standard Webhooks headers webhook-id
+// (d.MsgID), webhook-timestamp (d.Timestamp in Unix seconds) and
+// webhook-signature ([webhook.Sign] under d.Secret).
 //
 // Any 2xx answer is success: err is nil. At most 64 KiB of the response body
 // is read and discarded. Every failure is a [*DeliveryError] with the status
@@ -91,52 +85,20 @@ func Deliver(ctx context.Context, c *http.Client, d Delivery) (status int, err e
 	if c == nil {
 		c = defaultWebhookClient()
 	}
-	sig, err := webhook.Sign(d.Secret, d.MsgID, d.Timestamp, d.Body)
-	if err != nil {
-		return 0, &DeliveryError{Err: err}
+	if u, err := url.Parse(d.URL); err == nil && u.Scheme != "https" && u.Scheme != "http" {
+		return 0, &DeliveryError{Err: fmt.Errorf("%w: url scheme must be https, not %q", ErrInvalidWebhookURL, u.Scheme)}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
-	if err != nil {
-		return 0, &DeliveryError{Err: err}
+	r := webhook.Send(ctx, c, webhook.Message{URL: d.URL, Secret: d.Secret, ID: d.MsgID, Timestamp: d.Timestamp,
+		Body: d.Body, UserAgent: WebhookUserAgent})
+	switch r.Outcome {
+	case webhook.NotSent:
+		return 0, &DeliveryError{Err: r.Err}
+	case webhook.NoAnswer:
+		return 0, &DeliveryError{Retryable: !errors.Is(r.Err, ErrForbiddenAddress), Err: r.Err}
+	case webhook.Delivered:
+		return r.Status, nil
 	}
-	if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
-		return 0, &DeliveryError{Err: fmt.Errorf("%w: url scheme must be https, not %q", ErrInvalidWebhookURL, req.URL.Scheme)}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", WebhookUserAgent)
-	req.Header.Set(webhook.HeaderID, d.MsgID)
-	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(d.Timestamp.Unix(), 10))
-	req.Header.Set(webhook.HeaderSignature, sig)
-
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, &DeliveryError{Retryable: !errors.Is(err, ErrForbiddenAddress), Err: err}
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxWebhookResponse))
-	_ = resp.Body.Close()
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		return resp.StatusCode, nil
-	}
-	return resp.StatusCode, &DeliveryError{
-		Status:     resp.StatusCode,
-		Retryable:  resp.StatusCode != http.StatusGone,
-		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), d.Timestamp),
-	}
-}
-
-// retryAfter parses a Retry-After value: delta-seconds, or an HTTP date
-// counted from now. It returns 0 when absent, malformed or in the past.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+	return r.Status, &DeliveryError{Status: r.Status, Retryable: r.Status != http.StatusGone, RetryAfter: r.RetryAfter}
 }
 
 // DefaultRetrySchedule is the wait before each retry of a failed webhook

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/examples/openwebui/webui"
+	"github.com/aiusage/kit/adapters/openwebui/webui"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"

@@ -15,10 +15,10 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/adapters/openwebui/webui"
 	"github.com/aiusage/kit/conformance"
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/examples/openwebui/webui"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"

@@ -2,7 +2,7 @@
 // SQLite file webui.db, or its PostgreSQL database) through the AI usage data
 // interface, over REST and over MCP (streamable HTTP, at /mcp), read-only.
 //
-//	go run ./examples/openwebui --db webui.db --token T --create-sample
+//	go run ./adapters/openwebui --db webui.db --token T --create-sample
 //	curl -H 'Authorization: Bearer T' http://127.0.0.1:8092/conversations
 //
 // --create-sample first creates a sample database at --db when the file does
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aiusage/kit/examples/openwebui/webui"
+	"github.com/aiusage/kit/adapters/openwebui/webui"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
 )

@@ -11,5 +11,5 @@
 // of one customer, named by [Config.Tenant]; every other tenant sees nothing.
 // The mapping of its tables and of the JSON message tree inside chat.chat
 // onto conversations, assistants, events and usage buckets is described in
-// examples/openwebui/README.md.
+// adapters/openwebui/README.md.
 package webui
