@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/consumer/internal/jsonvalue"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -73,11 +74,9 @@ func parseRecordChecked(r Resource, raw json.RawMessage, fast *spec.Checker) par
 	if !utf8.Valid(raw) {
 		return parsed{reason: "not valid UTF-8", id: digestID(raw)}
 	}
-	inst, ok := decodeValue(raw)
-	if !ok {
-		if err := json.Unmarshal(raw, &inst); err != nil {
-			return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
-		}
+	inst, err := jsonvalue.Decode(raw)
+	if err != nil {
+		return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
 	}
 	obj, _ := inst.(map[string]any)
 	id, _ := obj["id"].(string)

@@ -1,6 +1,17 @@
-package consumer
+// Package jsonvalue decodes a JSON document into the value json.Unmarshal
+// into an any produces (map[string]any, []any, string, float64, bool, nil),
+// in about half its time: the consumer decodes every record it receives
+// before checking it.
+//
+// [Decode] is a drop-in for json.Unmarshal into an any on valid UTF-8: where
+// its own decoder cannot be sure to agree with encoding/json (a syntax
+// error, a number out of range, nesting over 10000 levels), it hands the
+// document to json.Unmarshal, for its value or its error. FuzzDecode holds
+// it to that.
+package jsonvalue
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 	"unicode"
@@ -8,14 +19,25 @@ import (
 	"unicode/utf8"
 )
 
-// decodeValue decodes raw, which must be valid UTF-8, into exactly the value
-// json.Unmarshal into an any produces (map[string]any, []any, string,
-// float64, bool, nil), in about half its time. It reports false when it
-// cannot, for a document json.Unmarshal may reject (a syntax error, a number
-// out of range, nesting over 10000 levels) or that it may read otherwise;
-// the caller then uses json.Unmarshal, for its value or its error.
-// FuzzDecodeValue holds it to that.
-func decodeValue(raw []byte) (any, bool) {
+// Decode returns what json.Unmarshal of raw into an any returns, value and
+// error. raw must be valid UTF-8 (the caller checks it first): the decoder
+// keeps the bytes of a string as they are, where encoding/json would replace
+// invalid bytes with U+FFFD.
+func Decode(raw []byte) (any, error) {
+	if v, ok := decodeFast(raw); ok {
+		return v, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// decodeFast decodes raw, which must be valid UTF-8, into exactly the value
+// json.Unmarshal into an any produces. It reports false when it cannot, for
+// a document json.Unmarshal may reject or may read otherwise.
+func decodeFast(raw []byte) (any, bool) {
 	d := decoders.Get().(*valueDecoder)
 	d.data, d.pos, d.depth = raw, 0, 0
 	v, ok := d.value()
