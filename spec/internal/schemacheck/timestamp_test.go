@@ -1,9 +1,11 @@
-package spec
+package schemacheck
 
 import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestTimestampPatternMatchers checks the hand-written matchers of the two
@@ -19,20 +21,14 @@ func TestTimestampPatternMatchers(t *testing.T) {
 	n := 0
 	check := func(s string) {
 		n++
-		if got, want := matchTimestamp(s), ts.MatchString(s); got != want {
-			t.Fatalf("matchTimestamp(%q) = %v, regexp says %v", s, got, want)
-		}
-		if got, want := matchTimestampMillis(s), millis.MatchString(s); got != want {
-			t.Fatalf("matchTimestampMillis(%q) = %v, regexp says %v", s, got, want)
-		}
+		require.Equal(t, ts.MatchString(s), matchTimestamp(s), "matchTimestamp(%q)", s)
+		require.Equal(t, millis.MatchString(s), matchTimestampMillis(s), "matchTimestampMillis(%q)", s)
 		// Where the pattern holds, isDateTimeZ is what the library's
 		// date-time format decides: a valid date (time.Parse) and time.
 		if matchTimestamp(s) {
 			_, derr := time.Parse("2006-01-02", s[:10])
 			h, m := num(s[11:13]), num(s[14:16])
-			if want := derr == nil && h <= 23 && m <= 59; isDateTimeZ(s) != want {
-				t.Fatalf("isDateTimeZ(%q) = %v, want %v", s, !want, want)
-			}
+			require.Equal(t, derr == nil && h <= 23 && m <= 59, isDateTimeZ(s), "isDateTimeZ(%q)", s)
 		}
 	}
 	for _, b := range bases {
@@ -53,9 +49,7 @@ func TestTimestampPatternMatchers(t *testing.T) {
 		"2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-32T00:00:00Z", "2026-01-01T23:60:00Z", "2026-01-01T99:00:00Z"} {
 		check(s)
 	}
-	if n < 1000 {
-		t.Fatalf("only %d strings checked", n)
-	}
+	require.GreaterOrEqual(t, n, 1000, "strings checked")
 }
 
 func TestPlainPointer(t *testing.T) {
@@ -64,8 +58,6 @@ func TestPlainPointer(t *testing.T) {
 		"": true, "/properties/role": true, "/properties/a~1b/items": true, "/$defs/x_y-z.w": true,
 		"/properties/a b": false, "/properties/é": false, "/properties/a%20b": false, "/properties/a?b": false,
 	} {
-		if got := plainPointer(ptr); got != want {
-			t.Errorf("plainPointer(%q) = %v, want %v", ptr, got, want)
-		}
+		require.Equal(t, want, plainPointer(ptr), "plainPointer(%q)", ptr)
 	}
 }
