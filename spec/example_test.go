@@ -74,7 +74,6 @@ func ExampleListSchema() {
 	// instruction ->  false
 }
 
-
 func ExampleValidateValue() {
 	for _, doc := range []any{
 		map[string]any{"id": "c1", "startedAt": "2026-01-02T03:04:05Z", "messages": []any{map[string]any{"role": "developer"}}},

@@ -125,4 +125,3 @@ func editOrAdd(t testing.TB, src, ptr, raw string) string {
 	}
 	return editDoc(t, src, ptr, raw)
 }
-

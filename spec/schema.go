@@ -119,9 +119,9 @@ var ErrInvalidJSON = errors.New("spec: invalid JSON")
 type registry struct {
 	schemas    map[string]*jsonschema.Schema
 	fast       map[string]*schemacheck.Checker // the schemas with a fast check
-	extensible map[string]bool   // schema location -> enum is extensible
-	messages   map[string]string // schema location -> x-message
-	timestamps map[string]bool   // schema location -> timestamp (true: millis)
+	extensible map[string]bool                 // schema location -> enum is extensible
+	messages   map[string]string               // schema location -> x-message
+	timestamps map[string]bool                 // schema location -> timestamp (true: millis)
 	names      []string
 }
 
