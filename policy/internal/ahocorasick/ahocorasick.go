@@ -1,22 +1,30 @@
-package policy
+// Package ahocorasick is the automaton package policy finds StringMatch
+// terms and the literals of its Regex prefilter with: every occurrence of
+// every pattern in one pass over a text, whatever the number of patterns,
+// instead of a search per pattern. Patterns and text are compared rune by
+// rune, optionally case-folded (package policy/internal/fold). FuzzScan
+// holds it to a plain search.
+package ahocorasick
 
 import (
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/aiusage/kit/policy/internal/fold"
 )
 
-// defaultDenseEntries bounds the dense transition table of an automaton (4
+// DefaultDenseEntries bounds the dense transition table of an automaton (4
 // bytes each, so at most 512 KiB): rows go to the states closest to the root,
 // where a scan spends most of its time. On the benchmark's 5,000 terms
 // (about 16,000 states of 50 byte classes), a table for every state (4 MiB)
 // scans about 20% faster.
-const defaultDenseEntries = 1 << 17
+const DefaultDenseEntries = 1 << 17
 
-// automaton is an Aho-Corasick automaton over the UTF-8 bytes of runes: it
+// Automaton is an Aho-Corasick automaton over the UTF-8 bytes of runes: it
 // finds every occurrence of every pattern in one pass over a text, whatever
 // the number of patterns. The text is decoded rune by rune (an invalid byte is
-// U+FFFD, as in a range loop), folded by [foldRune] when fold is set, and fed
+// U+FFFD, as in a range loop), folded by [fold.Rune] when fold is set, and fed
 // to the automaton re-encoded; patterns are stored the same way, so a pattern
 // occurrence always starts and ends on a rune of the original text.
 //
@@ -24,7 +32,7 @@ const defaultDenseEntries = 1 << 17
 // row of complete transitions (a DFA row, over byte classes); the others keep
 // their trie edges, sorted, and fall back along failure links until they
 // reach a dense state.
-type automaton struct {
+type Automaton struct {
 	fold bool
 	cls  [256]uint16 // byte class; ASCII bytes are folded first when fold is set
 	ncls int
@@ -47,26 +55,28 @@ type automaton struct {
 	ringMask int     // ring buffer size - 1, at least the longest pattern in runes
 }
 
-// acBuilder collects distinct patterns for an automaton.
-type acBuilder struct {
+// Builder collects distinct patterns for an [Automaton].
+type Builder struct {
 	fold  bool
 	index map[string]int32 // folded pattern -> pattern id
 	keys  []string
 	runes []int32
 }
 
-func newACBuilder(fold bool) *acBuilder {
-	return &acBuilder{fold: fold, index: map[string]int32{}}
+// NewBuilder returns a Builder of an automaton that folds case (fold) or
+// not.
+func NewBuilder(fold bool) *Builder {
+	return &Builder{fold: fold, index: map[string]int32{}}
 }
 
-// add registers pattern p (folded when the builder folds) and returns its id;
+// Add registers pattern p (folded when the builder folds) and returns its id;
 // adding an equal pattern again returns the same id. The empty pattern is
 // rejected with -1.
-func (b *acBuilder) add(p string) int32 {
+func (b *Builder) Add(p string) int32 {
 	if p == "" {
 		return -1
 	}
-	k := foldString(p, b.fold)
+	k := fold.String(p, b.fold)
 	if id, ok := b.index[k]; ok {
 		return id
 	}
@@ -97,17 +107,29 @@ func (n *trieNode) child(c byte) int32 {
 	return -1
 }
 
-// build returns the automaton of the patterns added, with a dense table of
+// Build returns the automaton of the patterns added, with a dense table of
 // at most denseEntries entries (but at least the root's row; 0 means
-// defaultDenseEntries); nil when there are no patterns.
-func (b *acBuilder) build(denseEntries int) *automaton {
+// DefaultDenseEntries); nil when there are no patterns.
+func (b *Builder) Build(denseEntries int) *Automaton {
 	if denseEntries <= 0 {
-		denseEntries = defaultDenseEntries
+		denseEntries = DefaultDenseEntries
 	}
 	if len(b.keys) == 0 {
 		return nil
 	}
-	// The trie, in insertion order.
+	nodes, used := b.trie()
+	a := newAutomaton(b, nodes)
+	byteClass := a.classes(used)
+	a.ndense = int32(min(len(nodes), max(1, denseEntries/a.ncls)))
+	a.dense = make([]int32, int(a.ndense)*a.ncls)
+	a.link(byteClass)
+	a.encodeDense()
+	return a
+}
+
+// trie returns the trie of the patterns, in insertion order, and the bytes
+// they use.
+func (b *Builder) trie() ([]trieNode, *[256]bool) {
 	nodes := []trieNode{{out: -1}}
 	var used [256]bool
 	for id, k := range b.keys {
@@ -124,7 +146,13 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 		}
 		nodes[s].out = int32(id)
 	}
-	// Renumber breadth first, edges sorted by byte.
+	return nodes, &used
+}
+
+// newAutomaton returns the automaton of the trie nodes, its states numbered
+// breadth first with their edges sorted by byte; the links and the dense
+// table are still to be made.
+func newAutomaton(b *Builder, nodes []trieNode) *Automaton {
 	n := len(nodes)
 	order := make([]int32, 0, n) // new -> old
 	renum := make([]int32, n)    // old -> new
@@ -137,8 +165,7 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 			order = append(order, e.next)
 		}
 	}
-	maxRunes := slices.Max(b.runes)
-	a := &automaton{
+	a := &Automaton{
 		fold:     b.fold,
 		edgeOff:  make([]uint32, n+1),
 		fail:     make([]int32, n),
@@ -146,10 +173,10 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 		report:   make([]int32, n),
 		dict:     make([]int32, n),
 		runes:    b.runes,
-		ringMask: 1<<bits.Len(uint(maxRunes)) - 1,
+		ringMask: 1<<bits.Len(uint(slices.Max(b.runes))) - 1,
+		edgeByte: make([]byte, 0, n-1),
+		edgeNext: make([]int32, 0, n-1),
 	}
-	a.edgeByte = make([]byte, 0, n-1)
-	a.edgeNext = make([]int32, 0, n-1)
 	for s, old := range order {
 		a.edgeOff[s] = uint32(len(a.edgeByte))
 		for _, e := range nodes[old].edges {
@@ -159,7 +186,13 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 		a.out[s] = nodes[old].out
 	}
 	a.edgeOff[n] = uint32(len(a.edgeByte))
-	// Byte classes: one per byte used in a pattern, class 0 for the others.
+	return a
+}
+
+// classes sets the byte classes of a, one per byte used in a pattern and
+// class 0 for the others, ASCII bytes folded first when a folds, and
+// returns the class of each byte as a pattern holds it.
+func (a *Automaton) classes(used *[256]bool) *[256]uint16 {
 	var byteClass [256]uint16
 	for c := range 256 {
 		if used[c] {
@@ -170,16 +203,18 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 	a.ncls++
 	for c := range 256 {
 		a.cls[c] = byteClass[c]
-		if b.fold && c < utf8.RuneSelf {
-			a.cls[c] = byteClass[asciiFold[c]]
+		if a.fold && c < utf8.RuneSelf {
+			a.cls[c] = byteClass[fold.ASCII(byte(c))]
 		}
 	}
-	a.ndense = int32(min(n, max(1, denseEntries/a.ncls)))
-	a.dense = make([]int32, int(a.ndense)*a.ncls)
-	// Failure links, dictionary links and dense rows, breadth first: a
-	// state's failure state comes before it.
+	return &byteClass
+}
+
+// link sets the failure links, dictionary links and dense rows, breadth
+// first: a state's failure state comes before it.
+func (a *Automaton) link(byteClass *[256]uint16) {
 	a.fail[0], a.report[0], a.dict[0] = 0, -1, -1
-	for s := range int32(n) {
+	for s := range int32(len(a.out)) {
 		if s > 0 {
 			f := a.fail[s]
 			if a.out[f] >= 0 {
@@ -212,9 +247,12 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 			}
 		}
 	}
-	// Encode the dense rows for scan: a state as its position (see encode),
-	// complemented when it reports, so that scan needs no multiplication and
-	// no second lookup per byte.
+}
+
+// encodeDense encodes the dense rows for Scan: a state as its position (see
+// encode), complemented when it reports, so that Scan needs no
+// multiplication and no second lookup per byte.
+func (a *Automaton) encodeDense() {
 	a.sparseBase = a.ndense * int32(a.ncls)
 	for i, t := range a.dense {
 		if e := a.encode(t); a.report[t] >= 0 {
@@ -223,12 +261,11 @@ func (b *acBuilder) build(denseEntries int) *automaton {
 			a.dense[i] = e
 		}
 	}
-	return a
 }
 
 // encode returns the position of state s as scan tracks it: the offset of
 // its row in dense for a dense state, sparseBase + s - ndense for the others.
-func (a *automaton) encode(s int32) int32 {
+func (a *Automaton) encode(s int32) int32 {
 	if s < a.ndense {
 		return s * int32(a.ncls)
 	}
@@ -236,7 +273,7 @@ func (a *automaton) encode(s int32) int32 {
 }
 
 // decode is the inverse of encode.
-func (a *automaton) decode(pos int32) int32 {
+func (a *Automaton) decode(pos int32) int32 {
 	if pos < a.sparseBase {
 		return pos / int32(a.ncls)
 	}
@@ -244,7 +281,7 @@ func (a *automaton) decode(pos int32) int32 {
 }
 
 // edge returns the trie edge of state s for byte c, or -1.
-func (a *automaton) edge(s int32, c byte) int32 {
+func (a *Automaton) edge(s int32, c byte) int32 {
 	lo, hi := a.edgeOff[s], a.edgeOff[s+1]
 	if hi-lo <= 8 {
 		for k := lo; k < hi; k++ {
@@ -269,7 +306,7 @@ func (a *automaton) edge(s int32, c byte) int32 {
 }
 
 // next returns the state after reading byte c (already folded) in state s.
-func (a *automaton) next(s int32, c byte) int32 {
+func (a *Automaton) next(s int32, c byte) int32 {
 	for s >= a.ndense {
 		if t := a.edge(s, c); t >= 0 {
 			return t
@@ -286,11 +323,14 @@ func (a *automaton) next(s int32, c byte) int32 {
 	return a.decode(t)
 }
 
-// scan finds every occurrence of every pattern in s and calls emit with the
-// pattern's id (as returned by acBuilder.add) and the occurrence's byte span
-// in s, in order of end offset. ring is scratch space of at least ringMask+1
+// RingLen is the length of the scratch space [Automaton.Scan] needs.
+func (a *Automaton) RingLen() int { return a.ringMask + 1 }
+
+// Scan finds every occurrence of every pattern in s and calls emit with the
+// pattern's id (as returned by [Builder.Add]) and the occurrence's byte span
+// in s, in order of end offset. ring is scratch space of at least RingLen
 // entries.
-func (a *automaton) scan(s string, ring []int32, emit func(id int32, start, end int)) {
+func (a *Automaton) Scan(s string, ring []int32, emit func(id int32, start, end int)) {
 	ring = ring[:a.ringMask+1]
 	mask := a.ringMask
 	dense, cls := a.dense, &a.cls
@@ -327,18 +367,18 @@ func (a *automaton) scan(s string, ring []int32, emit func(id int32, start, end 
 // slowStep reads the rune at byte offset i of s from the state encoded as
 // pos: a non-ASCII rune, or any rune from a sparse state. It returns the new
 // state, encoded, the new offset, and whether the state reports a pattern.
-func (a *automaton) slowStep(s string, i int, pos int32) (int32, int, bool) {
+func (a *Automaton) slowStep(s string, i int, pos int32) (int32, int, bool) {
 	state := a.decode(pos)
 	if c := s[i]; c < utf8.RuneSelf {
 		if a.fold {
-			c = asciiFold[c]
+			c = fold.ASCII(c)
 		}
 		state = a.next(state, c)
 		i++
 	} else {
 		r, w := utf8.DecodeRuneInString(s[i:])
 		if a.fold {
-			r = foldRune(r)
+			r = fold.Rune(r)
 		}
 		var buf [utf8.UTFMax]byte
 		n := utf8.EncodeRune(buf[:], r)
@@ -352,7 +392,7 @@ func (a *automaton) slowStep(s string, i int, pos int32) (int32, int, bool) {
 
 // emitAll reports the patterns ending at byte offset end, after ri runes, in
 // the state encoded as pos.
-func (a *automaton) emitAll(pos int32, ring []int32, ri, end int, emit func(id int32, start, end int)) {
+func (a *Automaton) emitAll(pos int32, ring []int32, ri, end int, emit func(id int32, start, end int)) {
 	for t := a.report[a.decode(pos)]; t >= 0; t = a.dict[t] {
 		id := a.out[t]
 		emit(id, int(ring[(ri-int(a.runes[id]))&a.ringMask]), end)
