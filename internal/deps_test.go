@@ -27,10 +27,10 @@ const module = "github.com/aiusage/kit/"
 //	internal/app/*  <- internal/cli <- cmd/aiusage        the service
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 var rules = map[string][]string{
-	"spec":                  {},
+	"spec":                  {"spec/internal/schemacheck"},
 	"spec/webhook":          {},
 	"conformance":           {"spec", "spec/webhook"},
-	"policy":                {"spec"},
+	"policy":                {"spec", "policy/internal/"},
 	"policy/embeddings":     {"policy", "spec"},
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
@@ -39,10 +39,18 @@ var rules = map[string][]string{
 	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec"},
+	"consumer":              {"provider", "spec", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
 	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
+
+	// The fast paths of the public packages (docs/design.md, "Fast paths"):
+	// only their owner imports them (see ownerOf).
+	"spec/internal/schemacheck":   {},
+	"consumer/internal/jsonvalue": {},
+	"policy/internal/fold":        {},
+	"policy/internal/ahocorasick": {"policy/internal/fold"},
+	"policy/internal/prefilter":   {"policy/internal/fold"},
 
 	"internal/infra/httpx":           {"spec"},
 	"internal/infra/sqldb":           {},
@@ -177,6 +185,11 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 				}
 			}
 		}
+		for _, im := range pk.imports {
+			if owner := ownerOf(im); owner != "" && name != owner && !strings.HasPrefix(name, owner+"/internal/") {
+				out = append(out, fmt.Sprintf("%s imports %s, an internal package of %s alone", name, im, owner))
+			}
+		}
 		for _, im := range append(slices.Clone(pk.imports), pk.testImports...) {
 			if who, ok := testOnly[im]; ok && !slices.Contains(who, name) {
 				out = append(out, fmt.Sprintf("%s imports %s, which only %v may import", name, im, who))
@@ -193,6 +206,21 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ownerOf returns the public package whose internal package im is, or ""
+// when it is none: only the owner and the owner's other internal packages
+// may import it (Go alone would let any package under the owner's directory
+// do so).
+func ownerOf(im string) string {
+	if strings.HasPrefix(im, "internal/") {
+		return ""
+	}
+	owner, _, ok := strings.Cut(im, "/internal/")
+	if !ok {
+		return ""
+	}
+	return owner
 }
 
 func allows(allowed []string, im string) bool {
@@ -231,6 +259,7 @@ func TestImportsCheckCatches(t *testing.T) {
 		{"testkit outside tests", func(p map[string]*pkg) { p["spec"].imports = []string{"internal/testkit/bench"} }, "spec imports the test-only"},
 		{"command tree", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/cli"} }, "conformance imports internal/cli, which only"},
 		{"public imports the service", func(p map[string]*pkg) { p["conformance"].testImports = []string{"internal/app/orgapi"} }, "the public conformance imports the service's"},
+		{"another package's fast path", func(p map[string]*pkg) { p["conformance"].imports = []string{"spec", "spec/internal/schemacheck"} }, "an internal package of spec alone"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := map[string]*pkg{}
