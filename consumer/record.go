@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/consumer/internal/jsonvalue"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -21,19 +22,6 @@ var schemaOf = map[Resource]string{
 	Events:        "event",
 	Usage:         "usage-bucket",
 }
-
-// fastCheckers holds the fast, sound check of each resource's schema in
-// lenient mode: when it accepts a record, the library's validation would
-// report nothing and is skipped; otherwise the library validates the record
-// and gives the quarantine reason. A resource whose schema has no fast path
-// (nil) is always validated by the library.
-var fastCheckers = func() map[Resource]*spec.Checker {
-	m := make(map[Resource]*spec.Checker, len(schemaOf))
-	for r, name := range schemaOf {
-		m[r], _ = spec.NewChecker(name, spec.WithMode(spec.Lenient)) // TestFastCheckers: none is nil
-	}
-	return m
-}()
 
 // maxReason bounds the quarantine reason kept for a record.
 const maxReason = 2000
@@ -64,20 +52,12 @@ const (
 // values outside an extensible enum are kept, as the spec allows additions)
 // and extracts what the store indexes.
 func parseRecord(r Resource, raw json.RawMessage) parsed {
-	return parseRecordChecked(r, raw, fastCheckers[r])
-}
-
-// parseRecordChecked is parseRecord with fast, the check that lets a
-// record skip the library's validation (nil: none does).
-func parseRecordChecked(r Resource, raw json.RawMessage, fast *spec.Checker) parsed {
 	if !utf8.Valid(raw) {
 		return parsed{reason: "not valid UTF-8", id: digestID(raw)}
 	}
-	inst, ok := decodeValue(raw)
-	if !ok {
-		if err := json.Unmarshal(raw, &inst); err != nil {
-			return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
-		}
+	inst, err := jsonvalue.Decode(raw)
+	if err != nil {
+		return parsed{reason: "not JSON: " + err.Error(), id: digestID(raw)}
 	}
 	obj, _ := inst.(map[string]any)
 	id, _ := obj["id"].(string)
@@ -85,16 +65,14 @@ func parseRecordChecked(r Resource, raw json.RawMessage, fast *spec.Checker) par
 	if id == "" || !storable(id) || len(id) > provider.MaxIDLength {
 		p.id = digestID(raw)
 	}
-	if !fast.Check(inst) {
-		findings, err := spec.ValidateValue(schemaOf[r], inst, spec.WithMode(spec.Lenient))
-		if err != nil {
-			p.reason = err.Error()
-			return p
-		}
-		if !spec.Valid(findings) {
-			p.reason = reasonOf(findings)
-			return p
-		}
+	findings, err := spec.ValidateValue(schemaOf[r], inst, spec.WithMode(spec.Lenient))
+	if err != nil {
+		p.reason = err.Error()
+		return p
+	}
+	if !spec.Valid(findings) {
+		p.reason = reasonOf(findings)
+		return p
 	}
 	p.rec.JSON = raw
 	exact := func(name string) time.Time {

@@ -29,10 +29,10 @@ const module = "github.com/aiusage/kit/"
 //	internal/testkit/*                                    test-only tools, imported by tests alone
 //	adapters/*, examples/*                                other products' data served, and examples: public packages only
 var rules = map[string][]string{
-	"spec":                  {},
+	"spec":                  {"spec/internal/schemacheck"},
 	"spec/webhook":          {"internal/infra/httpclient"},
 	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
-	"policy":                {"spec"},
+	"policy":                {"spec", "policy/internal/"},
 	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
@@ -41,10 +41,18 @@ var rules = map[string][]string{
 	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec", "internal/infra/httpclient"},
+	"consumer":              {"provider", "spec", "internal/infra/httpclient", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb"},
 	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
+
+	// The fast paths of the public packages (docs/design.md, "Fast paths"):
+	// only their owner imports them (see ownerOf).
+	"spec/internal/schemacheck":   {},
+	"consumer/internal/jsonvalue": {},
+	"policy/internal/fold":        {},
+	"policy/internal/ahocorasick": {"policy/internal/fold"},
+	"policy/internal/prefilter":   {"policy/internal/fold"},
 
 	"internal/infra/httpx":           {"spec"},
 	"internal/infra/sqldb":           {},
@@ -217,6 +225,11 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 				}
 			}
 		}
+		for _, im := range pk.imports {
+			if owner := ownerOf(im); owner != "" && name != owner && !strings.HasPrefix(name, owner+"/internal/") {
+				out = append(out, fmt.Sprintf("%s imports %s, an internal package of %s alone", name, im, owner))
+			}
+		}
 		for _, im := range append(slices.Clone(pk.imports), pk.testImports...) {
 			if who, ok := testOnly[im]; ok && !slices.Contains(who, name) {
 				out = append(out, fmt.Sprintf("%s imports %s, which only %v may import", name, im, who))
@@ -236,6 +249,21 @@ func check(pkgs map[string]*pkg, rules map[string][]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ownerOf returns the public package whose internal package im is, or ""
+// when it is none: only the owner and the owner's other internal packages
+// may import it (Go alone would let any package under the owner's directory
+// do so).
+func ownerOf(im string) string {
+	if strings.HasPrefix(im, "internal/") {
+		return ""
+	}
+	owner, _, ok := strings.Cut(im, "/internal/")
+	if !ok {
+		return ""
+	}
+	return owner
 }
 
 func allows(allowed []string, im string) bool {
@@ -280,6 +308,7 @@ func TestImportsCheckCatches(t *testing.T) {
 		}, "the feature internal/app/sources imports the feature internal/app/reviewapi"},
 		{"orgapi imports a feature", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"internal/app/sources"} }, "the feature internal/app/orgapi imports"},
 		{"non-example imports an example", func(p map[string]*pkg) { p["internal/app/orgapi"].imports = []string{"examples/embed"} }, "orgapi imports the example examples/embed"},
+		{"another package's fast path", func(p map[string]*pkg) { p["conformance"].imports = []string{"spec", "spec/internal/schemacheck"} }, "an internal package of spec alone"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := map[string]*pkg{}

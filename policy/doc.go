@@ -31,12 +31,11 @@
 //		report(res.Reasons)
 //	}
 //
-// StringMatch terms of a Set are searched all at once by one Aho-Corasick
-// automaton per case mode, in one pass over each message whatever the number
-// of terms. Regex patterns run on Go's regexp (RE2, linear time), after a
-// prefilter: the literals every match must contain are found by the same
-// automaton pass, and a pattern runs only on the parts of a message near them.
-// Semantic triggers go through a [SemanticMatcher]: the built-in
+// A StringMatch term matches as a whole word, case-folded unless the trigger
+// is case-sensitive; a Set finds all its terms in one pass over each message,
+// whatever their number. Regex patterns run on Go's regexp (RE2, linear
+// time) and report exactly its matches (FindAllStringIndex, without empty
+// matches). Semantic triggers go through a [SemanticMatcher]: the built-in
 // [LexicalMatcher] (the default) compares stemmed words and the concepts of a
 // table of policy vocabulary in English, German, French and Spanish, without
 // any network; [NGramMatcher], the earlier one, compares character n-grams;

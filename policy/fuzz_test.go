@@ -15,7 +15,7 @@ import (
 )
 
 // equalFold reports whether a and b are equal under simple case folding,
-// walking the SimpleFold orbit (independently of foldRune).
+// walking the SimpleFold orbit (independently of fold.Rune).
 func equalFold(a, b rune) bool {
 	if a == b {
 		return true

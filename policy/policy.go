@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/policy/internal/ahocorasick"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -60,7 +61,7 @@ type Options struct {
 	// bound.
 	MaxMatches int
 
-	// denseEntries overrides defaultDenseEntries (tests).
+	// denseEntries overrides ahocorasick.DefaultDenseEntries (tests).
 	denseEntries int
 }
 
@@ -106,12 +107,12 @@ func (e *CompileError) Unwrap() error { return e.Err }
 type Set struct {
 	instrs   []instr
 	regexes  []*regexInstr
-	folded   *automaton // case-insensitive StringMatch terms and the regexes' required literals
-	exact    *automaton // case-sensitive StringMatch terms
-	fpats    []patInfo  // per pattern of folded
-	epats    []patInfo  // per pattern of exact
-	semantic []int      // instructions with a Semantic trigger
-	queries  []string   // their texts
+	folded   *ahocorasick.Automaton // case-insensitive StringMatch terms and the regexes' required literals
+	exact    *ahocorasick.Automaton // case-sensitive StringMatch terms
+	fpats    []patInfo              // per pattern of folded
+	epats    []patInfo              // per pattern of exact
+	semantic []int                  // instructions with a Semantic trigger
+	queries  []string               // their texts
 	matcher  SemanticMatcher
 	mark     string
 	budget   time.Duration
@@ -150,9 +151,9 @@ type patInfo struct {
 func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 	opts = opts.withDefaults()
 	s := &Set{matcher: opts.Semantic, mark: opts.RedactionMark, budget: opts.Budget, maxMatch: opts.MaxMatches, instrs: make([]instr, len(instructions))}
-	folded, exact := newACBuilder(true), newACBuilder(false)
-	addPattern := func(b *acBuilder, infos *[]patInfo, p string) *patInfo {
-		id := b.add(p)
+	folded, exact := ahocorasick.NewBuilder(true), ahocorasick.NewBuilder(false)
+	addPattern := func(b *ahocorasick.Builder, infos *[]patInfo, p string) *patInfo {
+		id := b.Add(p)
 		if id < 0 {
 			return nil
 		}
@@ -192,7 +193,7 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 			ri.inst = i
 			r := int32(len(s.regexes))
 			s.regexes = append(s.regexes, ri)
-			for _, l := range ri.lits {
+			for _, l := range ri.filter.Literals {
 				if p := addPattern(folded, &s.fpats, l); p != nil {
 					p.lits = append(p.lits, r)
 				}
@@ -216,10 +217,10 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 			return fail(fmt.Errorf("unknown trigger type %q", t.Type))
 		}
 	}
-	s.folded, s.exact = folded.build(opts.denseEntries), exact.build(opts.denseEntries)
-	for _, a := range []*automaton{s.folded, s.exact} {
+	s.folded, s.exact = folded.Build(opts.denseEntries), exact.Build(opts.denseEntries)
+	for _, a := range []*ahocorasick.Automaton{s.folded, s.exact} {
 		if a != nil {
-			s.ringLen = max(s.ringLen, a.ringMask+1)
+			s.ringLen = max(s.ringLen, a.RingLen())
 		}
 	}
 	return s, nil
@@ -452,7 +453,7 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 		}
 	}
 	if s.folded != nil {
-		s.folded.scan(msg, st.ring, func(id int32, start, end int) {
+		s.folded.Scan(msg, st.ring, func(id int32, start, end int) {
 			p := &s.fpats[id]
 			addTerm(p, start, end)
 			for _, r := range p.lits {
@@ -461,7 +462,7 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 		})
 	}
 	if s.exact != nil {
-		s.exact.scan(msg, st.ring, func(id int32, start, end int) { addTerm(&s.epats[id], start, end) })
+		s.exact.Scan(msg, st.ring, func(id int32, start, end int) { addTerm(&s.epats[id], start, end) })
 	}
 	stop := func() bool { return ctx.Err() != nil || st.total > s.maxMatch }
 	for r, ri := range s.regexes {

@@ -10,64 +10,6 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-func TestRegexPrefilter(t *testing.T) {
-	t.Parallel()
-	digitPairs := func(suffix string) []string {
-		var out []string
-		for i := range 100 {
-			out = append(out, string(rune('0'+i/10))+string(rune('0'+i%10))+suffix)
-		}
-		return out
-	}
-	tests := []struct {
-		pattern  string
-		lits     []string // nil: no prefilter
-		windowed bool
-		maxLen   int
-	}{
-		{`\bCUST-\d{6}\b`, []string{"CUST-"}, true, 11},
-		{`(?i)\bproj-[a-z]{3}-\d{4}\b`, []string{"PROJ-"}, true, 19},     // (?i)[a-z] holds the Kelvin sign, 3 bytes
-		{`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`, nil, true, 0}, // "@" followed by a class: checked below
-		{`\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b`, digitPairs(""), true, 34},
-		{`\b\d{3}-\d{2}-\d{4}\b`, digitPairs("-"), true, 11},
-		{`\b(?:\d[ -]?){13,16}\b`, strings.Split("0 1 2 3 4 5 6 7 8 9", " "), true, 32},
-		{`\b(?:EMP|ACC)-\d{5}\b`, []string{"ACC-", "EMP-"}, true, 9},
-		{`(?m)^id-\d+$`, strings.Split("ID-0 ID-1 ID-2 ID-3 ID-4 ID-5 ID-6 ID-7 ID-8 ID-9", " "), false, 0},
-		{`secret|password`, []string{"PASSWORD", "SECRET"}, true, 8},
-		{`é\pL{0,3}`, []string{"É"}, true, 14},
-		{`(a+)+$`, nil, false, 0},
-		{`x*`, nil, false, 0},
-		{`.*`, nil, false, 0},
-		{`\w+`, nil, false, 0},
-		{`(?i)e`, nil, false, 0}, // too frequent to help
-	}
-	for _, tt := range tests {
-		t.Run(tt.pattern, func(t *testing.T) {
-			t.Parallel()
-			ri, err := compileRegex(tt.pattern, true)
-			require.NoError(t, err)
-			if strings.Contains(tt.pattern, "@") {
-				require.True(t, ri.prefilter)
-				for _, l := range ri.lits {
-					require.True(t, strings.HasPrefix(l, "@"), l)
-				}
-			} else {
-				require.Equal(t, tt.lits != nil, ri.prefilter)
-				require.Equal(t, tt.lits, ri.lits)
-			}
-			require.Equal(t, tt.windowed, ri.windowed)
-			require.Equal(t, tt.maxLen, ri.maxLen)
-		})
-	}
-	t.Run("anchored pattern is prefiltered, not windowed", func(t *testing.T) {
-		t.Parallel()
-		ri, err := compileRegex(`^\d+ CUST`, true)
-		require.NoError(t, err)
-		require.True(t, ri.prefilter)
-		require.False(t, ri.windowed)
-	})
-}
-
 // TestRegexWindows checks that a bounded pattern runs on small windows of a
 // long message, with the same matches as the whole message.
 func TestRegexWindows(t *testing.T) {
@@ -79,10 +21,10 @@ func TestRegexWindows(t *testing.T) {
 	set, err := Compile([]spec.Instruction{{ID: "iban", Action: spec.ActionBlock, Trigger: spec.RegexTrigger(ri.re.String(), true)}}, Options{})
 	require.NoError(t, err)
 	var occ [][2]int32
-	set.folded.scan(text, make([]int32, set.ringLen), func(id int32, start, end int) {
+	set.folded.Scan(text, make([]int32, set.ringLen), func(id int32, start, end int) {
 		occ = append(occ, [2]int32{int32(start), int32(end)})
 	})
-	windows := ri.windows(text, occ, nil)
+	windows := ri.filter.Windows(text, occ, nil)
 	covered := 0
 	for _, w := range windows {
 		covered += w[1] - w[0]
@@ -96,19 +38,6 @@ func TestRegexWindows(t *testing.T) {
 	require.Equal(t, []spec.MatchSpan{
 		{Start: want[0][0], End: want[0][1]}, {Start: want[1][0], End: want[1][1]},
 	}, res.Reasons[0].Matches)
-}
-
-func TestFoldRune(t *testing.T) {
-	t.Parallel()
-	for _, group := range []string{"aA", "kK\u212A", "sSſ", "ßẞ", "σςΣ", "Ǆǅǆ", "1", "東", "\ufffd"} {
-		rs := []rune(group)
-		for _, r := range rs {
-			require.Equal(t, foldRune(rs[0]), foldRune(r), "%q", group)
-			require.Equal(t, foldRune(r), foldRune(foldRune(r)))
-		}
-	}
-	require.NotEqual(t, foldRune('a'), foldRune('b'))
-	require.NotEqual(t, foldRune('ß'), foldRune('s'))
 }
 
 // TestAutomatonDenseAndSparse compares automata of many terms with dense

@@ -7,6 +7,8 @@ import (
 	"math"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aiusage/kit/policy/internal/fold"
 )
 
 // SemanticMatcher decides which text segments are similar in meaning to each
@@ -174,7 +176,7 @@ func newNGramVector(s string, n int) ngramVector {
 	}
 	for _, r := range s {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) {
-			word = append(word, unicode.ToLower(foldRune(r)))
+			word = append(word, unicode.ToLower(fold.Rune(r)))
 			continue
 		}
 		flush()

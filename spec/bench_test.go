@@ -98,27 +98,8 @@ func benchValidate(b *testing.B, page []byte, opts ...spec.ValidateOption) {
 	}
 }
 
-// BenchmarkCheckConversationPage is the fast check the consumer runs on
-// each record before, and mostly instead of, the library's validation:
-// compare it with BenchmarkValidateConversationRecords.
-func BenchmarkCheckConversationPage(b *testing.B) {
-	records := decodedRecords(b)
-	c, err := spec.NewChecker("conversation", spec.WithMode(spec.Lenient))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, r := range records {
-			if !c.Check(r) {
-				b.Fatal("the fast check refuses a record")
-			}
-		}
-	}
-}
-
 // BenchmarkValidateConversationRecords validates the records of a page one
-// by one with the library, as the consumer did before the fast check.
+// by one, as the consumer does with every record it receives.
 func BenchmarkValidateConversationRecords(b *testing.B) {
 	records := decodedRecords(b)
 	b.ReportAllocs()

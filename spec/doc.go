@@ -41,16 +41,13 @@
 // schemas. [Strict] mode, the default, reports an unknown value as a
 // [LevelWarning]; [Lenient] mode accepts it silently.
 //
-// For many records of one schema, [NewChecker] compiles the schema into a
-// [Checker] whose Check is a fast, sound filter: true means [ValidateValue]
-// would report no finding; false means "ask the library", which then gives
-// the findings. The consumer checks every received record this way. Only
-// the record schemas (conversation, assistant, event, usage-bucket) are
-// guaranteed a fast path; others may be refused with [ErrNoFastPath].
+// [ValidateValue] is cheap enough to run on every record a consumer
+// receives (conversation, assistant, event, usage-bucket); its findings
+// always come from the JSON Schema library.
 //
 // JSON Schema's date-time format accepts offsets and lowercase letters; the
 // specification wants UTC. [Validate] and [CheckTimestamp] insist on the
 // uppercase Z.
 //
-// spec imports no other package of the kit.
+// spec imports no other package of the kit but its own internal ones.
 package spec

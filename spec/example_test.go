@@ -74,25 +74,19 @@ func ExampleListSchema() {
 	// instruction ->  false
 }
 
-func ExampleChecker() {
-	c, err := spec.NewChecker("conversation", spec.WithMode(spec.Lenient))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+func ExampleValidateValue() {
 	for _, doc := range []any{
 		map[string]any{"id": "c1", "startedAt": "2026-01-02T03:04:05Z", "messages": []any{map[string]any{"role": "developer"}}},
 		map[string]any{"id": "c2", "startedAt": "2026-01-02T04:04:05+01:00"},
 	} {
-		if c.Check(doc) {
-			fmt.Println("valid")
+		findings, err := spec.ValidateValue("conversation", doc, spec.WithMode(spec.Lenient))
+		if err != nil {
+			fmt.Println(err)
 			continue
 		}
-		// Not certain: the library says why.
-		findings, _ := spec.ValidateValue("conversation", doc, spec.WithMode(spec.Lenient))
-		fmt.Println(findings)
+		fmt.Println(spec.Valid(findings), findings)
 	}
 	// Output:
-	// valid
-	// [/startedAt: "2026-01-02T04:04:05+01:00" is not in UTC: write it with Z instead of an offset, for example 2026-01-02T03:04:05Z]
+	// true []
+	// false [/startedAt: "2026-01-02T04:04:05+01:00" is not in UTC: write it with Z instead of an offset, for example 2026-01-02T03:04:05Z]
 }

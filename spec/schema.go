@@ -17,6 +17,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/aiusage/kit/spec/internal/schemacheck"
 )
 
 // SchemaBaseURL is the base of every schema's absolute $id.
@@ -116,9 +118,10 @@ var ErrInvalidJSON = errors.New("spec: invalid JSON")
 
 type registry struct {
 	schemas    map[string]*jsonschema.Schema
-	extensible map[string]bool   // schema location -> enum is extensible
-	messages   map[string]string // schema location -> x-message
-	timestamps map[string]bool   // schema location -> timestamp (true: millis)
+	fast       map[string]*schemacheck.Checker // the schemas with a fast check
+	extensible map[string]bool                 // schema location -> enum is extensible
+	messages   map[string]string               // schema location -> x-message
+	timestamps map[string]bool                 // schema location -> timestamp (true: millis)
 	names      []string
 }
 
@@ -136,6 +139,7 @@ func load() (*registry, error) {
 func compile() (*registry, error) {
 	r := &registry{
 		schemas:    map[string]*jsonschema.Schema{},
+		fast:       map[string]*schemacheck.Checker{},
 		extensible: map[string]bool{},
 		messages:   map[string]string{},
 		timestamps: map[string]bool{},
@@ -176,6 +180,9 @@ func compile() (*registry, error) {
 			return nil, fmt.Errorf("spec: schema %s: %w", name, err)
 		}
 		r.schemas[name] = s
+		if fc, err := schemacheck.Compile(SchemaBaseURL+name+".json", embedded); err == nil {
+			r.fast[name] = fc
+		}
 	}
 	r.timestamps[SchemaBaseURL+"common.json#/$defs/timestamp"] = false
 	r.timestamps[SchemaBaseURL+"common.json#/$defs/timestampMillis"] = true
@@ -202,6 +209,15 @@ func (r *registry) annotate(id, ptr string, v any) {
 			r.annotate(id, ptr+"/"+strconv.Itoa(i), child)
 		}
 	}
+}
+
+// embedded returns the embedded schema whose $id is url.
+func embedded(url string) ([]byte, error) {
+	name, ok := strings.CutPrefix(url, SchemaBaseURL)
+	if !ok || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("spec: schema %s is not embedded", url)
+	}
+	return schemaFS.ReadFile("schemas/" + name)
 }
 
 // noRemote refuses to fetch anything: every schema is embedded.
@@ -261,6 +277,9 @@ func ValidateValue(schemaName string, inst any, opts ...ValidateOption) ([]Findi
 	s, ok := r.schemas[schemaName]
 	if !ok {
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownSchema, schemaName, strings.Join(r.names, ", "))
+	}
+	if r.fast[schemaName].Check(inst, cfg.mode == Lenient) {
+		return nil, nil // the library would find nothing either
 	}
 	err = s.Validate(inst)
 	if err == nil {
