@@ -22,7 +22,7 @@ func TestPageCacheInvalidation(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		reader, writer := newSource(t, db), newSource(t, db)
-		require.NotNil(t, reader.cache)
+		require.IsType(t, &cachedPages{}, reader.pages)
 		for i := range 5 {
 			require.NoError(t, writer.UpsertConversation(ctx, "t1", spec.Conversation{ID: fmt.Sprint("c", i), StartedAt: spec.NewTime(t0), UpdatedAt: spec.NewTime(t0), Model: "v1"}))
 			require.NoError(t, writer.UpsertConversation(ctx, "t2", spec.Conversation{ID: fmt.Sprint("c", i), StartedAt: spec.NewTime(t0), UpdatedAt: spec.NewTime(t0)}))
@@ -137,10 +137,10 @@ func TestWithoutPageCache(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		s, err := New(ctx, db.DB, Dialect(db.Dialect), WithPageCache(0), WithNow(func() time.Time { return clock }))
+		s, err := New(ctx, db.DB, db.Dialect, WithPageCache(0), WithNow(func() time.Time { return clock }))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
-		require.Nil(t, s.cache)
+		require.Same(t, s, s.pages)
 		want := conversationFixture(t, s, "t1")
 		all := sortedByKey(want, provider.ConversationKey, nil)
 		for _, limit := range []int{1, 4, 100} {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/internal/testkit/pagemem"
 	"github.com/aiusage/kit/provider"
 )
@@ -151,9 +152,9 @@ func TestSizedQueryPlans(t *testing.T) {
 			for _, tc := range planCases() {
 				k := *tc.k
 				k.maxBytes, k.dialect = provider.DefaultMaxPageBytes, db.Dialect
-				for _, q := range []func(bool) (string, []any){k.query, k.sizedQuery} {
+				for _, mode := range []sqlpage.Mode{sqlpage.Guarded, sqlpage.Sized} {
 					for _, withRev := range []bool{false, true} {
-						query, args := q(withRev)
+						query, args := k.query(mode, withRev)
 						sized := strings.HasPrefix(query, "WITH")
 						if d == "sqlite" {
 							plan := explainSQLite(t, db, query, args)
