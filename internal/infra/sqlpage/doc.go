@@ -4,9 +4,10 @@
 //
 // A list is a keyset query: the rows after a position, in (time, id)
 // order, LIMIT limit+1 (the row past the limit says that more follow), so
-// that a page reads one index range whatever its depth. [sqldb.Args] numbers a
-// query's placeholders; [sqldb.KeysetBound] writes the bound that starts a
-// page.
+// that a page reads one index range whatever its depth. [sqldb.Args]
+// numbers a query's placeholders; [sqldb.KeysetBound] writes the bound that
+// starts a page; [CheckLimit] and [Position] take the list query's limit
+// and position.
 //
 // A page with a byte budget (a list query's MaxBytes) never reads limit
 // whole records. Its first query, [Guarded], reads every row's byte length
@@ -21,5 +22,5 @@
 // [provider.RawRecord]: its records lie in one buffer as the list serves
 // them, joined by commas, so that [provider.Handler] writes them without
 // copying (see [provider.RawRecord]). [Decode] decodes such a page into
-// records.
+// records; [DBError] turns the driver's errors into the data source's.
 package sqlpage
