@@ -143,7 +143,7 @@ func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *merge
 
 // mergedSQL returns the query of a merged page of k's resource and filters
 // over sources (sorted), after pos (nil: from the start), in mode (see
-// [pageMode]); the byte lengths of a page with a budget count the
+// [sqlpage.Mode]); the byte lengths of a page with a budget count the
 // sourceId member each record is served with.
 func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string, mode sqlpage.Mode) (string, []any) {
 	var (
