@@ -61,7 +61,7 @@ func BenchmarkSavePage(b *testing.B) {
 					db = sqldbtest.Open(b, sqldb.Postgres)
 					opts = append(opts, sqlstore.WithAsyncCommit())
 				}
-				s, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect), opts...)
+				s, err := sqlstore.New(ctx, db.DB, db.Dialect, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,67 +5,18 @@
 // tenants are the source names, so that what was collected from a provider
 // can be served again, as received, through [provider.NewHandler].
 //
-// # Usage
-//
-//	store, err := sqlstore.Open(ctx, "sqlite:/var/lib/aiusage/consumer.db") // applies the migrations
-//	if err != nil {
-//		return err
-//	}
-//	defer store.Close() // and the database
-//
-// or over a *sql.DB of yours, which you close after the Store (see [New] for
-// the drivers and SQLite settings it expects), possibly the one
-// provider/sqlsource uses: every table here is prefixed consumer_.
-//
-//	store, err := sqlstore.New(ctx, db.DB, sqlstore.Dialect(db.Dialect), sqlstore.Postgres) // applies the migrations
-//
-// then:
-//
-//	poller, err := consumer.NewPoller(source, store, &consumer.Config{...})
-//
-//	// Serve what was collected from source "acme" (tenant = source name):
-//	h, err := provider.NewHandler(store, provider.WithTokens(provider.Token{Secret: s, Tenant: "acme"}))
-//
-// # Storage
-//
-// consumer_records holds one row per record of every source and resource,
-// keyed by (source, resource, id), with the JSON exactly as received in
-// body, the indexed fields beside it (times as milliseconds since the Unix
-// epoch; ids byte-ordered: SQLite's BINARY collation, COLLATE "C" on
-// PostgreSQL), the run that last saw it and, for records a complete full
-// re-pull no longer found, the Missing time. Usage buckets keep their key
-// and metrics in columns for aggregation. Pages of the collected view are
-// keyset queries on (source, resource, pos_ms, id), where pos_ms is the
-// record's Time except for conversations marked Missing, or that came back
-// since (below); a page with a byte budget (the list query's MaxBytes, the
-// page cap of [provider.Handler]) reads the rows' byte lengths and only
-// the bodies of at most budget/(limit+1) bytes, and, when a body it left
-// out fits, reads the page again adding the lengths up and reading only
-// the bodies that fit, so it never reads limit whole records; usage buckets have a partial index in [provider.UsageKey]
-// order. The sweep of a usage window reads one range of either index.
-// Conversations keep their user.id and assistant.id in the columns of
-// those dimensions (up to 256 bytes), and live conversations (neither
-// tombstones nor Missing) have three small partial indexes by (source,
-// started_ms, id), with user_id or assistant_id after the source, for
-// [Store.SearchConversations]; usage buckets record whether they carried a
-// cost (has_cost), for [Store.UsageSeries].
-// consumer_checkpoints, consumer_leases and consumer_quarantine hold the
-// rest, one row per (source, resource) or per quarantined record.
-// [Store.Status] counts with index ranges (the Missing records have a small
-// partial index of their own).
+// [Open] opens a database from a URL and owns it; [New] works on a
+// *sql.DB of yours, possibly the one provider/sqlsource uses (every table
+// here is prefixed consumer_). Either applies the package's migrations.
+// Give the Store to [consumer.NewPoller]; serve it with
+// [provider.NewHandler] (see the examples).
 //
 // [Store.SavePage] and [Store.EndRun] (which commits the walk's last page
-// with its sweep and checkpoint) run in one transaction that first checks
-// and extends the lease (an UPDATE of the lease row, which also locks it
-// until the commit), then writes. Records are upserted with
-// INSERT ... ON CONFLICT statements that keep a stored record whose Time is
-// newer: on PostgreSQL one statement per page, its columns passed as
-// arrays; on SQLite multi-row statements of a few records. Writing the
-// records' bytes costs most of a page (the WAL, its checkpoints and the
-// commit's sync): on SQLite, "sqlite:PATH?_pragma=synchronous(NORMAL)"
-// saves the sync at each commit, on PostgreSQL [WithAsyncCommit], both at
-// the price of the last commits on a crash (never consistency: a page and
-// its checkpoint are lost together, and fetched again).
+// with its sweep and checkpoint) each run in one transaction that first
+// checks and extends the lease, then writes: a page and its checkpoint are
+// stored together or not at all. A record is never replaced by an older
+// version (by its Time). [WithAsyncCommit] trades the last commits on a
+// crash of PostgreSQL for speed, never consistency.
 //
 // # The collected view
 //
@@ -80,7 +31,9 @@
 // older than its Missing time, it stays listed there, and is served with
 // that time as updatedAt (the only member changed), until a newer version
 // comes. [Store.Export] writes records as received, in the order of their
-// own Time, and with includeMissing the Missing ones too.
+// own Time, and with includeMissing the Missing ones too. Lists are keyset
+// pages: a page costs the same at any depth, and one with a byte budget
+// (the query's MaxBytes) costs about the budget.
 //
 // [Store.Usage] aggregates the stored buckets, which are already
 // aggregates, so two metrics are approximations when buckets are combined:
@@ -110,14 +63,16 @@
 // [Store.Merged] serves several sources as one tenant (the oversight
 // service's view of an organisation): the union of their lists, each record
 // with a "sourceId" member, in (time, id, source) order, so that records of
-// different sources sharing an id and a time keep one order across pages; a
-// page merges one keyset range per source. Its usage sums the sources'
-// buckets. It has no single records, ids being unique only within a
-// source.
+// different sources sharing an id and a time keep one order across pages.
+// Its usage sums the sources' buckets. It has no single records, ids being
+// unique only within a source.
 //
 // For dashboards, [Store.UsageSeries] sums the usage of several sources by
 // hour or day, grouped by source and any of the four dimensions, with the
 // cost where the buckets reported one; [Store.SearchConversations] finds
 // the live conversations of several sources by user, assistant and
 // startedAt range, newest first, in keyset pages.
+//
+// The tables and indexes are described in the kit's docs/design.md,
+// section Storage.
 package sqlstore

@@ -22,7 +22,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func newStore(t testing.TB, db *sqldb.DB) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.New(t.Context(), db.DB, sqlstore.Dialect(db.Dialect))
+	s, err := sqlstore.New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s

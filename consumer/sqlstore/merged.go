@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -108,7 +109,7 @@ func parseMergedKey(k *provider.Key) (*mergedPosition, error) {
 // sources up to the position's, which have listed the position's ties),
 // merged by one query in (pos_ms, id, source) order.
 func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (provider.Page[provider.RawRecord], error) {
-	if err := checkLimit(k.limit); err != nil {
+	if err := sqlpage.CheckLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
 	pos, err := parseMergedKey(k.after)
@@ -122,19 +123,13 @@ func (m *Merged) listRaw(ctx context.Context, op, tenant string, k keyset) (prov
 	if len(sources) == 0 {
 		return provider.Page[provider.RawRecord]{Items: []provider.RawRecord{}}, nil
 	}
-	mode := plain
-	if k.maxBytes > 0 {
-		mode = guarded
-	}
-	p, err := m.queryPage(ctx, op, &k, pos, sources, mode)
-	if errors.Is(err, errSized) {
-		return m.queryPage(ctx, op, &k, pos, sources, sized)
-	}
-	return p, err
+	return sqlpage.Read(k.maxBytes, func(mode sqlpage.Mode) (provider.Page[provider.RawRecord], error) {
+		return m.queryPage(ctx, op, &k, pos, sources, mode)
+	})
 }
 
 // queryPage reads a merged page with the query of mode.
-func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (provider.Page[provider.RawRecord], error) {
+func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *mergedPosition, sources []string, mode sqlpage.Mode) (provider.Page[provider.RawRecord], error) {
 	query, args := mergedSQL(m.s.db.Dialect, k, pos, sources, mode)
 	// Not prepared: the text depends on the number of sources and on
 	// where the position's source falls among them.
@@ -148,24 +143,24 @@ func (m *Merged) queryPage(ctx context.Context, op string, k *keyset, pos *merge
 
 // mergedSQL returns the query of a merged page of k's resource and filters
 // over sources (sorted), after pos (nil: from the start), in mode (see
-// [pageMode]); the byte lengths of a page with a budget count the
+// [sqlpage.Mode]); the byte lengths of a page with a budget count the
 // sourceId member each record is served with.
-func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string, mode pageMode) (string, []any) {
+func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string, mode sqlpage.Mode) (string, []any) {
 	var (
 		b    strings.Builder
-		args []any
+		args sqldb.Args
 	)
 	columns := viewColumns + ", source"
 	switch mode {
-	case guarded:
-		args = append(args, guardBytes(k.maxBytes, k.limit))
+	case sqlpage.Guarded:
+		args.Add(sqlpage.GuardBytes(k.maxBytes, k.limit))
 		columns = guardedColumns + ", source, " + mergedLength
-	case sized:
+	case sqlpage.Sized:
 		columns = fmt.Sprintf(mergedSizedColumns, d.RowAddress())
 	}
 	merged := func() (string, []any) {
-		if mode == sized {
-			return sizedSQL(d, b.String(), args, "pos_ms, id, source", "source", k.limit, k.maxBytes)
+		if mode == sqlpage.Sized {
+			return sizedSQL(d, b.String(), args, "pos_ms, id, source", ", s.source", k.limit, k.maxBytes)
 		}
 		return b.String(), args
 	}
@@ -187,8 +182,7 @@ func mergedSQL(d sqldb.Dialect, k *keyset, pos *mergedPosition, sources []string
 		sk.write(&b, &args, columns)
 		fmt.Fprintf(&b, ") AS s%d", i)
 	}
-	args = append(args, k.limit+1)
-	fmt.Fprintf(&b, "\nORDER BY pos_ms, id, source LIMIT $%d", len(args))
+	fmt.Fprintf(&b, "\nORDER BY pos_ms, id, source LIMIT %s", args.Add(k.limit+1))
 	return merged()
 }
 
@@ -277,21 +271,21 @@ func (m *Merged) ListEventsRaw(ctx context.Context, q provider.EventQuery) (prov
 // implements [provider.DataSource].
 func (m *Merged) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
 	p, err := m.ListConversationsRaw(ctx, q)
-	return decodePage[spec.Conversation]("list conversations", p, err)
+	return sqlpage.Decode[spec.Conversation]("sqlstore: list conversations", p, err)
 }
 
 // ListAssistants is [Merged.ListAssistantsRaw], decoded. It implements
 // [provider.DataSource].
 func (m *Merged) ListAssistants(ctx context.Context, q provider.AssistantQuery) (provider.Page[spec.Assistant], error) {
 	p, err := m.ListAssistantsRaw(ctx, q)
-	return decodePage[spec.Assistant]("list assistants", p, err)
+	return sqlpage.Decode[spec.Assistant]("sqlstore: list assistants", p, err)
 }
 
 // ListEvents is [Merged.ListEventsRaw], decoded. It implements
 // [provider.DataSource].
 func (m *Merged) ListEvents(ctx context.Context, q provider.EventQuery) (provider.Page[spec.Event], error) {
 	p, err := m.ListEventsRaw(ctx, q)
-	return decodePage[spec.Event]("list events", p, err)
+	return sqlpage.Decode[spec.Event]("sqlstore: list events", p, err)
 }
 
 // errNoSingleRecords is the answer of the merged view's single records.

@@ -13,6 +13,7 @@ import (
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -39,7 +40,7 @@ func mergedPlanCases() map[string]struct {
 func TestMergedPlanSQLite(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
 	for _, sources := range [][]string{{"s1"}, {"s1", "s2", "s3"}} {
@@ -47,7 +48,7 @@ func TestMergedPlanSQLite(t *testing.T) {
 			name := fmt.Sprintf("%d sources, %s", len(sources), name)
 			query, args := mergedSQL(sqldb.SQLite, &tc.k, tc.pos, sources, tc.mode)
 			plan := explainSQLite(t, db, query, args)
-			if tc.mode == sized {
+			if tc.mode == sqlpage.Sized {
 				// Each body that fits is read by its rowid.
 				require.Contains(t, plan, "SEARCH consumer_records USING INTEGER PRIMARY KEY (rowid=?)", "%s:\n%s", name, plan)
 			}
@@ -67,7 +68,7 @@ func TestMergedPlanSQLite(t *testing.T) {
 func TestMergedPlanPostgres(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.Postgres)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
 	ctx := t.Context()
@@ -88,7 +89,7 @@ func TestMergedPlanPostgres(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, len(sources), strings.Count(plan, "Index Scan using consumer_records_pos on consumer_records"), "%s:\n%s", name, plan)
-			if tc.mode == sized {
+			if tc.mode == sqlpage.Sized {
 				// Each body that fits is read by its ctid.
 				require.Contains(t, plan, "Tid Scan on consumer_records", "%s:\n%s", name, plan)
 			}
@@ -104,7 +105,7 @@ func TestMergedPlanPostgres(t *testing.T) {
 type sizedPlanCase struct {
 	k    keyset
 	pos  *mergedPosition
-	mode pageMode
+	mode sqlpage.Mode
 }
 
 // sizedPlanCases are mergedPlanCases, and each again with the byte budget
@@ -113,10 +114,10 @@ type sizedPlanCase struct {
 func sizedPlanCases() map[string]sizedPlanCase {
 	cases := map[string]sizedPlanCase{}
 	for name, tc := range mergedPlanCases() {
-		cases[name] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: plain}
+		cases[name] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sqlpage.Plain}
 		tc.k.maxBytes = provider.DefaultMaxPageBytes
-		cases[name+", guarded"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: guarded}
-		cases[name+", sized"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sized}
+		cases[name+", guarded"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sqlpage.Guarded}
+		cases[name+", sized"] = sizedPlanCase{k: tc.k, pos: tc.pos, mode: sqlpage.Sized}
 	}
 	return cases
 }
@@ -171,7 +172,7 @@ func searchPlanCases() map[string]struct {
 func TestSearchPlanSQLite(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSearchPlans(t, s)
 	sources := []string{"s1", "s2", "s3"}
@@ -190,7 +191,7 @@ func TestSearchPlanSQLite(t *testing.T) {
 func TestSearchPlanPostgres(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.Postgres)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSearchPlans(t, s)
 	ctx := t.Context()

@@ -101,7 +101,7 @@ func countRows(t *testing.T, db *sqldb.DB, query string) int {
 func TestSweepPlanSQLite(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
 	for _, tc := range sweepCases() {
@@ -140,7 +140,7 @@ func explainSQLite(t *testing.T, db *sqldb.DB, query string, args []any) string 
 func TestSweepPlanPostgres(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.Postgres)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	fillForSweepPlans(t, s)
 	ctx := t.Context()

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -73,7 +74,7 @@ func (s *Store) SearchConversations(ctx context.Context, q ConversationSearch) (
 	if q.Limit == 0 {
 		q.Limit = provider.DefaultLimit
 	}
-	if err := checkLimit(q.Limit); err != nil {
+	if err := sqlpage.CheckLimit(q.Limit); err != nil {
 		return ConversationPage{}, err
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
@@ -132,12 +133,8 @@ func (s *Store) SearchConversations(ctx context.Context, q ConversationSearch) (
 func searchSQL(q *ConversationSearch, sources []string) (string, []any) {
 	var (
 		b    strings.Builder
-		args []any
+		args sqldb.Args
 	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
 	const columns = viewColumns + ", source"
 	for i, src := range sources {
 		if len(sources) > 1 {
@@ -147,15 +144,15 @@ func searchSQL(q *ConversationSearch, sources []string) (string, []any) {
 			fmt.Fprintf(&b, "SELECT %s FROM (", columns)
 		}
 		fmt.Fprintf(&b, "SELECT %s FROM consumer_records WHERE source = %s AND resource = 'conversations'"+
-			" AND deleted = FALSE AND missing_at IS NULL", columns, arg(src))
+			" AND deleted = FALSE AND missing_at IS NULL", columns, args.Add(src))
 		if q.UserID != "" {
-			fmt.Fprintf(&b, " AND user_id = %s", arg(q.UserID))
+			fmt.Fprintf(&b, " AND user_id = %s", args.Add(q.UserID))
 		}
 		if q.AssistantID != "" {
-			fmt.Fprintf(&b, " AND assistant_id = %s", arg(q.AssistantID))
+			fmt.Fprintf(&b, " AND assistant_id = %s", args.Add(q.AssistantID))
 		}
 		if !q.From.IsZero() {
-			fmt.Fprintf(&b, " AND started_ms >= %s", arg(ms(q.From.Add(time.Millisecond-1))))
+			fmt.Fprintf(&b, " AND started_ms >= %s", args.Add(ms(q.From.Add(time.Millisecond-1))))
 		}
 		// One upper bound, the tighter: the position's or To's. Rows
 		// before the position start at or before it, so before To when
@@ -169,17 +166,17 @@ func searchSQL(q *ConversationSearch, sources []string) (string, []any) {
 			if src < a.Source {
 				op = "<="
 			}
-			fmt.Fprintf(&b, " AND (started_ms, id) %s (%s, %s)", op, arg(ms(a.StartedAt)), arg(a.ID))
+			fmt.Fprintf(&b, " AND (started_ms, id) %s (%s, %s)", op, args.Add(ms(a.StartedAt)), args.Add(a.ID))
 		} else if !q.To.IsZero() {
-			fmt.Fprintf(&b, " AND started_ms < %s", arg(to))
+			fmt.Fprintf(&b, " AND started_ms < %s", args.Add(to))
 		}
-		fmt.Fprintf(&b, " ORDER BY started_ms DESC, id DESC LIMIT %s", arg(q.Limit+1))
+		fmt.Fprintf(&b, " ORDER BY started_ms DESC, id DESC LIMIT %s", args.Add(q.Limit+1))
 		if len(sources) > 1 {
 			fmt.Fprintf(&b, ") AS s%d", i)
 		}
 	}
 	if len(sources) > 1 {
-		fmt.Fprintf(&b, "\nORDER BY started_ms DESC, id DESC, source DESC LIMIT %s", arg(q.Limit+1))
+		fmt.Fprintf(&b, "\nORDER BY started_ms DESC, id DESC, source DESC LIMIT %s", args.Add(q.Limit+1))
 	}
 	return b.String(), args
 }

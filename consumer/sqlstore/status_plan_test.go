@@ -16,7 +16,7 @@ import (
 func TestStatusPlan(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+		s, err := New(t.Context(), db.DB, db.Dialect)
 		require.NoError(t, err)
 		fillForSweepPlans(t, s)
 		ctx := t.Context()

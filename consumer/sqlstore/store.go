@@ -3,12 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -77,17 +76,18 @@ func WithAsyncCommit() Option {
 }
 
 // Dialect names the SQL dialect of a database given to [New], and so the
-// driver it was opened with.
-type Dialect string
+// driver it was opened with: [SQLite] or [Postgres]. It is the kit's one
+// dialect type, shared with provider/sqlsource.
+type Dialect = sqldb.Dialect
 
 // The dialects a Store works on.
 const (
 	// SQLite is a database opened with modernc.org/sqlite (driver name
 	// "sqlite").
-	SQLite Dialect = "sqlite"
+	SQLite = sqldb.SQLite
 	// Postgres is a PostgreSQL database opened with
 	// github.com/jackc/pgx/v5/stdlib (driver name "pgx", or stdlib.OpenDB).
-	Postgres Dialect = "postgres"
+	Postgres = sqldb.Postgres
 )
 
 // New returns a Store over db, a pool the caller opened, of the given
@@ -113,7 +113,7 @@ func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Sto
 	if db == nil {
 		return nil, errors.New("sqlstore: New: db is nil")
 	}
-	sdb, err := sqldb.Wrap(ctx, db, sqldb.Dialect(dialect))
+	sdb, err := sqldb.Wrap(ctx, db, dialect)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: New: %w", err)
 	}
@@ -299,28 +299,10 @@ func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	return s.stmts.Prepare(ctx, s.db.DB, query)
 }
 
-// dbError turns an error of the database driver into one of the kit's: the
-// context's error when ctx ended, provider.ErrUnavailable for a lost
-// connection, otherwise an error carrying only the driver's message (never
-// its type).
+// dbError turns an error of the database driver into one of the kit's
+// (see [sqlpage.DBError]).
 func dbError(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("sqlstore: %s: %w", op, cerr)
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("sqlstore: %s: %w", op, context.Canceled)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("sqlstore: %s: %w", op, context.DeadlineExceeded)
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), isNetError(err):
-		return fmt.Errorf("sqlstore: %s: %w: %v", op, provider.ErrUnavailable, err)
-	}
-	return fmt.Errorf("sqlstore: %s: %v", op, err)
-}
-
-func isNetError(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne)
+	return sqlpage.DBError(ctx, "sqlstore", op, err)
 }
 
 // checkResource returns an error unless r is one of [consumer.Resources].

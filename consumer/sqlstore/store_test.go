@@ -25,7 +25,7 @@ func TestNewIsIdempotent(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		// The provider's tables may share the database.
-		src, err := sqlsource.New(t.Context(), db.DB, sqlsource.Dialect(db.Dialect))
+		src, err := sqlsource.New(t.Context(), db.DB, db.Dialect)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, src.Close()) })
 		newStore(t, db)
@@ -117,7 +117,7 @@ func TestUpsertKeepsNewer(t *testing.T) {
 func TestSavePageChunks(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		s, err := sqlstore.New(t.Context(), db.DB, sqlstore.Dialect(db.Dialect), sqlstore.WithAsyncCommit())
+		s, err := sqlstore.New(t.Context(), db.DB, db.Dialect, sqlstore.WithAsyncCommit())
 		require.NoError(t, err)
 		l := acquire(t, s, lease("src", consumer.Events, "p1"))
 		var recs []consumer.Record

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,25 +73,21 @@ func floorSQL(col string, w int64) string {
 // non-empty userId values of the buckets grouped by userId that have
 // requests, plus the activeUsers of the buckets not grouped by userId.
 func (p *usagePlan) sql() (string, []any) {
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	var args sqldb.Args
 	// One source: r.source = $1, the query the collected view of a source
 	// has always run; several: an IN list, each source one range of the
 	// index of usage buckets.
-	inSources := arg(p.sources[0])
+	inSources := args.Add(p.sources[0])
 	if len(p.sources) > 1 {
 		ph := []string{inSources}
 		for _, src := range p.sources[1:] {
-			ph = append(ph, arg(src))
+			ph = append(ph, args.Add(src))
 		}
 		inSources = "IN (" + strings.Join(ph, ", ") + ")"
 	} else {
 		inSources = "= " + inSources
 	}
-	lo, hi := arg(p.lo), arg(p.hi)
+	lo, hi := args.Add(p.lo), args.Add(p.hi)
 	key := []string{"b"}
 	if p.bySource {
 		key = append(key, "source")
@@ -150,18 +145,18 @@ func (p *usagePlan) sql() (string, []any) {
 	b.WriteString(") t")
 	if p.after != nil && p.lo <= ms(p.after.Start) {
 		// Only Usage pages, never by source.
-		a := []string{arg(ms(p.after.Start))}
+		a := []string{args.Add(ms(p.after.Start))}
 		vals := [4]string{p.after.Model, p.after.AssistantID, p.after.UserID, p.after.Department}
 		for i := range vals {
 			if p.grouped[i] {
-				a = append(a, arg(vals[i]))
+				a = append(a, args.Add(vals[i]))
 			}
 		}
 		// Every row of a group has the group's key: the position filters
 		// rows before they are summed.
 		fmt.Fprintf(&b, "\nWHERE (%s) > (%s)", keyList, strings.Join(a, ", "))
 	}
-	fmt.Fprintf(&b, "\nGROUP BY %s ORDER BY %s LIMIT %s", keyList, keyList, arg(p.limit+1))
+	fmt.Fprintf(&b, "\nGROUP BY %s ORDER BY %s LIMIT %s", keyList, keyList, args.Add(p.limit+1))
 	return b.String(), args
 }
 

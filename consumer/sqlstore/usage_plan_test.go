@@ -105,7 +105,7 @@ func usagePlanCases(sources []string) map[string]*usagePlan {
 func TestUsagePlanSQLite(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.SQLite)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	sources := []string{"s0", "s1", "s2"}
 	fillUsageYear(t, s, sources, 20)
@@ -126,7 +126,7 @@ func TestUsagePlanSQLite(t *testing.T) {
 func TestUsagePlanPostgres(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.Open(t, sqldb.Postgres)
-	s, err := New(t.Context(), db.DB, Dialect(db.Dialect))
+	s, err := New(t.Context(), db.DB, db.Dialect)
 	require.NoError(t, err)
 	sources := []string{"s0", "s1", "s2"}
 	fillUsageYear(t, s, sources, 20)

@@ -7,29 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
-
-func checkLimit(limit int) error {
-	if limit < 1 || limit > provider.MaxLimit {
-		return provider.Invalid("limit", "must be between 1 and %d, not %d", provider.MaxLimit, limit)
-	}
-	return nil
-}
-
-// position is the keyset position of k, or nil.
-func position(k *provider.Key) *sqldb.Position {
-	if k == nil {
-		return nil
-	}
-	return &sqldb.Position{Millis: ms(k.Time), ID: k.ID}
-}
 
 // keyset describes one keyset query of the collected view: a page of one
 // source's records of one resource in (pos_ms, id) order.
@@ -51,7 +36,7 @@ type keyset struct {
 	limit        int
 	// maxBytes, when positive, is the byte budget of the page's records:
 	// the query sizes the rows before it reads their bodies (see
-	// [sqldb.SizedPage]).
+	// [sqlpage.Read]).
 	maxBytes int
 }
 
@@ -65,47 +50,23 @@ const viewColumns = "pos_ms, time_ms, id, body, missing_at, deleted, started_ms"
 const sizedColumns = "pos_ms, time_ms, id, missing_at, deleted, started_ms, %s AS r, octet_length(body) AS n"
 
 // guardedColumns are the columns of the first query of a page with a byte
-// budget (see [pageMode]): those of viewColumns, the body NULL when it is
-// longer than the first argument ($1), then its byte length (n).
+// budget (see [sqlpage.Guarded]): those of viewColumns, the body NULL when
+// it is longer than the first argument ($1), then its byte length (n).
 const guardedColumns = "pos_ms, time_ms, id, CASE WHEN octet_length(body) <= $1 THEN body END AS body, missing_at, deleted, started_ms"
 
-// pageMode says which query reads a page, and so what its rows hold.
-type pageMode int
-
-const (
-	// plain rows are those of viewColumns: a page without a byte budget.
-	plain pageMode = iota
-	// guarded rows are those of viewColumns with the bodies of at most
-	// guardBytes (NULL otherwise), then the byte length: the first query
-	// of a page with a byte budget. A page whose records are smaller, the
-	// common case, costs one query, as a plain one does.
-	guarded
-	// sized rows are those of [sizedSQL], for a page the guarded query
-	// could not serve: a body it left out fits the budget.
-	sized
-)
-
-// guardBytes is the largest body the guarded query of a page reads:
-// limit+1 of them take at most the budget.
-func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
-
-// errSized is readPage's answer to a guarded query that left out a body
-// the page needs.
-var errSized = errors.New("sqlstore: a body of the page was left out")
-
-// sql returns the query of k's page in mode (see [pageMode]) and its
-// arguments. It reads one range of the index (source, resource, pos_ms,
-// id): the lower bound is whichever of the keyset position and the time
-// filter is the tighter. Conversations marked Missing stay in (served as
-// tombstones); other records marked Missing are left out.
-func (k *keyset) sql(d sqldb.Dialect, mode pageMode) (string, []any) {
+// sql returns the query of k's page in mode and its arguments. It reads
+// one range of the index (source, resource, pos_ms, id): the lower bound
+// is whichever of the keyset position and the time filter is the tighter.
+// Conversations marked Missing stay in (served as tombstones); other
+// records marked Missing are left out.
+func (k *keyset) sql(d sqldb.Dialect, mode sqlpage.Mode) (string, []any) {
 	var b strings.Builder
-	var args []any
+	var args sqldb.Args
 	switch mode {
-	case guarded:
-		args = append(args, guardBytes(k.maxBytes, k.limit))
+	case sqlpage.Guarded:
+		args.Add(sqlpage.GuardBytes(k.maxBytes, k.limit))
 		k.write(&b, &args, guardedColumns+", octet_length(body) AS n")
-	case sized:
+	case sqlpage.Sized:
 		k.write(&b, &args, fmt.Sprintf(sizedColumns, d.RowAddress()))
 		return sizedSQL(d, b.String(), args, "pos_ms, id", "", k.limit, k.maxBytes)
 	default:
@@ -114,47 +75,34 @@ func (k *keyset) sql(d sqldb.Dialect, mode pageMode) (string, []any) {
 	return b.String(), args
 }
 
-// sizedSQL wraps inner, a keyset query of sizedColumns (and extra, ", source"
-// or "") in list order (order), into the query of a page with a byte
-// budget (see [sqldb.SizedPage]): its rows are those of viewColumns (and
-// extra), the body NULL in the row that ends the page, then the row's
-// number.
-func sizedSQL(d sqldb.Dialect, inner string, args []any, order, extra string, limit, maxBytes int) (string, []any) {
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+// sizedSQL wraps inner, a keyset query of sizedColumns (and extra, ", s.source"
+// or "") in list order (order), into the [sqlpage.SizedQuery] of a page
+// with a byte budget: its rows are those of viewColumns (and extra), the
+// body NULL in the row that ends the page, then the row's number.
+func sizedSQL(d sqldb.Dialect, inner string, args sqldb.Args, order, extra string, limit, maxBytes int) (string, []any) {
+	q := sqlpage.SizedQuery{
+		Inner: inner, Order: order, Table: "consumer_records",
+		Before: "s.pos_ms, s.time_ms, s.id", After: ", s.missing_at, s.deleted, s.started_ms" + extra,
 	}
-	f := sqldb.SizedPage(inner, order, arg(limit), arg(maxBytes))
-	var cols strings.Builder
-	for c := range strings.SplitSeq(extra, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			cols.WriteString(", s." + c)
-		}
-	}
-	return fmt.Sprintf("%sSELECT s.pos_ms, s.time_ms, s.id, CASE WHEN %s THEN (SELECT body FROM consumer_records WHERE %s = s.r) END,"+
-		" s.missing_at, s.deleted, s.started_ms%s, s.i FROM sized s WHERE %s", f.With, f.Fits, d.RowAddress(), cols.String(), f.Where), args
+	return q.SQL(d, &args, limit, maxBytes), args
 }
 
 // write writes the query of k selecting columns to b, its arguments
 // appended to args.
-func (k *keyset) write(b *strings.Builder, args *[]any, columns string) {
-	arg := func(v any) string {
-		*args = append(*args, v)
-		return "$" + strconv.Itoa(len(*args))
-	}
+func (k *keyset) write(b *strings.Builder, args *sqldb.Args, columns string) {
 	// The resource is a literal: one of three constants.
-	fmt.Fprintf(b, "SELECT %s FROM consumer_records WHERE source = %s AND resource = '%s'", columns, arg(k.source), k.resource)
+	fmt.Fprintf(b, "SELECT %s FROM consumer_records WHERE source = %s AND resource = '%s'", columns, args.Add(k.source), k.resource)
 	if k.resource != "conversations" {
 		b.WriteString(" AND missing_at IS NULL")
 	}
 	if k.category != "" {
-		fmt.Fprintf(b, " AND category = %s", arg(k.category))
+		fmt.Fprintf(b, " AND category = %s", args.Add(k.category))
 	}
-	b.WriteString(keysetBound(position(k.after), k.atOrAfter, k.since, k.inclusive, arg))
+	b.WriteString(keysetBound(sqlpage.Position(k.after), k.atOrAfter, k.since, k.inclusive, args.Add))
 	if !k.startedAfter.IsZero() {
-		fmt.Fprintf(b, " AND started_ms > %s", arg(ms(k.startedAfter)))
+		fmt.Fprintf(b, " AND started_ms > %s", args.Add(ms(k.startedAfter)))
 	}
-	fmt.Fprintf(b, " ORDER BY pos_ms, id LIMIT %s", arg(k.limit+1))
+	fmt.Fprintf(b, " ORDER BY pos_ms, id LIMIT %s", args.Add(k.limit+1))
 }
 
 // keysetBound is [sqldb.KeysetBound] on pos_ms, except that with atOrAfter
@@ -176,133 +124,59 @@ func keysetBound(after *sqldb.Position, atOrAfter bool, since time.Time, inclusi
 	return fmt.Sprintf(" AND (pos_ms, id) >= (%s, %s)", arg(after.Millis), arg(after.ID))
 }
 
-// listRaw runs a keyset query. The records' bytes share one buffer per
-// page.
+// listRaw reads a page of k (see [sqlpage.Read]).
 func (s *Store) listRaw(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
-	if err := checkLimit(k.limit); err != nil {
+	if err := sqlpage.CheckLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
-	mode := plain
-	if k.maxBytes > 0 {
-		mode = guarded
-	}
-	p, err := s.queryPage(ctx, op, k, mode)
-	if errors.Is(err, errSized) {
-		return s.queryPage(ctx, op, k, sized)
-	}
-	return p, err
-}
-
-// queryPage reads k's page with the query of mode.
-func (s *Store) queryPage(ctx context.Context, op string, k *keyset, mode pageMode) (provider.Page[provider.RawRecord], error) {
-	query, args := k.sql(s.db.Dialect, mode)
-	st, err := s.prepared(ctx, query)
-	if err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
-	}
-	defer rows.Close()
-	return readPage(ctx, op, rows, k, mode, false)
-}
-
-// readPage reads a page of at most k.limit records, and whether more
-// follow, from rows of viewColumns; with merged, rows have the source as
-// one more column, each record is served with its sourceId and its key
-// names its source (see [mergedKeyID]). In the modes of a byte budget
-// (k.maxBytes), a last column holds each row's byte length (guarded) or
-// number (sized), and the page ends at the first record past the budget;
-// a guarded query that left out a body the page needs is [errSized].
-func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, mode pageMode, merged bool) (provider.Page[provider.RawRecord], error) {
-	limit := k.limit
-	n := min(limit, 128)
-	keys := make([]provider.Key, 0, n)
-	ends := make([]int, 0, n)
-	var (
-		buf     []byte
-		hasMore bool
-		source  string
-		extra   int64 // the byte length (guarded), the row number (sized)
-		size    int   // of the records so far, joined by commas, as sized
-	)
-rows:
-	for rows.Next() {
-		if len(keys) == limit {
-			hasMore = true
-			break
-		}
-		var r storedRow
-		dest := []any{&r.pos, &r.time, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started}
-		if merged {
-			dest = append(dest, &source)
-		}
-		if mode != plain {
-			dest = append(dest, &extra)
-		}
-		if err := rows.Scan(dest...); err != nil {
+	return sqlpage.Read(k.maxBytes, func(mode sqlpage.Mode) (provider.Page[provider.RawRecord], error) {
+		query, args := k.sql(s.db.Dialect, mode)
+		st, err := s.prepared(ctx, query)
+		if err != nil {
 			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
-		switch mode {
-		case guarded:
-			if len(keys) > 0 && size+1+int(extra) > k.maxBytes {
-				hasMore = true // the record past the budget
-				break rows
-			}
-			if r.body == nil {
-				return provider.Page[provider.RawRecord]{}, errSized
-			}
-			size += int(extra)
-			if len(keys) > 0 {
-				size++
-			}
-		case sized:
-			if extra != int64(len(keys)+1) {
-				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
-			}
-			if r.body == nil { // the record past the limit or the budget
-				hasMore = true
-				break rows
-			}
-		}
-		body, err := r.served()
+		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
-			return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: %w", op, err)
+			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
-		if buf == nil {
-			size := len(body)*n + len(body)*n/4
-			if k.maxBytes > 0 {
-				// No more than the budget (or the first record) allows.
-				size = min(size, max(k.maxBytes, len(body))+64)
+		defer rows.Close()
+		return readPage(ctx, op, rows, k, mode, false)
+	})
+}
+
+// readPage reads a page of k from rows of viewColumns (see
+// [sqlpage.Reader]); with merged, rows have the source as one more column,
+// each record is served with its sourceId and its key names its source
+// (see [mergedKeyID]).
+func readPage(ctx context.Context, op string, rows *sql.Rows, k *keyset, mode sqlpage.Mode, merged bool) (provider.Page[provider.RawRecord], error) {
+	var (
+		r      storedRow
+		source string
+	)
+	dest := []any{&r.pos, &r.time, &r.id, &r.body, &r.missingAt, &r.deleted, &r.started}
+	if merged {
+		dest = append(dest, &source)
+	}
+	reader := sqlpage.Reader{
+		Limit: k.limit, MaxBytes: k.maxBytes, Mode: mode, Dest: dest, Body: &r.body,
+		Append: func(buf []byte) ([]byte, provider.Key, error) {
+			body, err := r.served()
+			if err != nil {
+				return nil, provider.Key{}, fmt.Errorf("sqlstore: %s: %w", op, err)
 			}
-			buf = make([]byte, 0, size)
-		}
-		key := provider.Key{Time: fromMS(r.pos), ID: r.id}
-		if merged {
+			key := provider.Key{Time: fromMS(r.pos), ID: r.id}
+			if !merged {
+				return append(buf, body...), key, nil
+			}
 			if buf, err = appendWithSourceID(buf, body, source); err != nil {
-				return provider.Page[provider.RawRecord]{}, fmt.Errorf("sqlstore: %s: stored record %q: %v", op, r.id, err)
+				return nil, provider.Key{}, fmt.Errorf("sqlstore: %s: stored record %q: %v", op, r.id, err)
 			}
 			key.ID = mergedKeyID(source, r.id)
-		} else {
-			buf = append(buf, body...)
-		}
-		keys = append(keys, key)
-		ends = append(ends, len(buf))
+			return buf, key, nil
+		},
+		DBError: func(err error) error { return dbError(ctx, op, err) },
 	}
-	if err := rows.Err(); err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
-	}
-	if cap(buf) > len(buf)+len(buf)/2 {
-		buf = bytes.Clone(buf) // a short page: keep no more than its bytes
-	}
-	items := make([]provider.RawRecord, len(keys))
-	start := 0
-	for i, end := range ends {
-		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[start:end:end])}
-		start = end
-	}
-	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, nil
+	return reader.Read(rows)
 }
 
 // storedRow is a record of the collected view as read.
@@ -406,20 +280,6 @@ func setMember(obj []byte, name string, value []byte) ([]byte, error) {
 	return append(out, obj[copied:]...), nil
 }
 
-// decodePage decodes a page of stored JSON into records.
-func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error) (provider.Page[T], error) {
-	if err != nil {
-		return provider.Page[T]{}, err
-	}
-	items := make([]T, len(p.Items))
-	for i, r := range p.Items {
-		if err := json.Unmarshal(r.JSON, &items[i]); err != nil {
-			return provider.Page[T]{}, fmt.Errorf("sqlstore: %s: stored record %q: %v", op, r.Key.ID, err)
-		}
-	}
-	return provider.Page[T]{Items: items, HasMore: p.HasMore}, nil
-}
-
 // ListConversationsRaw returns a page of the conversations collected from
 // source q.Tenant as stored JSON, in (updatedAt, id) order, with the
 // semantics of [Store.ListConversations]. It implements
@@ -458,7 +318,7 @@ func (s *Store) ListEventsRaw(ctx context.Context, q provider.EventQuery) (provi
 // 1..1000 is [provider.ErrInvalid]. It implements [provider.DataSource].
 func (s *Store) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
 	p, err := s.ListConversationsRaw(ctx, q)
-	return decodePage[spec.Conversation]("list conversations", p, err)
+	return sqlpage.Decode[spec.Conversation]("sqlstore: list conversations", p, err)
 }
 
 // ListAssistants returns a page of the assistants collected from source
@@ -467,7 +327,7 @@ func (s *Store) ListConversations(ctx context.Context, q provider.ConversationQu
 // It implements [provider.DataSource].
 func (s *Store) ListAssistants(ctx context.Context, q provider.AssistantQuery) (provider.Page[spec.Assistant], error) {
 	p, err := s.ListAssistantsRaw(ctx, q)
-	return decodePage[spec.Assistant]("list assistants", p, err)
+	return sqlpage.Decode[spec.Assistant]("sqlstore: list assistants", p, err)
 }
 
 // ListEvents returns a page of the events collected from source q.Tenant in
@@ -477,7 +337,7 @@ func (s *Store) ListAssistants(ctx context.Context, q provider.AssistantQuery) (
 // [provider.DataSource].
 func (s *Store) ListEvents(ctx context.Context, q provider.EventQuery) (provider.Page[spec.Event], error) {
 	p, err := s.ListEventsRaw(ctx, q)
-	return decodePage[spec.Event]("list events", p, err)
+	return sqlpage.Decode[spec.Event]("sqlstore: list events", p, err)
 }
 
 const (

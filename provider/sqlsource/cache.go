@@ -15,6 +15,17 @@ import (
 	"github.com/aiusage/kit/provider"
 )
 
+// rawPages reads the pages of the raw lists ([Source.ListConversationsRaw]
+// and its siblings), given a valid limit: the Source itself, from the
+// database, or [cachedPages] in front of it.
+type rawPages interface {
+	page(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error)
+}
+
+// cachedPages serves the raw lists of a Source from a cache of recently
+// served pages while the tenant's list is unchanged since the page was
+// read, and from the Source otherwise (see [WithPageCache]).
+//
 // Revisions. Every write to a tenant's conversations, assistants or events
 // sets the row (tenant, resource) of provider_revisions to a new random
 // number, in the write's transaction. A page read while the revision was R
@@ -23,6 +34,40 @@ import (
 // reading a page of stored JSON again costs a hundred rows of a few
 // kilobytes. Random revisions (rather than a counter) stay unique when a
 // database is recreated under a running process.
+type cachedPages struct {
+	src   *Source
+	cache *pageCache
+}
+
+// page returns the page of k: from the cache while the tenant's table is
+// unchanged since the page was read, otherwise from the database.
+//
+// A page not in the cache at all (the common case of a client walking the
+// whole list, each page once) is read with its revision in one statement
+// (see [keyset.sqlWithRevision]), one round trip instead of two; a page in
+// the cache is checked against the revision first.
+func (c *cachedPages) page(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
+	key := cacheKey(k.sql())
+	if !c.cache.has(key) {
+		p, rev, err := c.src.readPage(ctx, op, k, true)
+		if err == nil && len(p.Items) > 0 {
+			c.cache.put(key, rev, p)
+		}
+		return p, err
+	}
+	rev, err := c.src.revision(ctx, revKey{k.tenant, k.table})
+	if err != nil {
+		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+	}
+	if p, ok := c.cache.get(key, rev); ok {
+		return p, nil
+	}
+	p, _, err := c.src.readPage(ctx, op, k, false)
+	if err == nil {
+		c.cache.put(key, rev, p)
+	}
+	return p, err
+}
 
 const (
 	revisionSQL     = `SELECT rev FROM provider_revisions WHERE tenant = $1 AND resource = $2`
@@ -152,20 +197,4 @@ func cacheKey(query string, args []any) string {
 		}
 	}
 	return b.String()
-}
-
-// prepared returns the statement for query, prepared once per Source.
-func (s *Source) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	return s.stmts.Prepare(ctx, s.db.DB, query)
-}
-
-// Close releases the statements the Source prepared and, for a Source from
-// [Open], closes its database; a database given to [New] stays open. The
-// Source must not be used afterwards.
-func (s *Source) Close() error {
-	errs := []error{s.stmts.Close()}
-	if s.ownDB {
-		errs = append(errs, s.db.Close())
-	}
-	return errors.Join(errs...)
 }

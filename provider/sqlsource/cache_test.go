@@ -2,6 +2,7 @@ package sqlsource
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestPageCacheInvalidation(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		reader, writer := newSource(t, db), newSource(t, db)
-		require.NotNil(t, reader.cache)
+		require.IsType(t, &cachedPages{}, reader.pages)
 		for i := range 5 {
 			require.NoError(t, writer.UpsertConversation(ctx, "t1", spec.Conversation{ID: fmt.Sprint("c", i), StartedAt: spec.NewTime(t0), UpdatedAt: spec.NewTime(t0), Model: "v1"}))
 			require.NoError(t, writer.UpsertConversation(ctx, "t2", spec.Conversation{ID: fmt.Sprint("c", i), StartedAt: spec.NewTime(t0), UpdatedAt: spec.NewTime(t0)}))
@@ -137,10 +138,10 @@ func TestWithoutPageCache(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		s, err := New(ctx, db.DB, Dialect(db.Dialect), WithPageCache(0), WithNow(func() time.Time { return clock }))
+		s, err := New(ctx, db.DB, db.Dialect, WithPageCache(0), WithNow(func() time.Time { return clock }))
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
-		require.Nil(t, s.cache)
+		require.Same(t, s, s.pages)
 		want := conversationFixture(t, s, "t1")
 		all := sortedByKey(want, provider.ConversationKey, nil)
 		for _, limit := range []int{1, 4, 100} {
@@ -190,5 +191,102 @@ func TestConcurrentReadWrite(t *testing.T) {
 			return s.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: "t", After: after, Limit: limit})
 		}, rawKey)
 		require.Len(t, got, writers*each)
+	})
+}
+
+// checkCacheEquivalence runs the program ops on two Sources over db, one
+// with the page cache and one without, as two processes would: writes
+// through either, and list reads through both, whose pages must be the
+// same, byte for byte, every time; each read through the cached Source is
+// made twice, so that the second may be served from the cache.
+func checkCacheEquivalence(t *testing.T, db *sqldb.DB, ops []byte) {
+	ctx := t.Context()
+	cached := newSource(t, db)
+	plain, err := New(ctx, db.DB, db.Dialect, WithPageCache(0), WithNow(func() time.Time { return clock }))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, plain.Close()) })
+	sources := [2]*Source{cached, plain}
+	for i := 0; i+1 < len(ops); i += 2 {
+		op, arg := ops[i], ops[i+1]
+		w := sources[op>>7]
+		tenant := [2]string{"t1", "t2"}[arg>>7]
+		id := fmt.Sprint("r", arg%8)
+		at := spec.NewTime(t0.Add(time.Duration(arg%5) * time.Second))
+		switch op % 6 {
+		case 0:
+			require.NoError(t, w.UpsertConversation(ctx, tenant, spec.Conversation{ID: id, StartedAt: at, UpdatedAt: at, Model: fmt.Sprint("m", op)}))
+		case 1:
+			if err := w.DeleteConversation(ctx, tenant, id, at.Time); err != nil {
+				require.ErrorIs(t, err, provider.ErrNotFound)
+			}
+		case 2:
+			require.NoError(t, w.UpsertAssistant(ctx, tenant, spec.Assistant{ID: id, CreatedAt: at, UpdatedAt: at, Name: fmt.Sprint("a", op)}))
+		case 3:
+			if err := w.AppendEvent(ctx, tenant, spec.Event{ID: fmt.Sprint(id, "-", op), OccurredAt: at}); err != nil {
+				require.ErrorIs(t, err, provider.ErrConflict)
+			}
+		default:
+			limit, maxBytes := 1+int(arg%4), [3]int{0, 150, 400}[op%3]
+			var after *provider.Key
+			for range 3 { // three pages of the list
+				list := func(s *Source) provider.Page[provider.RawRecord] {
+					var p provider.Page[provider.RawRecord]
+					var err error
+					switch arg % 3 {
+					case 0:
+						p, err = s.ListConversationsRaw(ctx, provider.ConversationQuery{Tenant: tenant, After: after, Limit: limit, MaxBytes: maxBytes})
+					case 1:
+						p, err = s.ListAssistantsRaw(ctx, provider.AssistantQuery{Tenant: tenant, After: after, Limit: limit, MaxBytes: maxBytes})
+					default:
+						p, err = s.ListEventsRaw(ctx, provider.EventQuery{Tenant: tenant, After: after, Limit: limit, MaxBytes: maxBytes})
+					}
+					require.NoError(t, err)
+					return p
+				}
+				want := list(plain)
+				for range 2 {
+					got := list(cached)
+					require.Equal(t, want.HasMore, got.HasMore, "op %d", i/2)
+					require.Len(t, got.Items, len(want.Items), "op %d", i/2)
+					for j := range want.Items {
+						require.Equal(t, want.Items[j].Key, got.Items[j].Key, "op %d", i/2)
+						require.Equal(t, string(want.Items[j].JSON), string(got.Items[j].JSON), "op %d", i/2)
+					}
+				}
+				if !want.HasMore {
+					break
+				}
+				after = &want.Items[len(want.Items)-1].Key
+			}
+		}
+	}
+}
+
+// TestPageCacheEquivalence checks, on both databases, that a Source with
+// the page cache serves the pages one without it serves, through a long
+// random sequence of writes (from either Source) and reads.
+func TestPageCacheEquivalence(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ops := make([]byte, 600)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range ops {
+			ops[i] = byte(r.UintN(256))
+		}
+		checkCacheEquivalence(t, db, ops)
+	})
+}
+
+// FuzzPageCache is TestPageCacheEquivalence on SQLite, its program given
+// by the fuzzer.
+func FuzzPageCache(f *testing.F) {
+	f.Add([]byte{0, 1, 4, 0, 0, 2, 5, 3, 1, 1, 4, 3})
+	f.Add([]byte{2, 0, 2, 9, 130, 1, 5, 1, 3, 2, 3, 130, 4, 2})
+	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3, 4, 0, 128, 1, 4, 0, 4, 3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 200 {
+			t.Skip("long programs are TestPageCacheEquivalence's")
+		}
+		checkCacheEquivalence(t, sqldbtest.Open(t, sqldb.SQLite), ops)
 	})
 }

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			providertest.Conformance(t, func(t *testing.T) (provider.DataSource, provider.Writer) {
-				src, err := sqlsource.New(context.Background(), sqldbtest.Open(t, d).DB, sqlsource.Dialect(d))
+				src, err := sqlsource.New(context.Background(), sqldbtest.Open(t, d).DB, d)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"time"
@@ -103,4 +106,51 @@ func ExampleNew() {
 	fmt.Println(len(page.Items), page.Items[0].ID)
 	// Output:
 	// 1 conv-1
+}
+
+// A Source serves the usage data interface through [provider.NewHandler],
+// with the cursor key it keeps in its database, so that every process
+// serving from that database continues the others' cursors. A vendor
+// writes as things happen.
+func Example_handler() {
+	ctx := context.Background()
+	src, err := sqlsource.Open(ctx, "sqlite::memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer src.Close()
+
+	key, err := src.CursorKey(ctx) // shared by every process on this database
+	if err != nil {
+		panic(err)
+	}
+	h, err := provider.NewHandler(src, provider.WithCursorKey(key), provider.WithTokens(provider.Token{Secret: "s3cret", Tenant: "acme"}))
+	if err != nil {
+		panic(err)
+	}
+
+	// As things happen:
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	err = src.UpsertConversation(ctx, "acme", spec.Conversation{ID: "c1", StartedAt: spec.NewTime(at), UpdatedAt: spec.NewTime(at), Model: "gpt-4o"})
+	if err != nil {
+		panic(err)
+	}
+	err = src.RecordUsage(ctx, "acme", provider.UsageRecord{ID: "req-1", At: at, ConversationID: "c1", Model: "gpt-4o", InputTokens: 120})
+	if err != nil {
+		panic(err)
+	}
+
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/conversations", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// 200 {"data":[{"id":"c1","startedAt":"2026-03-01T09:00:00.000Z","updatedAt":"2026-03-01T09:00:00.000Z","model":"gpt-4o"}],"hasMore":false,"nextCursor":null}
 }

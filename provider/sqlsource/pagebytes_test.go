@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/internal/testkit/pagemem"
 	"github.com/aiusage/kit/provider"
 )
@@ -54,14 +54,14 @@ func TestListMemoryLargeRecords(t *testing.T) {
 			require.True(t, page.HasMore)
 			require.LessOrEqual(t, page.Bytes+page.Records-1, int(capBytes), "the page fits the cap")
 			require.Greater(t, page.Bytes+page.Records+page.Bytes/page.Records, int(capBytes), "the page holds what fits the cap")
-			assert.LessOrEqual(t, n, restAllocCaps*capBytes, "REST allocated %d MiB", n>>20)
+			require.LessOrEqual(t, n, restAllocCaps*capBytes, "REST allocated %d MiB", n>>20)
 
 			n, page, err = pagemem.MCP(s, "t", "list_conversations", map[string]any{"limit": 1000})
 			require.NoError(t, err)
 			t.Logf("MCP: list_conversations limit=1000: %d records; allocated %d MiB (%.1f caps)", page.Records, n>>20, float64(n)/float64(capBytes))
 			require.True(t, page.HasMore)
 			require.Greater(t, page.Records, 1)
-			assert.LessOrEqual(t, n, mcpAllocCaps*capBytes, "MCP allocated %d MiB", n>>20)
+			require.LessOrEqual(t, n, mcpAllocCaps*capBytes, "MCP allocated %d MiB", n>>20)
 		})
 	}
 }
@@ -151,9 +151,9 @@ func TestSizedQueryPlans(t *testing.T) {
 			for _, tc := range planCases() {
 				k := *tc.k
 				k.maxBytes, k.dialect = provider.DefaultMaxPageBytes, db.Dialect
-				for _, q := range []func(bool) (string, []any){k.query, k.sizedQuery} {
+				for _, mode := range []sqlpage.Mode{sqlpage.Guarded, sqlpage.Sized} {
 					for _, withRev := range []bool{false, true} {
-						query, args := q(withRev)
+						query, args := k.query(mode, withRev)
 						sized := strings.HasPrefix(query, "WITH")
 						if d == "sqlite" {
 							plan := explainSQLite(t, db, query, args)

@@ -25,7 +25,7 @@ func TestBehaviourSuite(t *testing.T) {
 				t.Parallel()
 				providertest.Run(t, func(t *testing.T) (provider.DataSource, provider.Writer) {
 					db := sqldbtest.Open(t, d)
-					src, err := sqlsource.New(context.Background(), db.DB, sqlsource.Dialect(db.Dialect), sqlsource.WithPageCache(cache))
+					src, err := sqlsource.New(context.Background(), db.DB, db.Dialect, sqlsource.WithPageCache(cache))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,17 +1,16 @@
 package sqlsource
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -32,7 +31,7 @@ type keyset struct {
 	limit        int
 	// maxBytes, when positive, is the byte budget of the page's records:
 	// the query sizes the rows before it reads their bodies (see
-	// [sqldb.SizedPage]).
+	// [sqlpage.Read]).
 	maxBytes int
 	// dialect decides the row address of a sized query.
 	dialect sqldb.Dialect
@@ -42,37 +41,36 @@ type keyset struct {
 // index range: the lower bound on (timeCol, id) is whichever of the keyset
 // position and the time filter is the tighter, so that only one range
 // condition constrains the index. Its rows are (time, id, body); with a
-// byte budget, (time, id, body or NULL, byte length) (see [pageMode]).
-func (k *keyset) sql() (string, []any) { return k.query(false) }
+// byte budget, those of a [sqlpage.Guarded] query: (time, id, body or
+// NULL, byte length).
+func (k *keyset) sql() (string, []any) { return k.query(sqlpage.ModeOf(k.maxBytes), false) }
 
 // sqlWithRevision returns the query of sql with one more column: the
 // tenant's revision of the table (0 before its first write), read in the
 // same statement, and so from the same snapshot, as the rows.
-func (k *keyset) sqlWithRevision() (string, []any) { return k.query(true) }
-
-// query returns the query of sql, with the revision column when withRev.
-func (k *keyset) query(withRev bool) (string, []any) {
-	var b strings.Builder
-	args := []any{k.tenant}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	body := "body"
-	if k.maxBytes > 0 {
-		// A body larger than a fair share of the budget is left out
-		// (NULL); its byte length, read without it, tells whether it fits.
-		body = fmt.Sprintf("CASE WHEN octet_length(body) <= %s THEN body END, octet_length(body)", arg(guardBytes(k.maxBytes, k.limit)))
-	}
-	fmt.Fprintf(&b, "SELECT %s, id, %s%s FROM %s WHERE tenant = $1", k.timeCol, body, k.revision(withRev), k.table)
-	k.where(&b, arg)
-	fmt.Fprintf(&b, " LIMIT %s", arg(k.limit+1))
-	return b.String(), args
+func (k *keyset) sqlWithRevision() (string, []any) {
+	return k.query(sqlpage.ModeOf(k.maxBytes), true)
 }
 
-// guardBytes is the largest body the first query of a page with a byte
-// budget reads: limit+1 of them take at most the budget.
-func guardBytes(maxBytes, limit int) int { return maxBytes / (limit + 1) }
+// query returns the query of k's page in mode, with the revision column
+// when withRev.
+func (k *keyset) query(mode sqlpage.Mode, withRev bool) (string, []any) {
+	if mode == sqlpage.Sized {
+		return k.sizedQuery(withRev)
+	}
+	var b strings.Builder
+	args := sqldb.Args{k.tenant}
+	body := "body"
+	if mode == sqlpage.Guarded {
+		// A body larger than a fair share of the budget is left out
+		// (NULL); its byte length, read without it, tells whether it fits.
+		body = fmt.Sprintf("CASE WHEN octet_length(body) <= %s THEN body END, octet_length(body)", args.Add(sqlpage.GuardBytes(k.maxBytes, k.limit)))
+	}
+	fmt.Fprintf(&b, "SELECT %s, id, %s%s FROM %s WHERE tenant = $1", k.timeCol, body, k.revision(withRev), k.table)
+	k.where(&b, &args)
+	fmt.Fprintf(&b, " LIMIT %s", args.Add(k.limit+1))
+	return b.String(), args
+}
 
 // revision returns the revision column, or "" without withRev. k.table is
 // one of the package's table names, never input.
@@ -84,252 +82,81 @@ func (k *keyset) revision(withRev bool) string {
 }
 
 // where writes the conditions after the tenant's and the order.
-func (k *keyset) where(b *strings.Builder, arg func(any) string) {
+func (k *keyset) where(b *strings.Builder, args *sqldb.Args) {
 	if k.category != "" {
-		fmt.Fprintf(b, " AND category = %s", arg(k.category))
+		fmt.Fprintf(b, " AND category = %s", args.Add(k.category))
 	}
-	b.WriteString(sqldb.KeysetBound(k.timeCol, position(k.after), k.since, k.inclusive, arg))
+	b.WriteString(sqldb.KeysetBound(k.timeCol, sqlpage.Position(k.after), k.since, k.inclusive, args.Add))
 	if !k.startedAfter.IsZero() {
-		fmt.Fprintf(b, " AND started_at > %s", arg(ms(k.startedAfter)))
+		fmt.Fprintf(b, " AND started_at > %s", args.Add(ms(k.startedAfter)))
 	}
 	fmt.Fprintf(b, " ORDER BY %s, id", k.timeCol)
 }
 
-// sizedQuery returns the query of a page with a byte budget that the
-// first one (of sql) could not serve, because a body it left out fits:
-// the keyset query selects the rows' positions and the byte lengths of
-// their bodies, and only the bodies that fit the budget are read (see
-// [sqldb.SizedPage]). Its rows are (time, id, body or NULL, row
-// number[, revision]).
+// sizedQuery returns the [sqlpage.SizedQuery] of a page with a byte budget
+// that the guarded one could not serve. Its rows are (time, id, body or
+// NULL, row number[, revision]).
 func (k *keyset) sizedQuery(withRev bool) (string, []any) {
-	var b strings.Builder
-	args := []any{k.tenant}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	addr := k.dialect.RowAddress()
+	args := sqldb.Args{k.tenant}
 	var inner strings.Builder
-	fmt.Fprintf(&inner, "SELECT %s AS t, id, %s AS r, octet_length(body) AS n FROM %s WHERE tenant = $1", k.timeCol, addr, k.table)
-	k.where(&inner, arg)
-	fmt.Fprintf(&inner, " LIMIT %s", arg(k.limit+1))
-	f := sqldb.SizedPage(inner.String(), "t, id", arg(k.limit), arg(k.maxBytes))
-	fmt.Fprintf(&b, "%sSELECT s.t, s.id, CASE WHEN %s THEN (SELECT body FROM %s WHERE %s = s.r) END, s.i%s FROM sized s WHERE %s",
-		f.With, f.Fits, k.table, addr, k.revision(withRev), f.Where)
-	return b.String(), args
+	fmt.Fprintf(&inner, "SELECT %s AS t, id, %s AS r, octet_length(body) AS n FROM %s WHERE tenant = $1", k.timeCol, k.dialect.RowAddress(), k.table)
+	k.where(&inner, &args)
+	fmt.Fprintf(&inner, " LIMIT %s", args.Add(k.limit+1))
+	q := sqlpage.SizedQuery{Inner: inner.String(), Order: "t, id", Table: k.table, Before: "s.t, s.id", Tail: k.revision(withRev)}
+	return q.SQL(k.dialect, &args, k.limit, k.maxBytes), args
 }
 
-func checkLimit(limit int) error {
-	if limit < 1 || limit > provider.MaxLimit {
-		return provider.Invalid("limit", "must be between 1 and %d, not %d", provider.MaxLimit, limit)
-	}
-	return nil
-}
-
-// position is the keyset position of k, or nil.
-func position(k *provider.Key) *sqldb.Position {
-	if k == nil {
-		return nil
-	}
-	return &sqldb.Position{Millis: ms(k.Time), ID: k.ID}
-}
-
-// listRaw returns the page of stored JSON of a keyset query: from the page
-// cache while the tenant's table is unchanged since the page was read,
-// otherwise from the database.
-//
-// A page not in the cache at all (the common case of a client walking the
-// whole list, each page once) is read with its revision in one statement
-// (see [keyset.sqlWithRevision]), one round trip instead of two; a page in
-// the cache is checked against the revision first.
+// listRaw returns the page of stored JSON of a keyset query, through the
+// page cache when there is one (see [WithPageCache]).
 func (s *Source) listRaw(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
-	if err := checkLimit(k.limit); err != nil {
+	if err := sqlpage.CheckLimit(k.limit); err != nil {
 		return provider.Page[provider.RawRecord]{}, err
 	}
-	k.dialect = s.db.Dialect
-	if s.cache == nil {
-		p, _, err := s.readPage(ctx, op, k, false)
-		return p, err
-	}
-	key := cacheKey(k.sql())
-	if !s.cache.has(key) {
-		p, rev, err := s.readPage(ctx, op, k, true)
-		if err == nil && len(p.Items) > 0 {
-			s.cache.put(key, rev, p)
-		}
-		return p, err
-	}
-	rev, err := s.revision(ctx, revKey{k.tenant, k.table})
-	if err != nil {
-		return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
-	}
-	if p, ok := s.cache.get(key, rev); ok {
-		return p, nil
-	}
+	return s.pages.page(ctx, op, k)
+}
+
+// page reads the page of k from the database: the [rawPages] of a Source
+// without a page cache.
+func (s *Source) page(ctx context.Context, op string, k *keyset) (provider.Page[provider.RawRecord], error) {
 	p, _, err := s.readPage(ctx, op, k, false)
-	if err == nil {
-		s.cache.put(key, rev, p)
-	}
 	return p, err
 }
 
-// pageMode says what the rows of a keyset query hold.
-type pageMode int
-
-const (
-	// plain rows are (time, id, body): a page without a byte budget.
-	plain pageMode = iota
-	// guarded rows are (time, id, body or NULL, byte length): the first
-	// query of a page with a byte budget, which reads the bodies of at
-	// most guardBytes. A page whose records are smaller, the common case,
-	// costs one query, as a plain one does.
-	guarded
-	// sized rows are (time, id, body or NULL, row number): the query of
-	// [keyset.sizedQuery], for a page the guarded query could not serve.
-	sized
-)
-
-// errSized is queryRaw's answer to a guarded query that left out a body
-// the page needs.
-var errSized = errors.New("sqlsource: a body of the page was left out")
-
-// readPage reads the page of k, with the table's revision when withRev:
-// with a byte budget, first with the guarded query and, when it left out a
-// body that fits, again with the sized one. Either way no more than about
-// the budget of bodies is read.
+// readPage reads the page of k from the database, with the table's
+// revision when withRev (0 for a page without rows): see [sqlpage.Read].
 func (s *Source) readPage(ctx context.Context, op string, k *keyset, withRev bool) (provider.Page[provider.RawRecord], int64, error) {
-	mode := plain
-	if k.maxBytes > 0 {
-		mode = guarded
-	}
-	query, args := k.query(withRev)
-	p, rev, err := s.queryRaw(ctx, op, k, query, args, withRev, mode)
-	if errors.Is(err, errSized) {
-		query, args = k.sizedQuery(withRev)
-		return s.queryRaw(ctx, op, k, query, args, withRev, sized)
-	}
-	return p, rev, err
-}
-
-// queryRaw runs a keyset query of k whose rows mode describes. The
-// records' bytes share one buffer per page, joined by commas as the list
-// serves them. With a byte budget (k.maxBytes), the page ends at the first
-// record past it (see [provider.DataSource]). With withRev, each row has
-// one more column, the table's revision (the same in every row), returned
-// as rev; a page without rows then has revision 0.
-func (s *Source) queryRaw(ctx context.Context, op string, k *keyset, query string, args []any, withRev bool, mode pageMode) (provider.Page[provider.RawRecord], int64, error) {
-	st, err := s.prepared(ctx, query)
-	if err != nil {
-		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
-	}
-	defer rows.Close()
-
-	limit := k.limit
-	keys := make([]provider.Key, 0, min(limit, 128))
-	starts := make([]int, 0, min(limit, 128))
-	ends := make([]int, 0, min(limit, 128))
-	var (
-		buf     []byte
-		raw     sql.RawBytes
-		hasMore bool
-		extra   int64 // the byte length (guarded), the row number (sized)
-		rev     int64
-	)
-	dest := []any{nil, nil, &raw}
-	if mode != plain {
-		dest = append(dest, &extra)
-	}
-	if withRev {
-		dest = append(dest, &rev)
-	}
-rows:
-	for rows.Next() {
-		if len(keys) == limit {
-			hasMore = true
-			break
+	k.dialect = s.db.Dialect
+	var rev int64
+	p, err := sqlpage.Read(k.maxBytes, func(mode sqlpage.Mode) (provider.Page[provider.RawRecord], error) {
+		query, args := k.query(mode, withRev)
+		st, err := s.prepared(ctx, query)
+		if err != nil {
+			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
 		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return provider.Page[provider.RawRecord]{}, dbError(ctx, op, err)
+		}
+		defer rows.Close()
 		var (
-			t  int64
-			id string
+			t   int64
+			id  string
+			raw sql.RawBytes
 		)
-		dest[0], dest[1] = &t, &id
-		if err := rows.Scan(dest...); err != nil {
-			return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
+		r := sqlpage.Reader{
+			Limit: k.limit, MaxBytes: k.maxBytes, Mode: mode,
+			Dest: []any{&t, &id, &raw}, Body: &raw,
+			Append: func(buf []byte) ([]byte, provider.Key, error) {
+				return append(buf, raw...), provider.Key{Time: fromMS(t), ID: id}, nil
+			},
+			DBError: func(err error) error { return dbError(ctx, op, err) },
 		}
-		switch mode {
-		case guarded:
-			if len(keys) > 0 && len(buf)+1+int(extra) > k.maxBytes {
-				hasMore = true // the record past the budget
-				break rows
-			}
-			if raw == nil {
-				return provider.Page[provider.RawRecord]{}, 0, errSized
-			}
-		case sized:
-			if extra != int64(len(keys)+1) {
-				return provider.Page[provider.RawRecord]{}, 0, fmt.Errorf("sqlsource: %s: sized page: row %d came as row %d", op, extra, len(keys)+1)
-			}
-			if raw == nil { // the record past the limit or the budget
-				hasMore = true
-				break rows
-			}
+		if withRev {
+			r.Tail = []any{&rev}
 		}
-		if buf == nil {
-			buf = make([]byte, 0, pageBufferSize(len(raw), limit, k.maxBytes))
-		} else {
-			// The records lie as the list serves them, joined by commas
-			// (see provider.RawRecord): the handler writes them as they are.
-			buf = append(buf, ',')
-		}
-		starts = append(starts, len(buf))
-		buf = append(buf, raw...)
-		keys = append(keys, provider.Key{Time: fromMS(t), ID: id})
-		ends = append(ends, len(buf))
-	}
-	if err := rows.Err(); err != nil {
-		return provider.Page[provider.RawRecord]{}, 0, dbError(ctx, op, err)
-	}
-	if cap(buf) > len(buf)+len(buf)/2 {
-		// A short page: keep (and cache) no more than its bytes.
-		buf = bytes.Clone(buf)
-	}
-	items := make([]provider.RawRecord, len(keys))
-	for i, end := range ends {
-		// Not capped at end: the capacity reaches into the next record.
-		items[i] = provider.RawRecord{Key: keys[i], JSON: json.RawMessage(buf[starts[i]:end])}
-	}
-	return provider.Page[provider.RawRecord]{Items: items, HasMore: hasMore}, rev, nil
-}
-
-// pageBufferSize is the capacity to start a page's buffer with, given its
-// first record's size: room for the page (up to 128 records) if its
-// records are about the size of the first, but no more than the byte
-// budget (when there is one) and the first record allow.
-func pageBufferSize(first, limit, maxBytes int) int {
-	n := min(limit, 128)
-	size := (first+1)*n + first*n/4
-	if maxBytes > 0 {
-		size = min(size, max(maxBytes, first)+1)
-	}
-	return size
-}
-
-// decodePage decodes a page of stored JSON into records.
-func decodePage[T any](op string, p provider.Page[provider.RawRecord], err error) (provider.Page[T], error) {
-	if err != nil {
-		return provider.Page[T]{}, err
-	}
-	items := make([]T, len(p.Items))
-	for i, r := range p.Items {
-		if err := json.Unmarshal(r.JSON, &items[i]); err != nil {
-			return provider.Page[T]{}, fmt.Errorf("sqlsource: %s: stored record %q: %v", op, r.Key.ID, err)
-		}
-	}
-	return provider.Page[T]{Items: items, HasMore: p.HasMore}, nil
+		return r.Read(rows)
+	})
+	return p, rev, err
 }
 
 func conversationKeyset(q *provider.ConversationQuery) *keyset {
@@ -380,7 +207,7 @@ func (s *Source) ListEventsRaw(ctx context.Context, q provider.EventQuery) (prov
 // listed. A limit outside 1..1000 is [provider.ErrInvalid].
 func (s *Source) ListConversations(ctx context.Context, q provider.ConversationQuery) (provider.Page[spec.Conversation], error) {
 	p, err := s.ListConversationsRaw(ctx, q)
-	return decodePage[spec.Conversation]("list conversations", p, err)
+	return sqlpage.Decode[spec.Conversation]("sqlsource: list conversations", p, err)
 }
 
 // ListAssistants returns a page of the tenant's assistants in (updatedAt, id)
@@ -388,7 +215,7 @@ func (s *Source) ListConversations(ctx context.Context, q provider.ConversationQ
 // q.UpdatedSince.
 func (s *Source) ListAssistants(ctx context.Context, q provider.AssistantQuery) (provider.Page[spec.Assistant], error) {
 	p, err := s.ListAssistantsRaw(ctx, q)
-	return decodePage[spec.Assistant]("list assistants", p, err)
+	return sqlpage.Decode[spec.Assistant]("sqlsource: list assistants", p, err)
 }
 
 // ListEvents returns a page of the tenant's events in (occurredAt, id) order,
@@ -396,7 +223,7 @@ func (s *Source) ListAssistants(ctx context.Context, q provider.AssistantQuery) 
 // when q.Category is set, of that category.
 func (s *Source) ListEvents(ctx context.Context, q provider.EventQuery) (provider.Page[spec.Event], error) {
 	p, err := s.ListEventsRaw(ctx, q)
-	return decodePage[spec.Event]("list events", p, err)
+	return sqlpage.Decode[spec.Event]("sqlsource: list events", p, err)
 }
 
 // GetConversation returns the tenant's conversation id, or its tombstone.

@@ -4,17 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"sync"
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqlpage"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -45,7 +44,7 @@ type Source struct {
 	ownDB      bool // opened by Open: Close closes it
 	now        func() time.Time
 	cacheBytes int64
-	cache      *pageCache // nil when disabled
+	pages      rawPages // s itself, or a page cache in front of it
 	stmts      sqldb.Stmts
 	batchCells int // see maxBatchCells
 
@@ -96,17 +95,18 @@ func WithPageCache(maxBytes int64) Option {
 }
 
 // Dialect names the SQL dialect of a database given to [New], and so the
-// driver it was opened with.
-type Dialect string
+// driver it was opened with: [SQLite] or [Postgres]. It is the kit's one
+// dialect type, shared with consumer/sqlstore.
+type Dialect = sqldb.Dialect
 
 // The dialects a Source works on.
 const (
 	// SQLite is a database opened with modernc.org/sqlite (driver name
 	// "sqlite").
-	SQLite Dialect = "sqlite"
+	SQLite = sqldb.SQLite
 	// Postgres is a PostgreSQL database opened with
 	// github.com/jackc/pgx/v5/stdlib (driver name "pgx", or stdlib.OpenDB).
-	Postgres Dialect = "postgres"
+	Postgres = sqldb.Postgres
 )
 
 // New returns a Source over db, a pool the caller opened, of the given
@@ -130,7 +130,7 @@ func New(ctx context.Context, db *sql.DB, dialect Dialect, opts ...Option) (*Sou
 	if db == nil {
 		return nil, errors.New("sqlsource: New: db is nil")
 	}
-	sdb, err := sqldb.Wrap(ctx, db, sqldb.Dialect(dialect))
+	sdb, err := sqldb.Wrap(ctx, db, dialect)
 	if err != nil {
 		return nil, fmt.Errorf("sqlsource: New: %w", err)
 	}
@@ -171,13 +171,30 @@ func newFromDB(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, erro
 			return nil, err
 		}
 	}
+	s.pages = s
 	if s.cacheBytes > 0 {
-		s.cache = newPageCache(s.cacheBytes)
+		s.pages = &cachedPages{src: s, cache: newPageCache(s.cacheBytes)}
 	}
 	if err := db.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sqlsource: %w", err)
 	}
 	return s, nil
+}
+
+// prepared returns the statement for query, prepared once per Source.
+func (s *Source) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.stmts.Prepare(ctx, s.db.DB, query)
+}
+
+// Close releases the statements the Source prepared and, for a Source from
+// [Open], closes its database; a database given to [New] stays open. The
+// Source must not be used afterwards.
+func (s *Source) Close() error {
+	errs := []error{s.stmts.Close()}
+	if s.ownDB {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // cursorKeySetting is the provider_settings row holding the cursor key.
@@ -216,27 +233,10 @@ func (s *Source) CursorKey(ctx context.Context) ([]byte, error) {
 	return append([]byte(nil), key...), nil
 }
 
-// dbError turns an error of the database driver into one of the kit's: the
-// context's error when ctx ended, ErrUnavailable for a lost connection,
-// otherwise an error carrying only the driver's message (never its type).
+// dbError turns an error of the database driver into one of the kit's
+// (see [sqlpage.DBError]).
 func dbError(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("sqlsource: %s: %w", op, cerr)
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("sqlsource: %s: %w", op, context.Canceled)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("sqlsource: %s: %w", op, context.DeadlineExceeded)
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), isNetError(err):
-		return fmt.Errorf("sqlsource: %s: %w: %v", op, provider.ErrUnavailable, err)
-	}
-	return fmt.Errorf("sqlsource: %s: %v", op, err)
-}
-
-func isNetError(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne)
+	return sqlpage.DBError(ctx, "sqlsource", op, err)
 }
 
 // ms returns t as milliseconds since the Unix epoch, rounded down.

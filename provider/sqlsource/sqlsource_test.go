@@ -23,7 +23,7 @@ var clock = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newSource(t testing.TB, db *sqldb.DB) *Source {
 	t.Helper()
-	s, err := New(context.Background(), db.DB, Dialect(db.Dialect), WithNow(func() time.Time { return clock }))
+	s, err := New(context.Background(), db.DB, db.Dialect, WithNow(func() time.Time { return clock }))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,11 +61,7 @@ var indexOrder = [4]int{0, 3, 1, 2}
 // BINARY on SQLite, COLLATE "C" columns on PostgreSQL), after the keyset
 // position.
 func (p *usagePlan) sql(lo, hi int64, limit int) (string, []any) {
-	args := []any{p.tenant, p.width, lo, hi}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	args := sqldb.Args{p.tenant, p.width, lo, hi}
 	key := []string{"bucket"} // canonical order
 	for i, c := range usageColumns {
 		if p.grouped[i] {
@@ -96,16 +91,16 @@ func (p *usagePlan) sql(lo, hi int64, limit int) (string, []any) {
 	b.WriteString(" FROM usage_rollups WHERE tenant = $1 AND width = $2 AND bucket >= $3 AND bucket < $4")
 	b.WriteString(" GROUP BY " + strings.Join(group, ", "))
 	if p.after != nil && lo <= ms(p.after.Start) {
-		a := []string{arg(ms(p.after.Start))}
+		a := []string{args.Add(ms(p.after.Start))}
 		vals := [4]string{p.after.Model, p.after.AssistantID, p.after.UserID, p.after.Department}
 		for i := range vals {
 			if p.grouped[i] {
-				a = append(a, arg(vals[i]))
+				a = append(a, args.Add(vals[i]))
 			}
 		}
 		fmt.Fprintf(&b, " HAVING (%s) > (%s)", keyList, strings.Join(a, ", "))
 	}
-	fmt.Fprintf(&b, " ORDER BY %s LIMIT %s", keyList, arg(limit))
+	fmt.Fprintf(&b, " ORDER BY %s LIMIT %s", keyList, args.Add(limit))
 	return b.String(), args
 }
 

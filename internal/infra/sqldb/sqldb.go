@@ -33,6 +33,17 @@ const (
 	Postgres Dialect = "postgres"
 )
 
+// RowAddress is the expression that addresses a row of a table within one
+// statement: SQLite's rowid, PostgreSQL's ctid. A query that sizes a page's
+// rows before it loads their bodies selects it, and reads each body that
+// fits by it: a lookup cheaper than the primary key's.
+func (d Dialect) RowAddress() string {
+	if d == Postgres {
+		return "ctid"
+	}
+	return "rowid"
+}
+
 // BusyTimeout is how long, in milliseconds, a SQLite connection waits for a
 // lock held by another connection before failing with SQLITE_BUSY.
 const BusyTimeout = 5000

@@ -4,8 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"sync"
 )
+
+// Args holds the arguments of a query as it is written (see the package
+// documentation's Placeholders).
+type Args []any
+
+// Add appends v to the arguments and returns its placeholder ($1, $2, ...).
+func (a *Args) Add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
 
 // Stmts prepares each query once on a database and keeps the statement
 // for every later use. The zero value is ready; it is safe for concurrent

@@ -35,3 +35,11 @@ func TestStmtsPrepareOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotSame(t, first, again)
 }
+
+func TestArgs(t *testing.T) {
+	t.Parallel()
+	args := sqldb.Args{"tenant"}
+	require.Equal(t, "$2", args.Add(5))
+	require.Equal(t, "$3", args.Add("x"))
+	require.Equal(t, sqldb.Args{"tenant", 5, "x"}, args)
+}
