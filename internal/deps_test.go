@@ -49,7 +49,7 @@ var rules = map[string][]string{
 	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
-	"internal/infra/secretbox":       {},
+	"internal/infra/keyring":         {},
 	"internal/infra/netguard":        {},
 	"internal/infra/demodata":        {"provider", "spec"},
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -18,7 +18,7 @@ import (
 // them.
 type demoStore struct {
 	db   *sqldb.DB
-	ring *secretbox.Keyring
+	ring *keyring.Keyring
 }
 
 // demoSecretNames are the values of demoStore kept encrypted.
@@ -26,7 +26,7 @@ var demoSecretNames = map[string]bool{"api_key": true, "provider_token": true, "
 	"reviewer_password": true, "push_secret": true}
 
 // demoSecretTable describes demo_secrets for the keyring's reseal.
-var demoSecretTable = secretbox.Table{Name: "demo_secrets", ID: "name", KeyID: "key_id", Columns: []string{"value"}}
+var demoSecretTable = keyring.Table{Name: "demo_secrets", ID: "name", KeyID: "key_id", Columns: []string{"value"}}
 
 // init creates the tables and moves the secrets a release before
 // encryption left in demo_state into demo_secrets, encrypted.

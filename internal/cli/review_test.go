@@ -10,7 +10,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -32,7 +32,7 @@ func waitingTask(t *testing.T, dbURL, orgID string) spec.ReviewTask {
 		Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh,
 		UsedBy: []string{agent.ID}}, orgapi.Actor{Type: orgapi.ActorAdmin, Name: "test"})
 	require.NoError(t, err)
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), InsertOnly: true})
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), InsertOnly: true})
 	require.NoError(t, err)
 	defer svc.Close()
 	task, err := svc.CreateTask(ctx, orgapi.Principal{OrganisationID: orgID, Type: orgapi.KeyTypeAPI},

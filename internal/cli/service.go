@@ -19,8 +19,8 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/ops"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/policy"
@@ -232,7 +232,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 // serviceOptions are what "service serve" and "demo" set differently.
 type serviceOptions struct {
 	// secrets encrypts the stored secrets (required).
-	secrets *secretbox.Keyring
+	secrets *keyring.Keyring
 	// metricsToken opens /metrics on the main address ("": 404).
 	metricsToken         string
 	allowPrivateWebhooks bool

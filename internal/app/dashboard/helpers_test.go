@@ -21,7 +21,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -55,7 +55,7 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 	// detector, once fell on both sides of a 15-minute boundary.
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
 	require.NoError(t, err)
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), AllowPrivateWebhooks: true,
 		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour,
 		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}})
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/mcp"
@@ -50,14 +50,14 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	cfg := sources.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true, ExportRoot: "/"}
+	cfg := sources.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), AllowPrivate: true, ExportRoot: "/"}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	src, err := sources.New(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true,
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), AllowPrivateWebhooks: true,
 		PollInterval: 20 * time.Millisecond, SweepInterval: time.Hour, AddWorkers: src.AddWorkers, Queues: src.Queues()})
 	require.NoError(t, err)
 	src.SetEnqueue(svc.Enqueue)

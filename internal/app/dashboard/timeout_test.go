@@ -19,7 +19,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -55,7 +55,7 @@ func TestPageOutOfTime(t *testing.T) {
 		require.NoError(t, err)
 		ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 		require.NoError(t, err)
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
+		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral()})
 		require.NoError(t, err)
 		t.Cleanup(svc.Close)
 		var logs lockedBuffer

@@ -24,7 +24,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/provider"
@@ -46,7 +46,7 @@ type usageEnv struct {
 func newUsageEnv(t *testing.T, db *sqldb.DB) *usageEnv {
 	t.Helper()
 	e := newEnv(t, db)
-	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: secretbox.Ephemeral(), AllowPrivate: true})
+	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: e.orgs, Secrets: keyring.Ephemeral(), AllowPrivate: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	d, err := dashboard.New(dashboard.Config{People: e.people, Orgs: e.orgs, Review: e.review, Sources: src,

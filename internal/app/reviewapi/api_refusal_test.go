@@ -12,7 +12,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -112,7 +112,7 @@ func BenchmarkRefusal(b *testing.B) {
 			orgs, err := orgapi.NewStore(ctx, db)
 			require.NoError(b, err)
 			lim := httpx.NewLimiter(1, 0)
-			svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Concurrency: lim})
+			svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), Concurrency: lim})
 			require.NoError(b, err)
 			b.Cleanup(svc.Close)
 			oh, err := orgapi.NewHandler(orgs, orgapi.WithConcurrency(lim))

@@ -12,7 +12,7 @@
 // stopped process left behind. On PostgreSQL, several processes share the
 // work.
 //
-//	ring, err := secretbox.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
+//	ring, err := keyring.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
 //	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore, Secrets: ring})
 //	if err != nil {
 //		return err
@@ -36,7 +36,7 @@
 // known key carries the RateLimit-Policy and RateLimit headers.
 //
 // A webhook's signing secret is stored encrypted under Config.Secrets
-// (package secretbox), bound to its row; see secrets.go.
+// (package keyring), bound to its row; see secrets.go.
 //
 // Webhook deliveries follow the Standard Webhooks specification
 // ([webhook.Sign]): at least once, from the database, retried on

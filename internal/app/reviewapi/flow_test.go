@@ -16,7 +16,7 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -59,7 +59,7 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	clk := &clock{now: time.Now().UTC()}
 	orgs, err := orgapi.NewStore(ctx, db, orgapi.WithNow(clk.Now))
 	require.NoError(t, err)
-	cfg := reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true, Now: clk.Now,
+	cfg := reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), AllowPrivateWebhooks: true, Now: clk.Now,
 		RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
 		PollInterval:  20 * time.Millisecond, DeliveryTimeout: 2 * time.Second}
 	if mutate != nil {

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 )
 
 // A webhook's signing secret is stored encrypted under Config.Secrets,
@@ -14,7 +14,7 @@ import (
 // rows.
 
 // secretTable describes the encrypted column of reviewapi_webhooks.
-var secretTable = secretbox.Table{Name: "reviewapi_webhooks", ID: "id", KeyID: "secret_key_id", Columns: []string{"secret"}}
+var secretTable = keyring.Table{Name: "reviewapi_webhooks", ID: "id", KeyID: "secret_key_id", Columns: []string{"secret"}}
 
 // openSecret decrypts the secret stored for webhook id under keyID. A value
 // that does not open is an error naming the webhook and the key, never an
@@ -32,14 +32,14 @@ func (s *Service) openSecret(keyID sql.NullString, id, stored string) (string, e
 
 // ResealSecrets encrypts under the current key of Config.Secrets every
 // webhook secret sealed under an older key (or still in plaintext), and
-// returns how many it changed. See [secretbox.Table.Reseal]: each row
+// returns how many it changed. See [keyring.Table.Reseal]: each row
 // changes on its own, so an interrupted run is resumed by running it again.
 func (s *Service) ResealSecrets(ctx context.Context) (int, error) {
 	return secretTable.Reseal(ctx, s.db.DB, s.cfg.Secrets, false)
 }
 
 // SecretKeyIDs counts the webhooks (deleted ones included) by the id of the
-// key that sealed their secrets ([secretbox.Unsealed] for plaintext).
+// key that sealed their secrets ([keyring.Unsealed] for plaintext).
 func (s *Service) SecretKeyIDs(ctx context.Context) (map[string]int, error) {
 	return secretTable.KeyIDs(ctx, s.db.DB)
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -51,7 +51,7 @@ type Config struct {
 	// Secrets encrypts the webhooks' signing secrets in the database (see
 	// secrets.go). Required; every process sharing DB must hold the keys of
 	// the rows it reads.
-	Secrets *secretbox.Keyring
+	Secrets *keyring.Keyring
 	// People are the organisations' users, of whom the Reviewers and
 	// Administrators decide tasks. Default: a people.Store on DB.
 	People *people.Store
@@ -144,7 +144,7 @@ func (c *Config) withDefaults() (*Config, error) {
 	case out.Orgs == nil:
 		return nil, errors.New("reviewapi: Config.Orgs is required")
 	case out.Secrets == nil:
-		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
+		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", keyring.ErrNoKeyring)
 	}
 	if out.Resolver == nil {
 		out.Resolver = net.DefaultResolver

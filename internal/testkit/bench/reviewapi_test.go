@@ -15,7 +15,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/app/reviewapi"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
@@ -43,7 +43,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), AllowPrivateWebhooks: true})
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), AllowPrivateWebhooks: true})
 	if err != nil {
 		b.Fatal(err)
 	}
