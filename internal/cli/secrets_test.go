@@ -261,9 +261,9 @@ func TestRotateSecretKeyGenerate(t *testing.T) {
 	require.Contains(t, r.stderr, "AIUSAGE_SECRET_KEY")
 }
 
-// TestDemoSecretsEncrypted: the secrets the demo keeps to show again, left
-// in plaintext in demo_state by a release before encryption, are moved
-// into demo_secrets encrypted, and read back.
+// TestDemoSecretsEncrypted: the secrets the demo keeps to show again are
+// stored encrypted in demo_secrets, the other values in demo_state, and
+// both read back.
 func TestDemoSecretsEncrypted(t *testing.T) {
 	t.Parallel()
 	for _, d := range sqldbtest.Dialects() {
@@ -273,13 +273,11 @@ func TestDemoSecretsEncrypted(t *testing.T) {
 			db, err := sqldb.Open(ctx, sqldbtest.URL(t, d))
 			require.NoError(t, err)
 			defer db.Close()
-			_, err = db.ExecContext(ctx, `CREATE TABLE demo_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`)
-			require.NoError(t, err)
-			_, err = db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('api_key', 'aiu_plainkey'), ('org', 'org-id')`)
-			require.NoError(t, err)
 			ring := keyring.Ephemeral()
 			ds := &demoStore{db: db, ring: ring}
 			require.NoError(t, ds.init(ctx))
+			require.NoError(t, ds.set(ctx, "api_key", "aiu_plainkey"))
+			require.NoError(t, ds.set(ctx, "org", "org-id"))
 			require.NoError(t, ds.set(ctx, "admin_password", "correct horse"))
 			require.NoError(t, ds.init(ctx), "a second start")
 

@@ -10,8 +10,8 @@ import (
 
 // A webhook's signing secret is stored encrypted under Config.Secrets,
 // bound to its row; secret_key_id names the key that sealed it. A row whose
-// secret_key_id is NULL was written before encryption: New encrypts such
-// rows.
+// secret_key_id is NULL holds its secret in plaintext: New encrypts such
+// rows, and a secret that is not encrypted is never read.
 
 // secretTable describes the encrypted column of reviewapi_webhooks.
 var secretTable = keyring.Table{Name: "reviewapi_webhooks", ID: "id", KeyID: "secret_key_id", Columns: []string{"secret"}}
@@ -21,7 +21,7 @@ var secretTable = keyring.Table{Name: "reviewapi_webhooks", ID: "id", KeyID: "se
 // empty secret.
 func (s *Service) openSecret(keyID sql.NullString, id, stored string) (string, error) {
 	if !keyID.Valid {
-		return stored, nil // written in plaintext by an older version since New ran
+		return "", fmt.Errorf("reviewapi: webhook secret of %s: not encrypted", id)
 	}
 	plain, err := s.cfg.Secrets.Open(keyID.String, stored, secretTable.Binding("secret", id))
 	if err != nil {

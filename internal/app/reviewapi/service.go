@@ -89,8 +89,7 @@ type Config struct {
 	// (retries, snoozed deliveries), when set (default River's, 1 s).
 	PollInterval time.Duration
 	// Workers is how many jobs of the default queue run at once in this
-	// process: the sweep, the schedules of other components, and the jobs an
-	// older version queued there. Default 10.
+	// process: the sweep and the schedules of other components. Default 10.
 	Workers int
 	// DeliveryWorkers is how many webhook deliveries run at once in this
 	// process, on a queue of their own (QueueDeliveries). Default 20.
@@ -282,9 +281,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	if !cfg.InsertOnly {
 		// Deliveries and evaluations have queues of their own, so a backlog
-		// of one never delays the other nor the sweep. Every worker is
-		// registered for every queue: jobs an older version queued on the
-		// default queue are still worked there.
+		// of one never delays the other nor the sweep.
 		rc.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueueDeliveries:    {MaxWorkers: cfg.DeliveryWorkers},

@@ -37,9 +37,7 @@ func (s *Service) sealSecrets(src Source) (keyID, token string, push sql.NullStr
 // empty secret.
 func (s *Service) openSecret(keyID sql.NullString, column, id, stored string) (string, error) {
 	if !keyID.Valid {
-		// Not yet encrypted: written by a version before encryption after
-		// this process started.
-		return stored, nil
+		return "", fmt.Errorf("sources: %s of source %s: not encrypted", column, id)
 	}
 	plain, err := s.cfg.Secrets.Open(keyID.String, stored, secretTable.Binding(column, id))
 	if err != nil {
