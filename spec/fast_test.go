@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -31,7 +30,7 @@ func TestRecordSchemasHaveFastPath(t *testing.T) {
 		for _, m := range modes {
 			c, err := spec.NewChecker(name, spec.WithMode(m.mode))
 			require.NoError(t, err, "%s (%s)", name, m.name)
-			assert.Equal(t, name, c.Schema())
+			require.Equal(t, name, c.Schema())
 		}
 	}
 }
@@ -46,16 +45,16 @@ func TestNewCheckerRefuses(t *testing.T) {
 	} {
 		_, err := spec.NewChecker(name)
 		require.ErrorIs(t, err, spec.ErrNoFastPath, name)
-		assert.Contains(t, err.Error(), `"`+keyword, name)
-		assert.False(t, spec.Check(name, map[string]any{}), "%s has no fast path: Check must say no", name)
+		require.Contains(t, err.Error(), `"`+keyword, name)
+		require.False(t, spec.Check(name, map[string]any{}), "%s has no fast path: Check must say no", name)
 	}
 	for _, name := range []string{"nope", "common", "../conversation"} {
 		_, err := spec.NewChecker(name)
 		require.ErrorIs(t, err, spec.ErrUnknownSchema, name)
-		assert.False(t, spec.Check(name, map[string]any{}))
+		require.False(t, spec.Check(name, map[string]any{}))
 	}
 	var c *spec.Checker
-	assert.False(t, c.Check(map[string]any{}), "a nil Checker says no")
+	require.False(t, c.Check(map[string]any{}), "a nil Checker says no")
 }
 
 // fastSeeds returns the valid documents of the record schemas: the valid
@@ -226,12 +225,12 @@ func TestFastCheckAcceptsValidSeeds(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, findings, "%s: a seed is not valid: %s", name, b)
 			for _, m := range modes {
-				assert.True(t, spec.Check(name, doc, spec.WithMode(m.mode)), "%s (%s): %s", name, m.name, b)
+				require.True(t, spec.Check(name, doc, spec.WithMode(m.mode)), "%s (%s): %s", name, m.name, b)
 			}
 			n++
 		}
 	}
-	assert.GreaterOrEqual(t, n, 30)
+	require.GreaterOrEqual(t, n, 30)
 }
 
 // TestFastCheckNearMisses sets one value per case, near the edge of one
@@ -322,13 +321,13 @@ func TestFastCheckNearMisses(t *testing.T) {
 				findings, err := spec.ValidateValue(tc.base, doc, m.opt)
 				require.NoError(t, err)
 				require.Equal(t, m.valid, len(findings) == 0, "library findings %v for %s", findings, raw)
-				assert.Equal(t, m.valid, spec.Check(tc.base, doc, m.opt), "fast check of %s", raw)
+				require.Equal(t, m.valid, spec.Check(tc.base, doc, m.opt), "fast check of %s", raw)
 			}
 			// Strict mode reports an unknown extensible value as a warning
 			// only: the document stays valid, the fast check still says no.
 			if !tc.strict && tc.lenient {
 				findings, _ := spec.ValidateValue(tc.base, doc)
-				assert.True(t, spec.Valid(findings))
+				require.True(t, spec.Valid(findings))
 			}
 		})
 	}
@@ -374,12 +373,12 @@ func TestFastCheckRejectsInvalidDocuments(t *testing.T) {
 		}
 		for _, v := range []any{decodeJSON(t, doc), decodePlain(t, doc)} {
 			for _, m := range modes {
-				assert.False(t, spec.Check(schema, v, spec.WithMode(m.mode)), "%s (%s): %s", tc.name, m.name, doc)
+				require.False(t, spec.Check(schema, v, spec.WithMode(m.mode)), "%s (%s): %s", tc.name, m.name, doc)
 			}
 		}
 		n++
 	}
-	assert.GreaterOrEqual(t, n, 20)
+	require.GreaterOrEqual(t, n, 20)
 }
 
 func decodePlain(t testing.TB, s string) any {
@@ -401,18 +400,18 @@ func TestFastCheckNumbers(t *testing.T) {
 		{"-1", false}, {"0.0000000000000000000000000001", false}, {"-0.0000000000000000000000000001", false}, {"1.5", false},
 	} {
 		doc := decodeJSON(t, `{"startAt":"2026-03-09T00:00:00Z","metrics":{"requests":`+tc.num+`}}`)
-		assert.Equal(t, tc.fast, spec.Check("usage-bucket", doc), tc.num)
+		require.Equal(t, tc.fast, spec.Check("usage-bucket", doc), tc.num)
 		findings, err := spec.ValidateValue("usage-bucket", doc)
 		require.NoError(t, err)
 		if tc.fast {
-			assert.Empty(t, findings, tc.num)
+			require.Empty(t, findings, tc.num)
 		}
 		// cost is a number: bounds without the integer requirement.
 		doc = decodeJSON(t, `{"startAt":"2026-03-09T00:00:00Z","metrics":{"cost":`+tc.num+`}}`)
 		findings, err = spec.ValidateValue("usage-bucket", doc)
 		require.NoError(t, err)
 		if spec.Check("usage-bucket", doc) {
-			assert.Empty(t, findings, "cost %s", tc.num)
+			require.Empty(t, findings, "cost %s", tc.num)
 		}
 	}
 }

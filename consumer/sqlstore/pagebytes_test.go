@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -76,7 +75,7 @@ func TestViewMemoryLargeRecords(t *testing.T) {
 				require.True(t, page.HasMore, what)
 				require.Greater(t, page.Records, 1, what)
 				require.LessOrEqual(t, page.Bytes+page.Records-1, int(capBytes), "%s: the page fits the cap", what)
-				assert.LessOrEqual(t, n, caps*capBytes, "%s allocated %d MiB", what, n>>20)
+				require.LessOrEqual(t, n, caps*capBytes, "%s allocated %d MiB", what, n>>20)
 			}
 			n, page, err := pagemem.REST(s, "a", "/conversations?limit=1000")
 			check("source view, REST", n, page, err, restAllocCaps)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -54,14 +53,14 @@ func TestListMemoryLargeRecords(t *testing.T) {
 			require.True(t, page.HasMore)
 			require.LessOrEqual(t, page.Bytes+page.Records-1, int(capBytes), "the page fits the cap")
 			require.Greater(t, page.Bytes+page.Records+page.Bytes/page.Records, int(capBytes), "the page holds what fits the cap")
-			assert.LessOrEqual(t, n, restAllocCaps*capBytes, "REST allocated %d MiB", n>>20)
+			require.LessOrEqual(t, n, restAllocCaps*capBytes, "REST allocated %d MiB", n>>20)
 
 			n, page, err = pagemem.MCP(s, "t", "list_conversations", map[string]any{"limit": 1000})
 			require.NoError(t, err)
 			t.Logf("MCP: list_conversations limit=1000: %d records; allocated %d MiB (%.1f caps)", page.Records, n>>20, float64(n)/float64(capBytes))
 			require.True(t, page.HasMore)
 			require.Greater(t, page.Records, 1)
-			assert.LessOrEqual(t, n, mcpAllocCaps*capBytes, "MCP allocated %d MiB", n>>20)
+			require.LessOrEqual(t, n, mcpAllocCaps*capBytes, "MCP allocated %d MiB", n>>20)
 		})
 	}
 }
