@@ -85,24 +85,6 @@ func (a *adminFlags) actorOf(cmd string, e *env) (orgapi.Actor, error) {
 	return orgapi.Actor{Type: orgapi.ActorAdmin, Name: name}, nil
 }
 
-// withStore opens the database at the command's --database-url, migrates it
-// and runs fn with the store. The store's clock stands still at now, the
-// time of the command: a key created with the default expiry expires exactly
-// one year after its createdAt, and a listing shows every key's status at
-// one instant.
-func (a *adminFlags) withStore(ctx context.Context, cmd string, now time.Time, fn func(*orgapi.Store) error) error {
-	db, err := openDB(ctx, cmd, a.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	store, err := orgapi.NewStore(ctx, db, orgapi.WithNow(func() time.Time { return now }))
-	if err != nil {
-		return fmt.Errorf("%s: migrate %s: %w", cmd, db.URL(), err)
-	}
-	return fn(store)
-}
-
 // required refuses an empty required flag.
 func required(cmd, flagName, v string) error {
 	if v == "" {
@@ -200,12 +182,13 @@ enterprise and refused with the others.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				o, err := s.CreateOrganisation(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", "", err)
 				}
-				return writeJSONLine(e.stdout, o)
+				return d.print(o)
 			})
 		},
 	}
@@ -244,12 +227,13 @@ func adminOrgListCommand() *command {
 		flags: func(fs *flag.FlagSet) { f.register(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				orgs, err := s.Organisations(ctx)
 				if err != nil {
 					return storeError(cmd, "", "", err)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					Organisations []orgapi.Organisation `json:"organisations"`
 				}{orgs})
 			})
@@ -320,12 +304,13 @@ lists the agents over the organisation API.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				a, err := s.CreateAgent(ctx, org, f.name, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
 				}
-				return writeJSONLine(e.stdout, agentJSON{a, org})
+				return d.print(agentJSON{a, org})
 			})
 		},
 	}
@@ -347,7 +332,8 @@ func adminAgentListCommand() *command {
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				if _, err := s.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -355,7 +341,7 @@ func adminAgentListCommand() *command {
 				if err != nil {
 					return storeError(cmd, "org", "", err)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string       `json:"organisationId"`
 					Agents         []spec.Agent `json:"agents"`
 				}{org, agents})
@@ -425,12 +411,13 @@ Changes made with the key are recorded in the audit trail under its name.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, now, func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, now, func(d *adminDB) error {
+				s := d.orgs
 				k, err := s.CreateKey(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
 				}
-				if err := writeJSONLine(e.stdout, k); err != nil {
+				if err := d.print(k); err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stderr, "aiusage: %s: the secret is shown only this once; store it now, it cannot be retrieved later\n", cmd)
@@ -502,7 +489,8 @@ status (active, expired or revoked).
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				keys, err := s.Keys(ctx, org)
 				if err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
@@ -512,7 +500,7 @@ status (active, expired or revoked).
 				for _, k := range keys {
 					out = append(out, keyJSON{k, k.Status(now)})
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string    `json:"organisationId"`
 					Keys           []keyJSON `json:"keys"`
 				}{org, out})
@@ -556,12 +544,13 @@ old one.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				k, err := s.RevokeKey(ctx, org, key, actor)
 				if err != nil {
 					return storeError(cmd, "key", hintKeys, err)
 				}
-				return writeJSONLine(e.stdout, keyJSON{k, k.Status(s.Now())})
+				return d.print(keyJSON{k, k.Status(s.Now())})
 			})
 		},
 	}
@@ -602,7 +591,8 @@ only the records after that one, to follow the trail.
 			if f.after < 0 {
 				return usagef("%s: --after must not be negative, got %d", cmd, f.after)
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *orgapi.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				if _, err := s.Organisation(ctx, org); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
