@@ -463,33 +463,44 @@ func (x *exportRun) checkManifest(ctx context.Context, s spec.ExportIndexSet, be
 // it checked.
 func (x *exportRun) checkFile(ctx context.Context, m *spec.ExportManifest, f spec.ExportFile) int {
 	ep := m.ID + "/" + f.Path
+	lines, ok := x.readLines(ctx, ep, f)
+	if !ok {
+		return 0
+	}
+	return x.checkRecords(ep, m, f, lines)
+}
+
+// readLines is EXP-03 and EXP-04: it reads the file at ep, checks it
+// against its manifest entry f, and returns its lines; ok is false when a
+// check failed.
+func (x *exportRun) readLines(ctx context.Context, ep string, f spec.ExportFile) (lines [][]byte, ok bool) {
 	if f.Bytes > x.cfg.MaxFileBytes {
 		x.fail("EXP-03", ep, "the manifest names %d bytes, more than the %d a reader reads", f.Bytes, x.cfg.MaxFileBytes)
-		return 0
+		return nil, false
 	}
 	b, err := x.get(ctx, ep, max(f.Bytes, 0))
 	if errors.Is(err, errLarger) {
 		x.fail("EXP-03", ep, "more than %d bytes, the manifest says %d", f.Bytes, f.Bytes)
-		return 0
+		return nil, false
 	}
 	if err != nil {
 		x.fail("EXP-03", ep, "the manifest names it, but it cannot be read: %v", err)
-		return 0
+		return nil, false
 	}
 	sum := sha256.Sum256(b)
 	if int64(len(b)) != f.Bytes {
 		x.fail("EXP-03", ep, "%d bytes, the manifest says %d", len(b), f.Bytes)
-		return 0
+		return nil, false
 	}
 	if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
 		x.fail("EXP-03", ep, "SHA-256 %s, the manifest says %s", got, f.SHA256)
-		return 0
+		return nil, false
 	}
 	x.pass("EXP-03", ep, "%d bytes", len(b))
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		x.fail("EXP-04", ep, "not gzip: %v", err)
-		return 0
+		return nil, false
 	}
 	// What the file may decompress to: its records of at most a line's
 	// bound each, and at most MaxFileBytes; a compression bomb stops there.
@@ -500,38 +511,42 @@ func (x *exportRun) checkFile(ctx context.Context, m *spec.ExportManifest, f spe
 	plain, err := io.ReadAll(io.LimitReader(zr, bound+1))
 	if err != nil {
 		x.fail("EXP-04", ep, "gzip: %v", err)
-		return 0
+		return nil, false
 	}
 	if int64(len(plain)) > bound {
 		x.fail("EXP-04", ep, "it decompresses past %d bytes, the most a reader reads for %d records (lines of at most %d bytes, files of at most %d)",
 			bound, f.Records, ExportMaxLineBytes, x.cfg.MaxFileBytes)
-		return 0
+		return nil, false
 	}
-	var lines [][]byte
 	for n := 1; len(plain) > 0; n++ {
 		i := bytes.IndexByte(plain, '\n')
 		if i < 0 {
 			x.fail("EXP-04", ep, "line %d does not end with a newline", n)
-			return 0
+			return nil, false
 		}
 		line := plain[:i]
 		plain = plain[i+1:]
 		if len(line) > ExportMaxLineBytes {
 			x.fail("EXP-04", ep, "line %d is %d bytes, more than the %d a reader reads", n, len(line), ExportMaxLineBytes)
-			return 0
+			return nil, false
 		}
 		if len(bytes.TrimSpace(line)) == 0 || line[0] != '{' || !json.Valid(line) {
 			x.fail("EXP-04", ep, "line %d is not one JSON object", n)
-			return 0
+			return nil, false
 		}
 		lines = append(lines, line)
 	}
 	if int64(len(lines)) != f.Records {
 		x.fail("EXP-04", ep, "%d lines, the manifest says %d records", len(lines), f.Records)
-		return 0
+		return nil, false
 	}
 	x.pass("EXP-04", ep, "%d records", len(lines))
+	return lines, true
+}
 
+// checkRecords is EXP-05, EXP-06 and EXP-08 on the lines of the file at ep
+// of set m; it returns the tombstones it checked.
+func (x *exportRun) checkRecords(ep string, m *spec.ExportManifest, f spec.ExportFile, lines [][]byte) int {
 	schema := map[string]string{Conversations: "conversation", Assistants: "assistant", Events: "event", Usage: "usage-bucket"}[f.Resource]
 	seen := map[string]int{}
 	tombstones := 0

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
@@ -78,13 +77,13 @@ func TestExportConformanceOfTheKitsExport(t *testing.T) {
 	t.Parallel()
 	f := newExportFixture(t)
 	rep := runExport(t, f.dir)
-	assert.False(t, rep.Failed(true))
+	require.False(t, rep.Failed(true))
 	got := statuses(rep)
 	for _, c := range conformance.ExportCatalogue {
-		assert.Equal(t, conformance.StatusPass, got[c.ID], "%s", c.ID)
+		require.Equal(t, conformance.StatusPass, got[c.ID], "%s", c.ID)
 	}
 	// Every file of every set has its results.
-	assert.Contains(t, endpoints(rep, "EXP-03"), f.sets[1].ID+"/usage.ndjson.gz")
+	require.Contains(t, endpoints(rep, "EXP-03"), f.sets[1].ID+"/usage.ndjson.gz")
 
 	// The same over HTTP, with a token.
 	files := http.FileServer(http.Dir(f.dir))
@@ -98,9 +97,9 @@ func TestExportConformanceOfTheKitsExport(t *testing.T) {
 	t.Cleanup(srv.Close)
 	rep, err := conformance.RunExport(context.Background(), conformance.ExportConfig{Location: srv.URL + "/", Token: "tok"})
 	require.NoError(t, err)
-	assert.False(t, rep.Failed(true))
+	require.False(t, rep.Failed(true))
 	_, err = conformance.RunExport(context.Background(), conformance.ExportConfig{Location: srv.URL})
-	assert.ErrorIs(t, err, conformance.ErrExportUnreadable, "a refused token")
+	require.ErrorIs(t, err, conformance.ErrExportUnreadable, "a refused token")
 }
 
 func endpoints(rep *conformance.Report, id string) []string {
@@ -233,13 +232,13 @@ func TestExportConformanceFindsDefects(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, msgs, "%s fails", tc.fails)
-			assert.Contains(t, strings.Join(msgs, "\n"), tc.msg)
+			require.Contains(t, strings.Join(msgs, "\n"), tc.msg)
 
 			// The baseline turns the failure into an expected one.
 			rep, err := conformance.RunExport(context.Background(), conformance.ExportConfig{Location: f.dir, Baseline: []string{tc.fails}})
 			require.NoError(t, err)
 			if !rep.Failed(false) {
-				assert.Empty(t, rep.Stale)
+				require.Empty(t, rep.Stale)
 			}
 		})
 	}
@@ -257,10 +256,10 @@ func TestExportConformanceConfig(t *testing.T) {
 		{conformance.ExportConfig{Location: "/tmp", Only: []string{"PAGE-01"}}, "unknown export check id"},
 	} {
 		_, err := conformance.RunExport(context.Background(), tc.cfg)
-		assert.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, tc.want)
 	}
 	_, err := conformance.RunExport(context.Background(), conformance.ExportConfig{Location: filepath.Join(t.TempDir(), "nope")})
-	assert.ErrorIs(t, err, conformance.ErrExportUnreadable)
+	require.ErrorIs(t, err, conformance.ErrExportUnreadable)
 
 	// Only runs the checks named.
 	f := newExportFixture(t)
@@ -268,7 +267,7 @@ func TestExportConformanceConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Results)
 	for _, r := range rep.Results {
-		assert.Equal(t, "EXP-03", r.ID)
+		require.Equal(t, "EXP-03", r.ID)
 	}
 }
 
@@ -311,13 +310,13 @@ func TestExportCompressionBomb(t *testing.T) {
 			msg = r.Message
 		}
 	}
-	assert.Contains(t, msg, "decompresses past 8388609 bytes")
+	require.Contains(t, msg, "decompresses past 8388609 bytes")
 
 	rep, err = conformance.RunExport(context.Background(), conformance.ExportConfig{Location: f.dir, MaxFileBytes: 1024})
 	require.NoError(t, err)
-	assert.Equal(t, conformance.StatusFail, statuses(rep)["EXP-03"])
+	require.Equal(t, conformance.StatusFail, statuses(rep)["EXP-03"])
 
 	require.NoError(t, os.WriteFile(filepath.Join(f.dir, spec.ExportIndexName), bytes.Repeat([]byte(" "), conformance.ExportMaxMetaBytes+1), 0o644))
 	_, err = conformance.RunExport(context.Background(), conformance.ExportConfig{Location: f.dir})
-	assert.ErrorContains(t, err, "larger than")
+	require.ErrorContains(t, err, "larger than")
 }

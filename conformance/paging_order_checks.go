@@ -212,38 +212,11 @@ func (p *pagingChecks) ties(ctx context.Context, r string, full *walk, generic, 
 		s.skip(id, ep, "the walk is not in keyset order (PAGE-12)")
 		return
 	}
-	// Groups of consecutive records sharing the sort timestamp.
-	type group struct{ start, size int }
-	var groups []group
-	for i := 0; i < len(full.Records); {
-		j := i + 1
-		if !full.Records[i].At.IsZero() {
-			for j < len(full.Records) && full.Records[j].At.Equal(full.Records[i].At) {
-				j++
-			}
-		}
-		if j-i >= 2 {
-			groups = append(groups, group{i, j - i})
-		}
-		i = j
-	}
-	if len(groups) == 0 {
+	g, ok := pickTieGroup(full.Records)
+	if !ok {
 		s.skip(id, ep, fmt.Sprintf("no two of %d records share a %s: no ties to cut", len(full.Records), sortField(r)))
 		return
 	}
-	// The largest group of at most 300 records, else the smallest.
-	best := -1
-	for k, g := range groups {
-		switch {
-		case best < 0:
-			best = k
-		case g.size <= 300 && (groups[best].size > 300 || g.size > groups[best].size):
-			best = k
-		case g.size > 300 && groups[best].size > 300 && g.size < groups[best].size:
-			best = k
-		}
-	}
-	g := groups[best]
 	members := full.Records[g.start : g.start+g.size]
 	T := members[0]
 	inGroup := map[string]bool{}
@@ -258,15 +231,7 @@ func (p *pagingChecks) ties(ctx context.Context, r string, full *walk, generic, 
 	} else {
 		q.Set("updatedSince", T.Time)
 	}
-	var limits []int
-	for _, l := range []int{1, 2, (g.size + 1) / 2, g.size - 1} {
-		if l >= 1 && l < g.size && l <= 1000 && (g.size+l)/l <= 40 && !slices.Contains(limits, l) {
-			limits = append(limits, l)
-		}
-	}
-	if len(limits) == 0 {
-		limits = []int{min(g.size-1, 999)}
-	}
+	limits := tieLimits(g.size)
 	checked := 0
 	for _, l := range limits {
 		maxPages := (g.size+l-1)/l + 2
@@ -329,6 +294,59 @@ func (p *pagingChecks) ties(ctx context.Context, r string, full *walk, generic, 
 	if checked > 0 {
 		s.pass(id, ep, fmt.Sprintf("a group of %d records sharing %s %s, walked with limits %v, came back whole with no repeat", g.size, sortField(r), T.Time, limits))
 	}
+}
+
+// tieGroup is a run of consecutive records of a walk sharing the sort
+// timestamp: records[start:start+size].
+type tieGroup struct{ start, size int }
+
+// pickTieGroup returns the group of records sharing the sort timestamp that
+// PAGE-03 walks: the largest of at most 300 records, else the smallest. ok
+// is false when no two records share one.
+func pickTieGroup(recs []record) (tieGroup, bool) {
+	var groups []tieGroup
+	for i := 0; i < len(recs); {
+		j := i + 1
+		if !recs[i].At.IsZero() {
+			for j < len(recs) && recs[j].At.Equal(recs[i].At) {
+				j++
+			}
+		}
+		if j-i >= 2 {
+			groups = append(groups, tieGroup{i, j - i})
+		}
+		i = j
+	}
+	if len(groups) == 0 {
+		return tieGroup{}, false
+	}
+	best := -1
+	for k, g := range groups {
+		switch {
+		case best < 0:
+			best = k
+		case g.size <= 300 && (groups[best].size > 300 || g.size > groups[best].size):
+			best = k
+		case g.size > 300 && groups[best].size > 300 && g.size < groups[best].size:
+			best = k
+		}
+	}
+	return groups[best], true
+}
+
+// tieLimits returns the page sizes a tie group of size records is walked
+// with: pages that cut it in several places, in at most about 40 pages.
+func tieLimits(size int) []int {
+	var limits []int
+	for _, l := range []int{1, 2, (size + 1) / 2, size - 1} {
+		if l >= 1 && l < size && l <= 1000 && (size+l)/l <= 40 && !slices.Contains(limits, l) {
+			limits = append(limits, l)
+		}
+	}
+	if len(limits) == 0 {
+		limits = []int{min(size-1, 999)}
+	}
+	return limits
 }
 
 // --- PAGE-12

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
@@ -51,9 +50,9 @@ func TestPushReceiverPassesTheKitsPusher(t *testing.T) {
 	rep := rc.Report(srv.URL, started)
 	require.Len(t, rep.Results, len(conformance.PushCatalogue))
 	for _, r := range rep.Results {
-		assert.Equal(t, conformance.StatusPass, r.Status, "%s: %s", r.ID, r.Message)
+		require.Equal(t, conformance.StatusPass, r.Status, "%s: %s", r.ID, r.Message)
 	}
-	assert.False(t, rep.Failed(true))
+	require.False(t, rep.Failed(true))
 }
 
 // post sends one delivery of body under id, signed with secret at ts.
@@ -85,35 +84,35 @@ func TestPushReceiverCatchesABadPusher(t *testing.T) {
 	good := `{"type":"records","resource":"events","records":[{"id":"e1","occurredAt":"2026-03-01T10:00:00.000Z"}]}`
 	// The first two deliveries are refused on purpose (500, 429) and never
 	// sent again.
-	assert.Equal(t, http.StatusInternalServerError, post(t, srv.URL, pushSecret, "msg_1", now, good))
-	assert.Equal(t, http.StatusTooManyRequests, post(t, srv.URL, pushSecret, "msg_2", now, good))
-	assert.Equal(t, http.StatusUnauthorized, post(t, srv.URL, webhook.NewSecret(), "msg_3", now, good))
-	assert.Equal(t, http.StatusUnauthorized, post(t, srv.URL, pushSecret, "msg_4", now.Add(-time.Hour), good))
-	assert.Equal(t, http.StatusBadRequest, post(t, srv.URL, pushSecret, "msg_5", now, `{"type":"records","resource":"users","records":[{}]}`))
-	assert.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_6", now, `{"type":"records","resource":"events","records":[{"id":"e2"}]}`))
-	assert.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_7", now, good))
-	assert.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_7", now, good+" "))
+	require.Equal(t, http.StatusInternalServerError, post(t, srv.URL, pushSecret, "msg_1", now, good))
+	require.Equal(t, http.StatusTooManyRequests, post(t, srv.URL, pushSecret, "msg_2", now, good))
+	require.Equal(t, http.StatusUnauthorized, post(t, srv.URL, webhook.NewSecret(), "msg_3", now, good))
+	require.Equal(t, http.StatusUnauthorized, post(t, srv.URL, pushSecret, "msg_4", now.Add(-time.Hour), good))
+	require.Equal(t, http.StatusBadRequest, post(t, srv.URL, pushSecret, "msg_5", now, `{"type":"records","resource":"users","records":[{}]}`))
+	require.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_6", now, `{"type":"records","resource":"events","records":[{"id":"e2"}]}`))
+	require.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_7", now, good))
+	require.Equal(t, http.StatusOK, post(t, srv.URL, pushSecret, "msg_7", now, good+" "))
 
 	rep := rc.Report(srv.URL, now)
 	got := statuses(rep)
-	assert.Equal(t, conformance.Status("PASS"), got["PUSH-01"])
-	assert.Equal(t, conformance.StatusFail, got["PUSH-04"], "wrong secret")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-05"], "stale timestamp")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-06"], "unknown resource")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-07"], "event without occurredAt")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-08"], "500 not retried")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-09"], "429 not retried")
-	assert.Equal(t, conformance.StatusFail, got["PUSH-10"], "another body under one id")
-	assert.True(t, rep.Failed(false))
+	require.Equal(t, conformance.Status("PASS"), got["PUSH-01"])
+	require.Equal(t, conformance.StatusFail, got["PUSH-04"], "wrong secret")
+	require.Equal(t, conformance.StatusFail, got["PUSH-05"], "stale timestamp")
+	require.Equal(t, conformance.StatusFail, got["PUSH-06"], "unknown resource")
+	require.Equal(t, conformance.StatusFail, got["PUSH-07"], "event without occurredAt")
+	require.Equal(t, conformance.StatusFail, got["PUSH-08"], "500 not retried")
+	require.Equal(t, conformance.StatusFail, got["PUSH-09"], "429 not retried")
+	require.Equal(t, conformance.StatusFail, got["PUSH-10"], "another body under one id")
+	require.True(t, rep.Failed(false))
 
 	// Nothing at all: PUSH-01 fails, the rest is skipped.
 	empty, err := conformance.NewPushReceiver(conformance.PushConfig{Secret: pushSecret})
 	require.NoError(t, err)
 	got = statuses(empty.Report("x", now))
-	assert.Equal(t, conformance.StatusFail, got["PUSH-01"])
-	assert.Equal(t, conformance.StatusSkip, got["PUSH-08"])
-	assert.Equal(t, conformance.StatusSkip, got["PUSH-07"])
+	require.Equal(t, conformance.StatusFail, got["PUSH-01"])
+	require.Equal(t, conformance.StatusSkip, got["PUSH-08"])
+	require.Equal(t, conformance.StatusSkip, got["PUSH-07"])
 
 	_, err = conformance.NewPushReceiver(conformance.PushConfig{Secret: "nope"})
-	assert.Error(t, err)
+	require.Error(t, err)
 }

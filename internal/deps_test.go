@@ -60,7 +60,7 @@ var rules = map[string][]string{
 	"internal/infra/sqlpage":         {"provider", "internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
-	"internal/infra/secretbox":       {},
+	"internal/infra/keyring":         {},
 	"internal/infra/netguard":        {},
 	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
 	"internal/infra/demodata":        {"provider", "spec"},

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,7 +80,14 @@ func idProperty(what string) map[string]any {
 	}
 }
 
+// toolDefs lists the tools of the server: a list and a get for the
+// conversations and the assistants, a list for the events, and the usage.
 func toolDefs() []toolDef {
+	return slices.Concat(conversationTools(), assistantTools(), eventTools(), usageTools())
+}
+
+// conversationTools returns the tools of the conversations: list_conversations and get_conversation.
+func conversationTools() []toolDef {
 	return []toolDef{
 		{
 			name:  "list_conversations",
@@ -122,6 +130,12 @@ func toolDefs() []toolDef {
 			output:     "conversation",
 			noun:       "conversation",
 		},
+	}
+}
+
+// assistantTools returns the tools of the assistants: list_assistants and get_assistant.
+func assistantTools() []toolDef {
+	return []toolDef{
 		{
 			name:  "list_assistants",
 			title: "List custom AI assistants",
@@ -151,6 +165,12 @@ func toolDefs() []toolDef {
 			output:     "assistant",
 			noun:       "assistant",
 		},
+	}
+}
+
+// eventTools returns the tool of the audit events: list_events.
+func eventTools() []toolDef {
+	return []toolDef{
 		{
 			name:  "list_events",
 			title: "List audit events",
@@ -173,6 +193,12 @@ func toolDefs() []toolDef {
 			output: "event-list",
 			noun:   "events",
 		},
+	}
+}
+
+// usageTools returns the tool of usage and cost: get_usage.
+func usageTools() []toolDef {
+	return []toolDef{
 		{
 			name:  "get_usage",
 			title: "Get AI usage and cost",

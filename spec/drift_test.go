@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -342,8 +341,8 @@ func TestDriftGoTypesAndSchemas(t *testing.T) {
 			d := &drift{t: t, s: set, schema: p.schema, goOnly: p.goOnly}
 			d.walk("", p.typ, []snode{set.resolve(t, p.schema+".json", "")})
 			sort.Strings(d.out)
-			assert.Empty(t, d.out, "Go type %s and schema %s differ", p.typ, p.schema)
-			assert.Positive(t, d.visited, "no object level was compared")
+			require.Empty(t, d.out, "Go type %s and schema %s differ", p.typ, p.schema)
+			require.Positive(t, d.visited, "no object level was compared")
 		})
 	}
 }
@@ -372,29 +371,29 @@ func TestDriftDetectsDifferences(t *testing.T) {
 	delete(msgs, "createdAt")
 	out := run(removed, "conversation", typeOf[spec.Conversation]())
 	require.Len(t, out, 1)
-	assert.Contains(t, out[0], "/messages/*/createdAt")
-	assert.Contains(t, out[0], "Message.CreatedAt")
+	require.Contains(t, out[0], "/messages/*/createdAt")
+	require.Contains(t, out[0], "Message.CreatedAt")
 
 	// In a shared definition reached through $ref, seen from a list.
 	removed = clone(set)
 	delete(removed["common.json"].(map[string]any)["$defs"].(map[string]any)["user"].(map[string]any)["properties"].(map[string]any), "groups")
 	out = run(removed, "conversation-list", typeOf[spec.List[spec.Conversation]]())
 	require.Len(t, out, 1)
-	assert.Contains(t, out[0], "/data/*/user/groups")
+	require.Contains(t, out[0], "/data/*/user/groups")
 
 	// A property that only a conditional constraint mentions is missing.
 	removed = clone(set)
 	delete(removed["instruction.json"].(map[string]any)["properties"].(map[string]any), "allowRedaction")
 	out = run(removed, "instruction", typeOf[spec.Instruction]())
 	require.Len(t, out, 1)
-	assert.Contains(t, out[0], "/allowRedaction: Go field Instruction.AllowRedaction is missing from the schema")
+	require.Contains(t, out[0], "/allowRedaction: Go field Instruction.AllowRedaction is missing from the schema")
 
 	added := clone(set)
 	added["trigger.json"].(map[string]any)["allOf"].([]any)[1].(map[string]any)["then"].(map[string]any)["properties"].(map[string]any)["flags"] = map[string]any{"type": "string"}
 	out = run(added, "instruction", typeOf[spec.Instruction]())
 	require.Len(t, out, 1)
-	assert.Contains(t, out[0], "/trigger/flags")
-	assert.Contains(t, out[0], "missing from the Go type")
+	require.Contains(t, out[0], "/trigger/flags")
+	require.Contains(t, out[0], "missing from the Go type")
 }
 
 // --- populated values ---
@@ -413,7 +412,7 @@ func TestFullValuesValidate(t *testing.T) {
 				require.NoError(t, err)
 				findings, err := spec.Validate(p.schema, b, spec.WithMode(spec.Strict))
 				require.NoError(t, err)
-				assert.Empty(t, findings, "value %d: %s", i, b)
+				require.Empty(t, findings, "value %d: %s", i, b)
 			}
 		})
 	}
@@ -439,9 +438,9 @@ func TestFullValuesSetEveryField(t *testing.T) {
 				}
 			}
 			sort.Strings(missing)
-			assert.Empty(t, missing, "fields never set by the values of %s", p.typ)
+			require.Empty(t, missing, "fields never set by the values of %s", p.typ)
 			for _, path := range p.goOnly {
-				assert.False(t, got[path], "%s must not be set for schema %s", path, p.schema)
+				require.False(t, got[path], "%s must not be set for schema %s", path, p.schema)
 			}
 		})
 	}
@@ -586,10 +585,10 @@ func TestRequiredPropertiesNeverOmitted(t *testing.T) {
 		}
 		check("", p.typ, []snode{set.resolve(t, p.schema+".json", "")})
 		sort.Strings(problems)
-		assert.Empty(t, problems)
+		require.Empty(t, problems)
 	}
-	assert.Greater(t, checked, 50, "too few required properties were checked")
+	require.Greater(t, checked, 50, "too few required properties were checked")
 	for key := range requiredExceptions {
-		assert.True(t, used[key], "requiredExceptions[%q] is no longer needed: remove it", key)
+		require.True(t, used[key], "requiredExceptions[%q] is no longer needed: remove it", key)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -47,11 +46,11 @@ func TestExamplesCoverEverySchema(t *testing.T) {
 	t.Parallel()
 	count := map[string]int{}
 	for _, ex := range loadExamples(t) {
-		assert.Contains(t, spec.Schemas(), ex.schema, "%s names no schema", ex.file)
+		require.Contains(t, spec.Schemas(), ex.schema, "%s names no schema", ex.file)
 		count[ex.schema]++
 	}
 	for _, name := range spec.Schemas() {
-		assert.Positive(t, count[name], "no example of schema %s in testdata/examples", name)
+		require.Positive(t, count[name], "no example of schema %s in testdata/examples", name)
 	}
 }
 
@@ -63,7 +62,7 @@ func TestExamplesValidate(t *testing.T) {
 			for _, mode := range []spec.Mode{spec.Strict, spec.Lenient} {
 				findings, err := spec.Validate(ex.schema, ex.data, spec.WithMode(mode))
 				require.NoError(t, err)
-				assert.Empty(t, findings, "mode %d", mode)
+				require.Empty(t, findings, "mode %d", mode)
 			}
 		})
 	}
@@ -92,7 +91,7 @@ func TestExamplesRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			findings, err := spec.Validate(ex.schema, b)
 			require.NoError(t, err)
-			assert.Empty(t, findings, "re-encoded: %s", b)
+			require.Empty(t, findings, "re-encoded: %s", b)
 		})
 	}
 }
@@ -118,7 +117,7 @@ func TestUnknownFieldsAccepted(t *testing.T) {
 			for _, mode := range []spec.Mode{spec.Strict, spec.Lenient} {
 				findings, err := spec.Validate(tc.schema, []byte(tc.doc), spec.WithMode(mode))
 				require.NoError(t, err)
-				assert.Empty(t, findings, "%s, mode %d", tc.schema, mode)
+				require.Empty(t, findings, "%s, mode %d", tc.schema, mode)
 			}
 		})
 	}
@@ -145,20 +144,20 @@ func TestUnknownEnumValues(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, findings, 1, "%v", findings)
 			f := findings[0]
-			assert.Equal(t, tc.ptr, f.Pointer)
-			assert.Equal(t, spec.LevelWarning, f.Level)
-			assert.Equal(t, "enum", f.Keyword)
-			assert.Contains(t, f.Message, "later versions may add it")
-			assert.True(t, spec.Valid(findings))
-			assert.Contains(t, f.String(), ": warning: ")
+			require.Equal(t, tc.ptr, f.Pointer)
+			require.Equal(t, spec.LevelWarning, f.Level)
+			require.Equal(t, "enum", f.Keyword)
+			require.Contains(t, f.Message, "later versions may add it")
+			require.True(t, spec.Valid(findings))
+			require.Contains(t, f.String(), ": warning: ")
 
 			strict, err := spec.Validate(tc.schema, []byte(tc.doc), spec.WithMode(spec.Strict))
 			require.NoError(t, err)
-			assert.Equal(t, findings, strict, "Strict is the default")
+			require.Equal(t, findings, strict, "Strict is the default")
 
 			lenient, err := spec.Validate(tc.schema, []byte(tc.doc), spec.WithMode(spec.Lenient))
 			require.NoError(t, err)
-			assert.Empty(t, lenient)
+			require.Empty(t, lenient)
 		})
 	}
 
@@ -166,8 +165,8 @@ func TestUnknownEnumValues(t *testing.T) {
 	findings, err := spec.Validate("event", []byte(`{"id":"e1","occurredAt":"2026-03-09T08:15:00+01:00","category":"Billing"}`), spec.WithMode(spec.Lenient))
 	require.NoError(t, err)
 	require.Len(t, findings, 1)
-	assert.Equal(t, "/occurredAt", findings[0].Pointer)
-	assert.False(t, spec.Valid(findings))
+	require.Equal(t, "/occurredAt", findings[0].Pointer)
+	require.False(t, spec.Valid(findings))
 }
 
 func TestClosedEnumValues(t *testing.T) {
@@ -186,10 +185,10 @@ func TestClosedEnumValues(t *testing.T) {
 				findings, err := spec.Validate(tc.schema, []byte(tc.doc), spec.WithMode(mode))
 				require.NoError(t, err)
 				require.Len(t, findings, 1, "%v", findings)
-				assert.Equal(t, tc.ptr, findings[0].Pointer)
-				assert.Equal(t, spec.LevelError, findings[0].Level)
-				assert.Equal(t, "enum", findings[0].Keyword)
-				assert.False(t, spec.Valid(findings))
+				require.Equal(t, tc.ptr, findings[0].Pointer)
+				require.Equal(t, spec.LevelError, findings[0].Level)
+				require.Equal(t, "enum", findings[0].Keyword)
+				require.False(t, spec.Valid(findings))
 			}
 		})
 	}
@@ -215,7 +214,7 @@ func TestTitleLengthCountsCharacters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			findings, err := spec.Validate("instruction-create", doc(tc.title))
 			require.NoError(t, err)
-			assert.Equal(t, tc.valid, spec.Valid(findings), "title of %d bytes: %v", len(tc.title), findings)
+			require.Equal(t, tc.valid, spec.Valid(findings), "title of %d bytes: %v", len(tc.title), findings)
 		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -331,7 +330,7 @@ func TestValidBasesAreValid(t *testing.T) {
 	for base, doc := range validBases {
 		findings, err := spec.Validate(schemaOfBase(base), []byte(doc))
 		require.NoError(t, err, base)
-		assert.Empty(t, findings, base)
+		require.Empty(t, findings, base)
 	}
 }
 
@@ -367,20 +366,20 @@ func TestInvalidDocuments(t *testing.T) {
 					hit = &findings[i]
 				}
 				if !tc.others {
-					assert.True(t, f.Pointer == tc.ptr || strings.HasPrefix(f.Pointer, tc.ptr+"/"),
+					require.True(t, f.Pointer == tc.ptr || strings.HasPrefix(f.Pointer, tc.ptr+"/"),
 						"unexpected finding %v (want only %s) for %s", f, tc.ptr, doc)
 				}
 			}
 			require.NotNil(t, hit, "no error finding at %q; findings: %v; document: %.300s", tc.ptr, findings, doc)
 			if tc.keyword != "" {
-				assert.Equal(t, tc.keyword, hit.Keyword, "keyword of %v", *hit)
+				require.Equal(t, tc.keyword, hit.Keyword, "keyword of %v", *hit)
 			}
-			assert.NotEmpty(t, hit.Message)
+			require.NotEmpty(t, hit.Message)
 
 			// The Lenient mode never hides an error.
 			lenient, err := spec.Validate(schema, []byte(doc), spec.WithMode(spec.Lenient))
 			require.NoError(t, err)
-			assert.False(t, spec.Valid(lenient))
+			require.False(t, spec.Valid(lenient))
 		})
 	}
 }

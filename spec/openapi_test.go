@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/aiusage/kit/spec"
 )
@@ -119,12 +118,12 @@ func resolveLocal(root *yaml.Node, ref string) (*yaml.Node, bool) {
 func TestOpenAPIDocumentsList(t *testing.T) {
 	t.Parallel()
 	docs := spec.OpenAPIDocuments()
-	assert.Equal(t, []string{"organisation", "review", "usage"}, docs)
+	require.Equal(t, []string{"organisation", "review", "usage"}, docs)
 	for _, bad := range []string{"nope", "", "../schemas/conversation", "redocly"} {
 		_, err := spec.OpenAPISource(bad)
-		assert.Error(t, err, bad)
+		require.Error(t, err, bad)
 		_, err = spec.OpenAPI(bad)
-		assert.Error(t, err, bad)
+		require.Error(t, err, bad)
 	}
 }
 
@@ -138,10 +137,10 @@ func TestOpenAPISource(t *testing.T) {
 			root := parseYAML(t, src)
 			v := yamlGet(root, "openapi")
 			require.NotNil(t, v, "no openapi field")
-			assert.Regexp(t, openAPIVersion, v.Value)
+			require.Regexp(t, openAPIVersion, v.Value)
 			require.NotNil(t, yamlGet(root, "info"), "no info")
-			assert.NotEmpty(t, yamlGet(yamlGet(root, "info"), "version").Value)
-			assert.True(t, yamlGet(root, "paths") != nil || yamlGet(root, "webhooks") != nil, "neither paths nor webhooks")
+			require.NotEmpty(t, yamlGet(yamlGet(root, "info"), "version").Value)
+			require.True(t, yamlGet(root, "paths") != nil || yamlGet(root, "webhooks") != nil, "neither paths nor webhooks")
 
 			refs := yamlRefs(root)
 			require.NotEmpty(t, refs)
@@ -149,19 +148,17 @@ func TestOpenAPISource(t *testing.T) {
 			for _, r := range refs {
 				if strings.HasPrefix(r.ref, "#") {
 					_, ok := resolveLocal(root, r.ref)
-					assert.True(t, ok, "%s: local $ref %q does not resolve", r.at, r.ref)
+					require.True(t, ok, "%s: local $ref %q does not resolve", r.at, r.ref)
 					continue
 				}
 				m := sourceSchemaRef.FindStringSubmatch(r.ref)
-				if !assert.NotNil(t, m, "%s: $ref %q is neither local nor ../schemas/NAME.json", r.at, r.ref) {
-					continue
-				}
+				require.NotNil(t, m, "%s: $ref %q is neither local nor ../schemas/NAME.json", r.at, r.ref)
 				external++
 				_, err := spec.SchemaJSON(m[1])
-				assert.NoError(t, err, "%s: $ref %q names no schema", r.at, r.ref)
-				assert.NotEqual(t, "common", m[1], "%s: refer to the schema that uses a common definition", r.at)
+				require.NoError(t, err, "%s: $ref %q names no schema", r.at, r.ref)
+				require.NotEqual(t, "common", m[1], "%s: refer to the schema that uses a common definition", r.at)
 			}
-			assert.Positive(t, external, "the document uses no schema of spec/schemas")
+			require.Positive(t, external, "the document uses no schema of spec/schemas")
 		})
 	}
 }
@@ -174,7 +171,7 @@ func TestOpenAPIBundled(t *testing.T) {
 			b, err := spec.OpenAPI(name)
 			require.NoError(t, err)
 			root := parseYAML(t, b)
-			assert.Regexp(t, openAPIVersion, yamlGet(root, "openapi").Value)
+			require.Regexp(t, openAPIVersion, yamlGet(root, "openapi").Value)
 
 			components := yamlGet(yamlGet(root, "components"), "schemas")
 			require.NotNil(t, components, "no components/schemas")
@@ -183,14 +180,10 @@ func TestOpenAPIBundled(t *testing.T) {
 			require.NotEmpty(t, refs)
 			intoSchemas, intoDefs := 0, 0
 			for _, r := range refs {
-				if !assert.True(t, strings.HasPrefix(r.ref, "#/"), "%s: $ref %q is not local", r.at, r.ref) {
-					continue
-				}
+				require.True(t, strings.HasPrefix(r.ref, "#/"), "%s: $ref %q is not local", r.at, r.ref)
 				n, ok := resolveLocal(root, r.ref)
-				if !assert.True(t, ok, "%s: $ref %q does not resolve", r.at, r.ref) {
-					continue
-				}
-				assert.Contains(t, []yaml.Kind{yaml.MappingNode, yaml.ScalarNode}, n.Kind, "%s: $ref %q is not a schema or object", r.at, r.ref)
+				require.True(t, ok, "%s: $ref %q does not resolve", r.at, r.ref)
+				require.Contains(t, []yaml.Kind{yaml.MappingNode, yaml.ScalarNode}, n.Kind, "%s: $ref %q is not a schema or object", r.at, r.ref)
 				if strings.HasPrefix(r.ref, "#/components/schemas/") {
 					intoSchemas++
 					if strings.Contains(r.ref, "/$defs/") {
@@ -198,13 +191,13 @@ func TestOpenAPIBundled(t *testing.T) {
 					}
 				}
 			}
-			assert.Positive(t, intoSchemas)
-			assert.Positive(t, intoDefs, "no reference into a bundled schema's $defs (common.json's timestamp, for one)")
+			require.Positive(t, intoSchemas)
+			require.Positive(t, intoDefs, "no reference into a bundled schema's $defs (common.json's timestamp, for one)")
 
 			yamlKeys(root, "", func(ptr, key string, v *yaml.Node) {
-				assert.NotEqual(t, "$id", key, "$id at %s", ptr)
+				require.NotEqual(t, "$id", key, "$id at %s", ptr)
 				if strings.HasPrefix(ptr, "/components/schemas") {
-					assert.NotEqual(t, "$schema", key, "$schema at %s", ptr)
+					require.NotEqual(t, "$schema", key, "$schema at %s", ptr)
 				}
 			})
 
@@ -213,13 +206,13 @@ func TestOpenAPIBundled(t *testing.T) {
 			require.NoError(t, err)
 			for _, r := range yamlRefs(parseYAML(t, src)) {
 				if m := sourceSchemaRef.FindStringSubmatch(r.ref); m != nil {
-					assert.NotNil(t, yamlGet(components, m[1]), "components/schemas/%s missing", m[1])
+					require.NotNil(t, yamlGet(components, m[1]), "components/schemas/%s missing", m[1])
 				}
 			}
 
 			again, err := spec.OpenAPI(name)
 			require.NoError(t, err)
-			assert.True(t, bytes.Equal(b, again), "OpenAPI(%s) is not deterministic", name)
+			require.True(t, bytes.Equal(b, again), "OpenAPI(%s) is not deterministic", name)
 		})
 	}
 }
@@ -250,6 +243,6 @@ func TestOpenAPIReachesEverySchema(t *testing.T) {
 		}
 	}
 	sort.Strings(unused)
-	assert.Empty(t, unused, "schemas no OpenAPI document uses")
-	assert.True(t, slices.ContainsFunc(spec.Schemas(), func(s string) bool { return used[s] }))
+	require.Empty(t, unused, "schemas no OpenAPI document uses")
+	require.True(t, slices.ContainsFunc(spec.Schemas(), func(s string) bool { return used[s] }))
 }

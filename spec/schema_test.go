@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -28,13 +27,13 @@ func TestSchemasListEveryFileButCommon(t *testing.T) {
 	require.Greater(t, len(want), 20)
 	got := spec.Schemas()
 	require.NotEmpty(t, got, "Schemas() is empty: the schemas do not compile")
-	assert.Equal(t, want, got)
-	assert.True(t, sort.StringsAreSorted(got))
-	assert.NotContains(t, got, "common")
+	require.Equal(t, want, got)
+	require.True(t, sort.StringsAreSorted(got))
+	require.NotContains(t, got, "common")
 
 	// The slice is a copy.
 	got[0] = "changed"
-	assert.NotEqual(t, "changed", spec.Schemas()[0])
+	require.NotEqual(t, "changed", spec.Schemas()[0])
 }
 
 func TestEverySchemaCompilesAndValidates(t *testing.T) {
@@ -64,15 +63,15 @@ func TestSchemaIDs(t *testing.T) {
 		require.NoError(t, err, name)
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(b, &doc), name)
-		assert.Equal(t, "https://schemas.aiusage.dev/v1/"+e.Name(), doc["$id"], name)
-		assert.Equal(t, spec.SchemaBaseURL+e.Name(), doc["$id"], name)
-		assert.Equal(t, "https://json-schema.org/draft/2020-12/schema", doc["$schema"], name)
+		require.Equal(t, "https://schemas.aiusage.dev/v1/"+e.Name(), doc["$id"], name)
+		require.Equal(t, spec.SchemaBaseURL+e.Name(), doc["$id"], name)
+		require.Equal(t, "https://json-schema.org/draft/2020-12/schema", doc["$schema"], name)
 		if name != "common" {
-			assert.NotEmpty(t, doc["title"], "%s has no title", name)
+			require.NotEmpty(t, doc["title"], "%s has no title", name)
 		}
 		// No $id below the root: every subschema is addressed through its
 		// file, which the OpenAPI bundler relies on.
-		assert.Empty(t, nestedIDs(doc, ""), name)
+		require.Empty(t, nestedIDs(doc, ""), name)
 	}
 }
 
@@ -110,20 +109,20 @@ func TestValidateErrors(t *testing.T) {
 	for _, name := range []string{"", "nope", "common", "conversation.json", "Conversation", "../schemas/conversation"} {
 		findings, err := spec.Validate(name, []byte(`{"id":"c1","startedAt":"2026-01-02T03:04:05Z"}`))
 		require.ErrorIs(t, err, spec.ErrUnknownSchema, "schema %q", name)
-		assert.Nil(t, findings)
+		require.Nil(t, findings)
 	}
 	for _, data := range []string{"", "{", `{"id":}`, "nul", `{"id":"c1"} {}`, `{"id":"c1",}`, "\xff", `{"a":1}x`} {
 		findings, err := spec.Validate("conversation", []byte(data))
 		require.ErrorIs(t, err, spec.ErrInvalidJSON, "data %q", data)
-		assert.NotErrorIs(t, err, spec.ErrUnknownSchema)
-		assert.Nil(t, findings)
+		require.NotErrorIs(t, err, spec.ErrUnknownSchema)
+		require.Nil(t, findings)
 	}
 	// A valid JSON value of the wrong type is not an error but a finding.
 	findings, err := spec.Validate("conversation", []byte(`"text"`))
 	require.NoError(t, err)
 	require.False(t, spec.Valid(findings))
-	assert.Equal(t, "", findings[0].Pointer)
-	assert.Equal(t, "type", findings[0].Keyword)
+	require.Equal(t, "", findings[0].Pointer)
+	require.Equal(t, "type", findings[0].Keyword)
 }
 
 func TestValidateValue(t *testing.T) {
@@ -132,7 +131,7 @@ func TestValidateValue(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"id":"c1","startedAt":"2026-01-02T03:04:05Z","usage":{"inputTokens":12}}`), &doc))
 	findings, err := spec.ValidateValue("conversation", doc)
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 
 	// json.Number, as from a Decoder with UseNumber.
 	dec := json.NewDecoder(strings.NewReader(`{"id":"c1","startedAt":"2026-01-02T03:04:05Z","usage":{"inputTokens":1.5}}`))
@@ -141,7 +140,7 @@ func TestValidateValue(t *testing.T) {
 	findings, err = spec.ValidateValue("conversation", doc)
 	require.NoError(t, err)
 	require.Len(t, findings, 1)
-	assert.Equal(t, "/usage/inputTokens", findings[0].Pointer)
+	require.Equal(t, "/usage/inputTokens", findings[0].Pointer)
 
 	_, err = spec.ValidateValue("nope", doc)
 	require.ErrorIs(t, err, spec.ErrUnknownSchema)
@@ -149,15 +148,15 @@ func TestValidateValue(t *testing.T) {
 
 func TestValid(t *testing.T) {
 	t.Parallel()
-	assert.True(t, spec.Valid(nil))
-	assert.True(t, spec.Valid([]spec.Finding{{Pointer: "/a", Level: spec.LevelWarning}}))
-	assert.False(t, spec.Valid([]spec.Finding{{Pointer: "/a", Level: spec.LevelWarning}, {Pointer: "/b", Level: spec.LevelError}}))
+	require.True(t, spec.Valid(nil))
+	require.True(t, spec.Valid([]spec.Finding{{Pointer: "/a", Level: spec.LevelWarning}}))
+	require.False(t, spec.Valid([]spec.Finding{{Pointer: "/a", Level: spec.LevelWarning}, {Pointer: "/b", Level: spec.LevelError}}))
 }
 
 func TestFindingString(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, "/id: must not be empty", spec.Finding{Pointer: "/id", Level: spec.LevelError, Message: "must not be empty"}.String())
-	assert.Equal(t, "/role: warning: unknown", spec.Finding{Pointer: "/role", Level: spec.LevelWarning, Message: "unknown"}.String())
+	require.Equal(t, "/id: must not be empty", spec.Finding{Pointer: "/id", Level: spec.LevelError, Message: "must not be empty"}.String())
+	require.Equal(t, "/role: warning: unknown", spec.Finding{Pointer: "/role", Level: spec.LevelWarning, Message: "unknown"}.String())
 }
 
 func TestFindingsSortedAndUnique(t *testing.T) {
@@ -168,14 +167,14 @@ func TestFindingsSortedAndUnique(t *testing.T) {
 	require.GreaterOrEqual(t, len(findings), 6)
 	seen := map[spec.Finding]bool{}
 	for i, f := range findings {
-		assert.False(t, seen[f], "duplicate finding %v", f)
+		require.False(t, seen[f], "duplicate finding %v", f)
 		seen[f] = true
 		if i > 0 {
-			assert.LessOrEqual(t, findings[i-1].Pointer, f.Pointer)
+			require.LessOrEqual(t, findings[i-1].Pointer, f.Pointer)
 		}
-		assert.NotEmpty(t, f.Message)
-		assert.NotEmpty(t, f.Keyword)
-		assert.Equal(t, spec.LevelError, f.Level)
+		require.NotEmpty(t, f.Message)
+		require.NotEmpty(t, f.Keyword)
+		require.Equal(t, spec.LevelError, f.Level)
 	}
 }
 
@@ -188,17 +187,17 @@ func TestTimestampFindingMessage(t *testing.T) {
 		findings, err := spec.Validate("conversation", []byte(doc))
 		require.NoError(t, err)
 		require.Len(t, findings, 1, v)
-		assert.Equal(t, "/startedAt", findings[0].Pointer)
-		assert.Equal(t, "format", findings[0].Keyword)
-		assert.Equal(t, spec.CheckTimestamp(v).Error(), findings[0].Message, v)
+		require.Equal(t, "/startedAt", findings[0].Pointer)
+		require.Equal(t, "format", findings[0].Keyword)
+		require.Equal(t, spec.CheckTimestamp(v).Error(), findings[0].Message, v)
 	}
 	findings, err := spec.Validate("organisation-list", []byte(`[{"id":"`+orgID+`","name":"N"}]`))
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 	findings, err = spec.Validate("webhook", []byte(`{"id":"`+webhookID+`","url":"https://h.example.com/","events":["task.created"],"createdAt":"2026-01-02T03:04:05Z"}`))
 	require.NoError(t, err)
 	require.Len(t, findings, 1)
-	assert.Equal(t, spec.CheckTimestampMillis("2026-01-02T03:04:05Z").Error(), findings[0].Message)
+	require.Equal(t, spec.CheckTimestampMillis("2026-01-02T03:04:05Z").Error(), findings[0].Message)
 }
 
 func TestValidateConcurrent(t *testing.T) {
@@ -213,7 +212,7 @@ func TestValidateConcurrent(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		assert.Empty(t, <-done)
+		require.Empty(t, <-done)
 	}
 }
 
@@ -227,12 +226,12 @@ func TestListSchema(t *testing.T) {
 	} {
 		got, ok := spec.ListSchema(record)
 		require.True(t, ok, record)
-		assert.Equal(t, list, got)
-		assert.Contains(t, spec.Schemas(), got)
+		require.Equal(t, list, got)
+		require.Contains(t, spec.Schemas(), got)
 	}
 	for _, name := range []string{"instruction", "review-task", "webhook", "nope", ""} {
 		got, ok := spec.ListSchema(name)
-		assert.False(t, ok, name)
-		assert.Empty(t, got)
+		require.False(t, ok, name)
+		require.Empty(t, got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/spec"
@@ -81,21 +80,22 @@ func TestCheckTimestamp(t *testing.T) {
 		t.Run(timestampCaseName(tc.in), func(t *testing.T) {
 			err := spec.CheckTimestamp(tc.in)
 			if tc.utc {
-				assert.NoError(t, err, tc.in)
-			} else if assert.Error(t, err, tc.in) {
-				assert.Contains(t, err.Error(), "2026-01-02T03:04:05", "the message shows an example")
+				require.NoError(t, err, tc.in)
+			} else {
+				require.Error(t, err, tc.in)
+				require.Contains(t, err.Error(), "2026-01-02T03:04:05", "the message shows an example")
 			}
 			err = spec.CheckTimestampMillis(tc.in)
 			if tc.millis {
-				assert.NoError(t, err, tc.in)
+				require.NoError(t, err, tc.in)
 			} else {
-				assert.Error(t, err, tc.in)
+				require.Error(t, err, tc.in)
 			}
 		})
 	}
-	assert.Contains(t, spec.CheckTimestamp("2026-01-02T05:04:05+02:00").Error(), "not in UTC")
-	assert.Contains(t, spec.CheckTimestampMillis("2026-01-02T03:04:05Z").Error(), "three fractional digits")
-	assert.Contains(t, spec.CheckTimestampMillis("2026-01-02T03:04:05.678901Z").Error(), "three fractional digits")
+	require.Contains(t, spec.CheckTimestamp("2026-01-02T05:04:05+02:00").Error(), "not in UTC")
+	require.Contains(t, spec.CheckTimestampMillis("2026-01-02T03:04:05Z").Error(), "three fractional digits")
+	require.Contains(t, spec.CheckTimestampMillis("2026-01-02T03:04:05.678901Z").Error(), "three fractional digits")
 }
 
 func TestParseTime(t *testing.T) {
@@ -104,31 +104,31 @@ func TestParseTime(t *testing.T) {
 		t.Run(timestampCaseName(tc.in), func(t *testing.T) {
 			got, err := spec.ParseTime(tc.in)
 			if !tc.parses && !tc.utc {
-				assert.Error(t, err, tc.in)
-				assert.True(t, got.IsZero(), tc.in)
+				require.Error(t, err, tc.in)
+				require.True(t, got.IsZero(), tc.in)
 				return
 			}
 			require.NoError(t, err, tc.in)
-			assert.Equal(t, time.UTC, got.Location(), "%s: result is UTC", tc.in)
-			assert.Equal(t, tc.wantInstantMs, got.UnixMilli(), tc.in)
+			require.Equal(t, time.UTC, got.Location(), "%s: result is UTC", tc.in)
+			require.Equal(t, tc.wantInstantMs, got.UnixMilli(), tc.in)
 		})
 	}
 	// Nanoseconds are kept: truncating is NewTime's job.
 	got, err := spec.ParseTime("2026-01-02T03:04:05.123456789+01:00")
 	require.NoError(t, err)
-	assert.Equal(t, time.Date(2026, 1, 2, 2, 4, 5, 123456789, time.UTC), got)
+	require.Equal(t, time.Date(2026, 1, 2, 2, 4, 5, 123456789, time.UTC), got)
 }
 
 func TestNewTime(t *testing.T) {
 	t.Parallel()
 	berlin := time.FixedZone("CET", 3600)
 	v := spec.NewTime(time.Date(2026, 1, 2, 4, 4, 5, 678_999_999, berlin))
-	assert.Equal(t, time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC), v.Time)
-	assert.Equal(t, time.UTC, v.Location())
-	assert.Equal(t, "2026-01-02T03:04:05.678Z", v.String())
+	require.Equal(t, time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC), v.Time)
+	require.Equal(t, time.UTC, v.Location())
+	require.Equal(t, "2026-01-02T03:04:05.678Z", v.String())
 	p := spec.TimePtr(time.Date(2026, 1, 2, 4, 4, 5, 0, berlin))
 	require.NotNil(t, p)
-	assert.Equal(t, "2026-01-02T03:04:05.000Z", p.String())
+	require.Equal(t, "2026-01-02T03:04:05.000Z", p.String())
 }
 
 func TestTimeJSON(t *testing.T) {
@@ -147,36 +147,36 @@ func TestTimeJSON(t *testing.T) {
 		t.Run(tc.in[1:len(tc.in)-1], func(t *testing.T) {
 			var v spec.Time
 			require.NoError(t, json.Unmarshal([]byte(tc.in), &v), tc.in)
-			assert.Equal(t, time.UTC, v.Location(), tc.in)
+			require.Equal(t, time.UTC, v.Location(), tc.in)
 			b, err := json.Marshal(v)
 			require.NoError(t, err)
-			assert.Equal(t, tc.out, string(b), tc.in)
+			require.Equal(t, tc.out, string(b), tc.in)
 			// What Time writes, CheckTimestampMillis accepts, and it reads back
 			// unchanged.
-			assert.NoError(t, spec.CheckTimestampMillis(tc.out[1:len(tc.out)-1]))
+			require.NoError(t, spec.CheckTimestampMillis(tc.out[1:len(tc.out)-1]))
 			var again spec.Time
 			require.NoError(t, json.Unmarshal(b, &again))
 			b2, err := json.Marshal(again)
 			require.NoError(t, err)
-			assert.Equal(t, string(b), string(b2))
+			require.Equal(t, string(b), string(b2))
 		})
 	}
 
 	for _, in := range []string{`"2026-01-02t03:04:05Z"`, `"2026-01-02T03:04:05z"`, `"2026-01-02 03:04:05Z"`, `"2026-01-02T03:04:05"`,
 		`"2026-13-02T03:04:05Z"`, `""`, `1767323045`, `true`, `{}`, `"2026-01-02T03:04:05Z`} {
 		var v spec.Time
-		assert.Error(t, json.Unmarshal([]byte(in), &v), in)
+		require.Error(t, json.Unmarshal([]byte(in), &v), in)
 	}
 	// null leaves the value alone, like encoding/json does for other types.
 	v := ts("2026-01-02T03:04:05Z")
 	require.NoError(t, json.Unmarshal([]byte(`null`), &v))
-	assert.Equal(t, "2026-01-02T03:04:05.000Z", v.String())
+	require.Equal(t, "2026-01-02T03:04:05.000Z", v.String())
 
 	// A time outside RFC 3339's years cannot be written.
 	_, err := json.Marshal(spec.NewTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)))
-	assert.Error(t, err)
+	require.Error(t, err)
 	_, err = json.Marshal(spec.NewTime(time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)))
-	assert.Error(t, err)
+	require.Error(t, err)
 }
 
 func TestTimeInNonUTCLocationMarshalsUTC(t *testing.T) {
@@ -185,30 +185,30 @@ func TestTimeInNonUTCLocationMarshalsUTC(t *testing.T) {
 	v := spec.Time{Time: time.Date(2026, 1, 2, 5, 4, 5, 678_000_000, time.FixedZone("", 2*3600))}
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
-	assert.Equal(t, `"2026-01-02T03:04:05.678Z"`, string(b))
+	require.Equal(t, `"2026-01-02T03:04:05.678Z"`, string(b))
 }
 
 func TestZeroTimeOmitted(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(spec.Conversation{ID: "c1", StartedAt: ts("2026-01-02T03:04:05Z")})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"id":"c1","startedAt":"2026-01-02T03:04:05.000Z"}`, string(b))
+	require.JSONEq(t, `{"id":"c1","startedAt":"2026-01-02T03:04:05.000Z"}`, string(b))
 
 	b, err = json.Marshal(spec.Message{Role: "user"})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"role":"user"}`, string(b))
+	require.JSONEq(t, `{"role":"user"}`, string(b))
 
 	// A required timestamp (no omitzero) is written even when zero.
 	b, err = json.Marshal(spec.Event{ID: "e1"})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"id":"e1","occurredAt":"0001-01-01T00:00:00.000Z"}`, string(b))
+	require.JSONEq(t, `{"id":"e1","occurredAt":"0001-01-01T00:00:00.000Z"}`, string(b))
 
 	var c spec.Conversation
 	require.NoError(t, json.Unmarshal([]byte(`{"id":"c1","startedAt":"2026-01-02T03:04:05Z"}`), &c))
-	assert.True(t, c.UpdatedAt.IsZero())
-	assert.False(t, c.Deleted())
+	require.True(t, c.UpdatedAt.IsZero())
+	require.False(t, c.Deleted())
 	require.NoError(t, json.Unmarshal([]byte(`{"id":"c1","startedAt":"2026-01-02T03:04:05Z","deletedAt":"2026-01-03T00:00:00Z"}`), &c))
-	assert.True(t, c.Deleted())
+	require.True(t, c.Deleted())
 }
 
 func TestNullable(t *testing.T) {
@@ -233,28 +233,28 @@ func TestNullable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b body
 			require.NoError(t, json.Unmarshal([]byte(tc.in), &b), tc.in)
-			assert.Equal(t, tc.category, b.CategoryID, tc.in)
-			assert.Equal(t, tc.count, b.Count, tc.in)
+			require.Equal(t, tc.category, b.CategoryID, tc.in)
+			require.Equal(t, tc.count, b.Count, tc.in)
 			out, err := json.Marshal(b)
 			require.NoError(t, err)
-			assert.JSONEq(t, tc.out, string(out), tc.in)
+			require.JSONEq(t, tc.out, string(out), tc.in)
 		})
 	}
 
 	// A null after a value clears the value.
 	b := body{CategoryID: spec.Some("x")}
 	require.NoError(t, json.Unmarshal([]byte(`{"categoryId":null}`), &b))
-	assert.Equal(t, spec.Null[string](), b.CategoryID)
+	require.Equal(t, spec.Null[string](), b.CategoryID)
 
 	var n spec.Nullable[int]
-	assert.Error(t, json.Unmarshal([]byte(`"seven"`), &n))
+	require.Error(t, json.Unmarshal([]byte(`"seven"`), &n))
 
-	assert.True(t, spec.Nullable[string]{}.IsZero())
-	assert.False(t, spec.Null[string]().IsZero())
-	assert.False(t, spec.Some("").IsZero())
-	assert.Nil(t, spec.Null[string]().Ptr())
+	require.True(t, spec.Nullable[string]{}.IsZero())
+	require.False(t, spec.Null[string]().IsZero())
+	require.False(t, spec.Some("").IsZero())
+	require.Nil(t, spec.Null[string]().Ptr())
 	require.NotNil(t, spec.Some("a").Ptr())
-	assert.Equal(t, "a", *spec.Some("a").Ptr())
+	require.Equal(t, "a", *spec.Some("a").Ptr())
 
 	// Patch body: omitted, null and value are three different documents.
 	for _, tc := range []struct {
@@ -270,13 +270,13 @@ func TestNullable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := json.Marshal(tc.p)
 			require.NoError(t, err)
-			assert.JSONEq(t, tc.out, string(out))
+			require.JSONEq(t, tc.out, string(out))
 			findings, err := spec.Validate("instruction-patch", out)
 			require.NoError(t, err)
-			assert.Empty(t, findings, "%s", out)
+			require.Empty(t, findings, "%s", out)
 			var back spec.InstructionPatch
 			require.NoError(t, json.Unmarshal(out, &back))
-			assert.Equal(t, tc.p, back)
+			require.Equal(t, tc.p, back)
 		})
 	}
 }
@@ -289,15 +289,15 @@ func TestParametersKeepUnknownKeys(t *testing.T) {
 	require.NotNil(t, p.Temperature)
 	require.NotNil(t, p.TopP)
 	require.NotNil(t, p.MaxTokens)
-	assert.InDelta(t, 0.7, *p.Temperature, 0)
-	assert.InDelta(t, 1.0, *p.TopP, 0)
-	assert.Equal(t, int64(512), *p.MaxTokens)
-	assert.Len(t, p.Extra, 3)
-	assert.NotContains(t, p.Extra, "temperature")
-	assert.JSONEq(t, `{"type":"json_object"}`, string(p.Extra["response_format"]))
+	require.InDelta(t, 0.7, *p.Temperature, 0)
+	require.InDelta(t, 1.0, *p.TopP, 0)
+	require.Equal(t, int64(512), *p.MaxTokens)
+	require.Len(t, p.Extra, 3)
+	require.NotContains(t, p.Extra, "temperature")
+	require.JSONEq(t, `{"type":"json_object"}`, string(p.Extra["response_format"]))
 	out, err := json.Marshal(p)
 	require.NoError(t, err)
-	assert.JSONEq(t, in, string(out))
+	require.JSONEq(t, in, string(out))
 
 	// Through a pointer field, as in Conversation and Assistant.
 	c := spec.Conversation{ID: "c1", StartedAt: ts("2026-01-02T03:04:05Z"), Parameters: &p}
@@ -305,7 +305,7 @@ func TestParametersKeepUnknownKeys(t *testing.T) {
 	require.NoError(t, err)
 	var back spec.Conversation
 	require.NoError(t, json.Unmarshal(out, &back))
-	assert.Equal(t, p, *back.Parameters)
+	require.Equal(t, p, *back.Parameters)
 
 	// Only known keys, and only unknown keys.
 	for _, in := range []string{`{}`, `{"temperature":0}`, `{"seed":42}`} {
@@ -313,43 +313,43 @@ func TestParametersKeepUnknownKeys(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(in), &p))
 		out, err := json.Marshal(p)
 		require.NoError(t, err)
-		assert.JSONEq(t, in, string(out))
+		require.JSONEq(t, in, string(out))
 	}
 	var empty spec.Parameters
 	require.NoError(t, json.Unmarshal([]byte(`{"topP":0.9}`), &empty))
-	assert.Nil(t, empty.Extra)
+	require.Nil(t, empty.Extra)
 
 	// A known key of the wrong type is an error, not an unknown key.
-	assert.Error(t, json.Unmarshal([]byte(`{"temperature":"hot"}`), &p))
-	assert.Error(t, json.Unmarshal([]byte(`[1]`), &p))
+	require.Error(t, json.Unmarshal([]byte(`{"temperature":"hot"}`), &p))
+	require.Error(t, json.Unmarshal([]byte(`[1]`), &p))
 }
 
 func TestListEncoding(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(spec.List[spec.Conversation]{})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"data":[],"hasMore":false,"nextCursor":null}`, string(b))
+	require.JSONEq(t, `{"data":[],"hasMore":false,"nextCursor":null}`, string(b))
 	findings, err := spec.Validate("conversation-list", b)
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 
 	b, err = json.Marshal(&spec.List[spec.Event]{Data: nil})
 	require.NoError(t, err, "through a pointer")
-	assert.JSONEq(t, `{"data":[],"hasMore":false,"nextCursor":null}`, string(b))
+	require.JSONEq(t, `{"data":[],"hasMore":false,"nextCursor":null}`, string(b))
 
 	b, err = json.Marshal(spec.List[spec.UsageBucket]{Data: []spec.UsageBucket{fullUsageBucket()}, HasMore: true, NextCursor: cursor("abc")})
 	require.NoError(t, err)
 	findings, err = spec.Validate("usage-list", b)
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 	var back spec.List[spec.UsageBucket]
 	require.NoError(t, json.Unmarshal(b, &back))
-	assert.Equal(t, "abc", *back.NextCursor)
-	assert.True(t, back.HasMore)
-	assert.Equal(t, fullUsageBucket(), back.Data[0])
+	require.Equal(t, "abc", *back.NextCursor)
+	require.True(t, back.HasMore)
+	require.Equal(t, fullUsageBucket(), back.Data[0])
 
 	// Inside another value, the nil slice is still written as [].
 	b, err = json.Marshal(map[string]any{"page": spec.List[string]{}})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"page":{"data":[],"hasMore":false,"nextCursor":null}}`, string(b))
+	require.JSONEq(t, `{"page":{"data":[],"hasMore":false,"nextCursor":null}}`, string(b))
 }

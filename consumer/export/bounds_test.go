@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -79,16 +78,16 @@ func TestCompressionBombStops(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), rel)
-	assert.Contains(t, err.Error(), "line 1 decompresses past 8388608 bytes")
+	require.Contains(t, err.Error(), rel)
+	require.Contains(t, err.Error(), "line 1 decompresses past 8388608 bytes")
 	// A manifest saying one record: the file's bound (one line) stops it.
 	rel = replaceFile(t, w, m, "events", bomb, 1)
 	src, err = export.New(export.Config{URL: w.dir})
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), rel)
-	assert.Contains(t, err.Error(), "decompresses past 8388609 bytes (the bound for 1 records)")
+	require.Contains(t, err.Error(), rel)
+	require.Contains(t, err.Error(), "decompresses past 8388609 bytes (the bound for 1 records)")
 
 	var gets atomic.Int32
 	files := http.FileServer(http.Dir(w.dir))
@@ -103,7 +102,7 @@ func TestCompressionBombStops(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Equal(t, int32(1), gets.Load(), "a file past a bound is not downloaded again")
+	require.Equal(t, int32(1), gets.Load(), "a file past a bound is not downloaded again")
 
 	// Short lines, as many as the manifest says, past the decompressed
 	// bound of the file.
@@ -115,8 +114,8 @@ func TestCompressionBombStops(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), rel)
-	assert.Contains(t, err.Error(), "decompresses past 1048576 bytes")
+	require.Contains(t, err.Error(), rel)
+	require.Contains(t, err.Error(), "decompresses past 1048576 bytes")
 
 	// The manifest's record count bounds the file too: one record of at
 	// most 64 bytes, and the file goes on.
@@ -125,7 +124,7 @@ func TestCompressionBombStops(t *testing.T) {
 	rel = replaceFile(t, w, m, "events", gzipOf(t, line, 1<<20, ""), 1)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), rel)
+	require.Contains(t, err.Error(), rel)
 }
 
 // TestManifestSizesBound: a manifest naming a file larger than
@@ -146,7 +145,7 @@ func TestManifestSizesBound(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), "its manifest names")
+	require.Contains(t, err.Error(), "its manifest names")
 
 	name := filepath.Join(w.dir, m.ID, "events.ndjson.gz")
 	f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
@@ -158,13 +157,13 @@ func TestManifestSizesBound(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrCorrupt)
-	assert.Contains(t, err.Error(), "larger than the")
+	require.Contains(t, err.Error(), "larger than the")
 
 	huge := filepath.Join(w.dir, spec.ExportIndexName)
 	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte(" "), export.MaxMetaBytes+1), 0o644))
 	_, err = src.Fetch(ctx, consumer.Conversations, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrTooLarge)
-	assert.Contains(t, err.Error(), spec.ExportIndexName)
+	require.Contains(t, err.Error(), spec.ExportIndexName)
 }
 
 // TestRootConfines: with Root, a directory outside it is refused before
@@ -186,7 +185,7 @@ func TestRootConfines(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(ctx, consumer.Conversations, consumer.Query{})
 	require.Error(t, err, "a link out of the root is not followed")
-	assert.NotErrorIs(t, err, export.ErrCorrupt)
+	require.NotErrorIs(t, err, export.ErrCorrupt)
 
 	// The export's files linked from inside the root one by one: none is
 	// read either.
@@ -210,5 +209,5 @@ func TestRootConfines(t *testing.T) {
 	require.NoError(t, err)
 	p, err := src.Fetch(ctx, consumer.Conversations, consumer.Query{Limit: 1000})
 	require.NoError(t, err)
-	assert.Len(t, p.Records, len(w.want(consumer.Conversations)))
+	require.Len(t, p.Records, len(w.want(consumer.Conversations)))
 }

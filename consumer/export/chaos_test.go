@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -334,11 +333,11 @@ func chaos(t *testing.T, w *world, store consumer.Store, exportURL string) {
 	require.Equal(t, consumer.Conversations, res.Resources[0].Resource)
 	convErr := res.Resources[0].Err
 	require.Error(t, convErr)
-	assert.ErrorIs(t, convErr, export.ErrCorrupt)
-	assert.Contains(t, convErr.Error(), corrupt.ID+"/conversations.ndjson.gz")
+	require.ErrorIs(t, convErr, export.ErrCorrupt)
+	require.Contains(t, convErr.Error(), corrupt.ID+"/conversations.ndjson.gz")
 	same(t, "after a corrupt file", consumer.Conversations, before, stored(t, store, consumer.Conversations))
 	for _, rr := range res.Resources[1:] {
-		assert.NoError(t, rr.Err, "%s", rr.Resource)
+		require.NoError(t, rr.Err, "%s", rr.Resource)
 	}
 	require.NoError(t, os.WriteFile(name, good, 0o644)) // restored from the vendor's copy
 	sy.ok("sync after the repair")
@@ -465,7 +464,7 @@ func TestChaosHTTP(t *testing.T) {
 		t.Cleanup(proxy.Close)
 		chaos(t, w, openStore(t, db), proxy.URL+"/")
 		stats := proxy.Proxy.Stats()
-		assert.Positive(t, stats.Faulted(), "the proxy faulted requests")
+		require.Positive(t, stats.Faulted(), "the proxy faulted requests")
 		t.Logf("proxy: %+v", stats)
 	})
 }
@@ -479,8 +478,8 @@ func TestHTTPTokenRefused(t *testing.T) {
 	src, err := export.New(export.Config{URL: srv.URL, Token: "wrong"})
 	require.NoError(t, err)
 	_, err = src.Fetch(context.Background(), consumer.Conversations, consumer.Query{})
-	assert.ErrorIs(t, err, provider.ErrUnauthorized)
-	assert.True(t, strings.Contains(err.Error(), "index.json"), err.Error())
+	require.ErrorIs(t, err, provider.ErrUnauthorized)
+	require.True(t, strings.Contains(err.Error(), "index.json"), err.Error())
 }
 
 // TestChaosRandomRounds runs rounds of changes, sets and faults drawn at

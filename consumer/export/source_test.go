@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -39,9 +38,9 @@ func TestParseURL(t *testing.T) {
 	} {
 		dir, base, err := export.ParseURL(ok.in)
 		require.NoError(t, err, ok.in)
-		assert.Equal(t, ok.dir, dir, ok.in)
+		require.Equal(t, ok.dir, dir, ok.in)
 		if ok.base != "" {
-			assert.Equal(t, ok.base, base.String(), ok.in)
+			require.Equal(t, ok.base, base.String(), ok.in)
 		}
 	}
 	for _, bad := range []struct{ in, want string }{
@@ -56,10 +55,10 @@ func TestParseURL(t *testing.T) {
 		{"https://user:pw@vendor.example/x", "credentials"},
 	} {
 		_, _, err := export.ParseURL(bad.in)
-		assert.ErrorContains(t, err, bad.want, bad.in)
+		require.ErrorContains(t, err, bad.want, bad.in)
 	}
 	_, err := export.New(export.Config{URL: "/tmp/x", Token: "t"})
-	assert.ErrorContains(t, err, "a directory takes none")
+	require.ErrorContains(t, err, "a directory takes none")
 }
 
 // oneSet writes a full set of a small world and returns its directory and
@@ -93,8 +92,8 @@ func TestChecksumMismatchNamesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(context.Background(), consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrCorrupt)
-	assert.Contains(t, err.Error(), m.ID+"/events.ndjson.gz")
-	assert.True(t, strings.Contains(err.Error(), "SHA-256") || strings.Contains(err.Error(), "bytes"), err.Error())
+	require.Contains(t, err.Error(), m.ID+"/events.ndjson.gz")
+	require.True(t, strings.Contains(err.Error(), "SHA-256") || strings.Contains(err.Error(), "bytes"), err.Error())
 
 	// The same bytes with a manifest that agrees: the line count is
 	// checked too.
@@ -115,7 +114,7 @@ func TestChecksumMismatchNamesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = src.Fetch(context.Background(), consumer.Events, consumer.Query{})
 	require.ErrorIs(t, err, export.ErrCorrupt)
-	assert.Contains(t, err.Error(), "records, the manifest says")
+	require.Contains(t, err.Error(), "records, the manifest says")
 }
 
 func TestFetchErrors(t *testing.T) {
@@ -124,8 +123,8 @@ func TestFetchErrors(t *testing.T) {
 	empty, err := export.New(export.Config{URL: t.TempDir()})
 	require.NoError(t, err)
 	_, err = empty.Fetch(ctx, consumer.Conversations, consumer.Query{})
-	assert.ErrorIs(t, err, provider.ErrUnavailable)
-	assert.ErrorContains(t, err, "no index.json")
+	require.ErrorIs(t, err, provider.ErrUnavailable)
+	require.ErrorContains(t, err, "no index.json")
 
 	w, m := oneSet(t)
 	src, err := export.New(export.Config{URL: w.dir})
@@ -143,8 +142,8 @@ func TestFetchErrors(t *testing.T) {
 		{"nope", consumer.Query{}, "unknown resource"},
 	} {
 		_, err := src.Fetch(ctx, tc.r, tc.q)
-		assert.ErrorIs(t, err, provider.ErrInvalid, tc.want)
-		assert.ErrorContains(t, err, tc.want)
+		require.ErrorIs(t, err, provider.ErrInvalid, tc.want)
+		require.ErrorContains(t, err, tc.want)
 	}
 
 	// A cursor naming a set that was pruned since: the walk starts over.
@@ -155,8 +154,8 @@ func TestFetchErrors(t *testing.T) {
 	fresh, err := export.New(export.Config{URL: w.dir})
 	require.NoError(t, err)
 	_, err = fresh.Fetch(ctx, consumer.Conversations, consumer.Query{Limit: 3, Cursor: p.NextCursor})
-	assert.ErrorIs(t, err, provider.ErrInvalid)
-	assert.ErrorContains(t, err, "no longer published")
+	require.ErrorIs(t, err, provider.ErrInvalid)
+	require.ErrorContains(t, err, "no longer published")
 }
 
 // TestPagesWalkEveryRecordOnce walks a full set and its increments page by
@@ -193,7 +192,7 @@ func TestPagesWalkEveryRecordOnce(t *testing.T) {
 	for _, id := range all {
 		seen[id] = true
 	}
-	assert.Len(t, seen, len(want), "the full set and the increment hold every conversation")
+	require.Len(t, seen, len(want), "the full set and the increment hold every conversation")
 
 	since := inc.From.Time
 	changed := walk(consumer.Query{Limit: 5, UpdatedSince: since})
@@ -206,7 +205,7 @@ func TestPagesWalkEveryRecordOnce(t *testing.T) {
 	require.False(t, p.HasMore, "REST answers the filter in one page")
 	// The full set is older than since: only the increment is read, and
 	// it holds exactly what REST answers for the filter.
-	assert.ElementsMatch(t, rest, changed)
+	require.ElementsMatch(t, rest, changed)
 }
 
 // TestHTTPContentEncodingGzip serves the .gz files labelled
@@ -227,5 +226,5 @@ func TestHTTPContentEncodingGzip(t *testing.T) {
 	require.NoError(t, err)
 	p, err := src.Fetch(context.Background(), consumer.Conversations, consumer.Query{Limit: 1000})
 	require.NoError(t, err)
-	assert.Len(t, p.Records, len(w.want(consumer.Conversations)))
+	require.Len(t, p.Records, len(w.want(consumer.Conversations)))
 }

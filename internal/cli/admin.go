@@ -64,7 +64,7 @@ func (a *adminFlags) register(fs *flag.FlagSet, changes bool) {
 
 // actorOf returns who the audit trail records for the changes of the
 // command: --actor, else $USER, else "admin". A name that is not 1 to
-// org.MaxNameLength characters of UTF-8 without control characters is a
+// orgapi.MaxNameLength characters of UTF-8 without control characters is a
 // usage error naming --actor.
 func (a *adminFlags) actorOf(cmd string, e *env) (org.Actor, error) {
 	name, from := strings.TrimSpace(a.actor), "--actor"
@@ -83,24 +83,6 @@ func (a *adminFlags) actorOf(cmd string, e *env) (org.Actor, error) {
 		return org.Actor{}, usagef("%s: %s must not hold control characters", cmd, from)
 	}
 	return org.Actor{Type: org.ActorAdmin, Name: name}, nil
-}
-
-// withStore opens the database at the command's --database-url, migrates it
-// and runs fn with the store. The store's clock stands still at now, the
-// time of the command: a key created with the default expiry expires exactly
-// one year after its createdAt, and a listing shows every key's status at
-// one instant.
-func (a *adminFlags) withStore(ctx context.Context, cmd string, now time.Time, fn func(*org.Store) error) error {
-	db, err := openDB(ctx, cmd, a.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	store, err := org.NewStore(ctx, db, org.WithNow(func() time.Time { return now }))
-	if err != nil {
-		return fmt.Errorf("%s: migrate %s: %w", cmd, db.URL(), err)
-	}
-	return fn(store)
 }
 
 // required refuses an empty required flag.
@@ -200,12 +182,13 @@ enterprise and refused with the others.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				o, err := s.CreateOrganisation(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", "", err)
 				}
-				return writeJSONLine(e.stdout, o)
+				return d.print(o)
 			})
 		},
 	}
@@ -244,12 +227,13 @@ func adminOrgListCommand() *command {
 		flags: func(fs *flag.FlagSet) { f.register(fs, false) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				orgs, err := s.Organisations(ctx)
 				if err != nil {
 					return storeError(cmd, "", "", err)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					Organisations []org.Organisation `json:"organisations"`
 				}{orgs})
 			})
@@ -320,12 +304,13 @@ lists the agents over the organisation API.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				a, err := s.CreateAgent(ctx, orgID, f.name, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
 				}
-				return writeJSONLine(e.stdout, agentJSON{a, orgID})
+				return d.print(agentJSON{a, orgID})
 			})
 		},
 	}
@@ -347,7 +332,8 @@ func adminAgentListCommand() *command {
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				if _, err := s.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -355,7 +341,7 @@ func adminAgentListCommand() *command {
 				if err != nil {
 					return storeError(cmd, "org", "", err)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string       `json:"organisationId"`
 					Agents         []spec.Agent `json:"agents"`
 				}{orgID, agents})
@@ -425,12 +411,13 @@ Changes made with the key are recorded in the audit trail under its name.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, now, func(s *org.Store) error {
+			return f.withDB(ctx, e, now, func(d *adminDB) error {
+				s := d.orgs
 				k, err := s.CreateKey(ctx, n, actor)
 				if err != nil {
 					return storeError(cmd, "name", hintOrgs, err)
 				}
-				if err := writeJSONLine(e.stdout, k); err != nil {
+				if err := d.print(k); err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stderr, "aiusage: %s: the secret is shown only this once; store it now, it cannot be retrieved later\n", cmd)
@@ -461,7 +448,7 @@ func (f *keyCreateFlags) newKey(cmd string, now time.Time) (org.KeyCreate, error
 }
 
 // parseExpiry returns the expiry of a new key: none with --no-expiry, the
-// default (org.DefaultExpiry) without --expires, else --expires, which
+// default (orgapi.DefaultExpiry) without --expires, else --expires, which
 // must be RFC 3339 and after now.
 func parseExpiry(cmd, expires string, noExpiry bool, now time.Time) (*time.Time, error) {
 	switch {
@@ -502,7 +489,8 @@ status (active, expired or revoked).
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				keys, err := s.Keys(ctx, orgID)
 				if err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
@@ -512,7 +500,7 @@ status (active, expired or revoked).
 				for _, k := range keys {
 					out = append(out, keyJSON{k, k.Status(now)})
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string    `json:"organisationId"`
 					Keys           []keyJSON `json:"keys"`
 				}{orgID, out})
@@ -556,12 +544,13 @@ old one.
 			if err != nil {
 				return err
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				k, err := s.RevokeKey(ctx, orgID, key, actor)
 				if err != nil {
 					return storeError(cmd, "key", hintKeys, err)
 				}
-				return writeJSONLine(e.stdout, keyJSON{k, k.Status(s.Now())})
+				return d.print(keyJSON{k, k.Status(s.Now())})
 			})
 		},
 	}
@@ -602,7 +591,8 @@ only the records after that one, to follow the trail.
 			if f.after < 0 {
 				return usagef("%s: --after must not be negative, got %d", cmd, f.after)
 			}
-			return f.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s := d.orgs
 				if _, err := s.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -614,12 +604,12 @@ only the records after that one, to follow the trail.
 
 // writeAudit writes the audit records of org after seq to w as NDJSON,
 // reading them auditBatch at a time.
-func writeAudit(ctx context.Context, w io.Writer, s *org.Store, org string, after int64) error {
+func writeAudit(ctx context.Context, w io.Writer, s *org.Store, orgID string, after int64) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	for {
-		recs, err := s.Audit(ctx, org, after, auditBatch)
+		recs, err := s.Audit(ctx, orgID, after, auditBatch)
 		if err != nil {
 			return fmt.Errorf("admin audit: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
@@ -50,7 +49,7 @@ func TestConformancePush(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
 	require.Len(t, rep.Results, len(conformance.PushCatalogue))
 	for _, res := range rep.Results {
-		assert.Equal(t, conformance.StatusPass, res.Status, "%s: %s", res.ID, res.Message)
+		require.Equal(t, conformance.StatusPass, res.Status, "%s: %s", res.ID, res.Message)
 	}
 }
 
@@ -67,11 +66,11 @@ func TestConformancePushUsage(t *testing.T) {
 		{[]string{"--secret", pushTestSecret, "--listen", "256.0.0.1:1"}, "--listen"},
 	} {
 		r := runCLI(t, "", nil, append([]string{"conformance", "push"}, tc.args...)...)
-		assert.Equal(t, ExitUsage, r.code, tc.args)
-		assert.Contains(t, r.stderr, tc.want, tc.args)
+		require.Equal(t, ExitUsage, r.code, tc.args)
+		require.Contains(t, r.stderr, tc.want, tc.args)
 	}
 	// Nothing arrives: PUSH-01 fails the run.
 	r := runCLI(t, "", nil, "conformance", "push", "--secret", pushTestSecret, "--for", "50ms", "--quiet")
-	assert.Equal(t, ExitFailure, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "PUSH-01")
+	require.Equal(t, ExitFailure, r.code, r.stderr)
+	require.Contains(t, r.stdout, "PUSH-01")
 }

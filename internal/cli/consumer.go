@@ -164,39 +164,11 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if fullEvery == 0 {
 		fullEvery = -1 // the poller's "never"
 	}
-	var src consumer.Source
-	switch f.transport {
-	case "rest":
-		src = client
-	case "mcp":
-		if f.apiKeyHeader {
-			return usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
-		}
-		ms, err := mcp.NewSource(ctx, f.url, f.token)
-		if err != nil {
-			return fmt.Errorf("%s: --transport mcp: %w", e.cmd, err)
-		}
-		defer ms.Close()
-		src = ms
-	case "export":
-		if f.apiKeyHeader {
-			return usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
-		}
-		if err := checkExportFlags(e.cmd, f.url, f.token); err != nil {
-			return err
-		}
-		if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
-			return err
-		}
-		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries,
-			MaxFileBytes: f.exportMaxFileMiB << 20, MaxPlainBytes: f.exportMaxFileMiB << 20})
-		if err != nil {
-			return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))
-		}
-		src = xs
-	default:
-		return usagef("%s: --transport must be rest, mcp or export, got %q", e.cmd, f.transport)
+	src, closeSrc, err := openSyncSource(ctx, e, f, client, maxRetries)
+	if err != nil {
+		return err
 	}
+	defer closeSrc()
 	store, err := sqlstore.Open(ctx, f.databaseURL)
 	if err != nil {
 		if errors.Is(err, sqldb.ErrURL) {
@@ -222,25 +194,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	}
 	report := func(res consumer.Result, err error) {
 		for _, r := range res.Resources {
-			line := fmt.Sprintf("%s: %d records in %d pages, %d quarantined, %s", r.Resource, r.Records, r.Pages, r.Quarantined, r.Duration.Round(time.Millisecond))
-			if r.Full > 0 {
-				line += fmt.Sprintf(", %d full walk(s)", r.Full)
-			}
-			if r.NeedsFull {
-				line += " (" + r.Reason + ")"
-			}
-			if r.Restarts > 0 {
-				line += fmt.Sprintf(", %d walk restart(s) after a rejected cursor", r.Restarts)
-			}
-			switch {
-			case r.Err != nil && errors.Is(r.Err, context.Canceled):
-				line += ": interrupted"
-			case r.Err != nil:
-				line += ": FAILED: " + r.Err.Error()
-			case r.Skipped != "":
-				line = fmt.Sprintf("%s: skipped: %s", r.Resource, r.Skipped)
-			}
-			fmt.Fprintln(e.stderr, line)
+			fmt.Fprintln(e.stderr, syncLine(r))
 		}
 		fmt.Fprintf(e.stderr, "sync of %s: %d records, %d retries\n", f.source, res.Records(), retries.Swap(0))
 		if err != nil && ctx.Err() == nil {
@@ -263,6 +217,65 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		return &exitError{code: ExitFailure}
 	}
 	return nil
+}
+
+// openSyncSource returns the source of --transport: client for rest, or an
+// MCP or export source at --url, with what closes it.
+func openSyncSource(ctx context.Context, e *env, f *syncFlags, client *consumer.Client, maxRetries int) (consumer.Source, func(), error) {
+	switch f.transport {
+	case "rest":
+		return client, func() {}, nil
+	case "mcp":
+		if f.apiKeyHeader {
+			return nil, nil, usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
+		}
+		ms, err := mcp.NewSource(ctx, f.url, f.token)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: --transport mcp: %w", e.cmd, err)
+		}
+		return ms, func() { _ = ms.Close() }, nil
+	case "export":
+		if f.apiKeyHeader {
+			return nil, nil, usagef("%s: --api-key-header applies to --transport rest only", e.cmd)
+		}
+		if err := checkExportFlags(e.cmd, f.url, f.token); err != nil {
+			return nil, nil, err
+		}
+		if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
+			return nil, nil, err
+		}
+		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries,
+			MaxFileBytes: f.exportMaxFileMiB << 20, MaxPlainBytes: f.exportMaxFileMiB << 20})
+		if err != nil {
+			return nil, nil, usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))
+		}
+		return xs, func() {}, nil
+	}
+	return nil, nil, usagef("%s: --transport must be rest, mcp or export, got %q", e.cmd, f.transport)
+}
+
+// syncLine is the line of standard error that says what a sync did for one
+// resource.
+func syncLine(r consumer.ResourceResult) string {
+	line := fmt.Sprintf("%s: %d records in %d pages, %d quarantined, %s", r.Resource, r.Records, r.Pages, r.Quarantined, r.Duration.Round(time.Millisecond))
+	if r.Full > 0 {
+		line += fmt.Sprintf(", %d full walk(s)", r.Full)
+	}
+	if r.NeedsFull {
+		line += " (" + r.Reason + ")"
+	}
+	if r.Restarts > 0 {
+		line += fmt.Sprintf(", %d walk restart(s) after a rejected cursor", r.Restarts)
+	}
+	switch {
+	case r.Err != nil && errors.Is(r.Err, context.Canceled):
+		line += ": interrupted"
+	case r.Err != nil:
+		line += ": FAILED: " + r.Err.Error()
+	case r.Skipped != "":
+		line = fmt.Sprintf("%s: skipped: %s", r.Resource, r.Skipped)
+	}
+	return line
 }
 
 // offeredCount is the number of resources the provider did not refuse as

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -14,11 +14,10 @@ import (
 // ids in the table demo_state, and the secrets it must show again (the API
 // key, the provider's token, the people's passwords, the push secret)
 // encrypted under the service's keyring in demo_secrets, bound to their
-// name. A release before encryption kept those in demo_state: init moves
-// them.
+// name.
 type demoStore struct {
 	db   *sqldb.DB
-	ring *secretbox.Keyring
+	ring *keyring.Keyring
 }
 
 // demoSecretNames are the values of demoStore kept encrypted.
@@ -26,38 +25,15 @@ var demoSecretNames = map[string]bool{"api_key": true, "provider_token": true, "
 	"reviewer_password": true, "push_secret": true}
 
 // demoSecretTable describes demo_secrets for the keyring's reseal.
-var demoSecretTable = secretbox.Table{Name: "demo_secrets", ID: "name", KeyID: "key_id", Columns: []string{"value"}}
+var demoSecretTable = keyring.Table{Name: "demo_secrets", ID: "name", KeyID: "key_id", Columns: []string{"value"}}
 
-// init creates the tables and moves the secrets a release before
-// encryption left in demo_state into demo_secrets, encrypted.
+// init creates the tables and checks that the keyring opens the secrets
+// kept.
 func (d *demoStore) init(ctx context.Context) error {
 	if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
 		return err
 	}
 	if _, err := d.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_secrets (name TEXT PRIMARY KEY, key_id TEXT, value TEXT NOT NULL)`); err != nil {
-		return err
-	}
-	for name := range demoSecretNames {
-		err := d.db.InTx(ctx, func(tx *sql.Tx) error {
-			var v string
-			err := tx.QueryRowContext(ctx, `SELECT value FROM demo_state WHERE name = $1`, name).Scan(&v)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := d.setSecret(ctx, tx, name, v); err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `DELETE FROM demo_state WHERE name = $1`, name)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("encrypt the demo's %s: %w", name, err)
-		}
-	}
-	if _, err := demoSecretTable.Reseal(ctx, d.db.DB, d.ring, true); err != nil {
 		return err
 	}
 	return demoSecretTable.Check(ctx, d.db.DB, d.ring)
@@ -82,7 +58,7 @@ func (d *demoStore) get(ctx context.Context, name string) (string, error) {
 	case err != nil:
 		return "", err
 	case !keyID.Valid:
-		return sealed, nil // not yet encrypted
+		return "", fmt.Errorf("the demo's %s: not encrypted", name)
 	}
 	return d.ring.Open(keyID.String, sealed, demoSecretTable.Binding("value", name))
 }

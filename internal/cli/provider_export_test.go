@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/demodata"
@@ -35,29 +34,29 @@ func TestProviderExportWritesSets(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	m := line.FindStringSubmatch(res.stdout)
 	require.NotNil(t, m, res.stdout)
-	assert.Equal(t, "full", m[2])
-	assert.Equal(t, "30", m[3])
+	require.Equal(t, "full", m[2])
+	require.Equal(t, "30", m[3])
 
 	res = runCLI(t, "", map[string]string{"AIUSAGE_DATABASE_URL": dbURL}, "provider", "export", "--out", out, "--tenant", "acme")
 	require.Equal(t, 0, res.code, res.stderr)
 	m2 := line.FindStringSubmatch(res.stdout)
 	require.NotNil(t, m2, res.stdout)
-	assert.Equal(t, "increment", m2[2])
-	assert.Equal(t, "0", m2[3], "nothing changed since the full set")
+	require.Equal(t, "increment", m2[2])
+	require.Equal(t, "0", m2[3], "nothing changed since the full set")
 
 	sets, err := export.Sets(out)
 	require.NoError(t, err)
 	require.Len(t, sets, 2)
-	assert.Equal(t, m[1], sets[0].ID)
-	assert.Equal(t, sets[0].ID, sets[1].Previous)
+	require.Equal(t, m[1], sets[0].ID)
+	require.Equal(t, sets[0].ID, sets[1].Previous)
 	_, err = os.Stat(filepath.Join(out, spec.ExportIndexName))
 	require.NoError(t, err)
 
 	// --kind full and --keep: a new full set, the older ones pruned.
 	res = runCLI(t, "", nil, "provider", "export", "--database-url", dbURL, "--out", out, "--tenant", "acme", "--kind", "full", "--keep", "1ns")
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, res.stdout, "(full)")
-	assert.Contains(t, res.stdout, "pruned 2 set(s): "+m[1])
+	require.Contains(t, res.stdout, "(full)")
+	require.Contains(t, res.stdout, "pruned 2 set(s): "+m[1])
 	sets, err = export.Sets(out)
 	require.NoError(t, err)
 	require.Len(t, sets, 1)
@@ -79,8 +78,8 @@ func TestProviderExportUsageErrors(t *testing.T) {
 		{[]string{"--out", "x", "--database-url", "mysql://x"}, "--database-url"},
 	} {
 		res := runCLI(t, "", nil, append([]string{"provider", "export"}, tc.args...)...)
-		assert.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
-		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		require.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }
 
@@ -110,8 +109,8 @@ func TestConsumerSyncFromExport(t *testing.T) {
 	store := "sqlite:" + filepath.Join(t.TempDir(), "consumer.db")
 	res := runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out)
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, res.stderr, "conversations: 25 records")
-	assert.Contains(t, res.stderr, "1 full walk(s)")
+	require.Contains(t, res.stderr, "conversations: 25 records")
+	require.Contains(t, res.stderr, "1 full walk(s)")
 
 	for _, tc := range []struct {
 		args []string
@@ -124,8 +123,8 @@ func TestConsumerSyncFromExport(t *testing.T) {
 	} {
 		args := append([]string{"consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export"}, tc.args...)
 		res := runCLI(t, "", nil, args...)
-		assert.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
-		assert.Contains(t, res.stderr, tc.want, "%v", args)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", args, res.stderr)
+		require.Contains(t, res.stderr, tc.want, "%v", args)
 	}
 }
 
@@ -138,10 +137,10 @@ func TestConsumerSyncExportBound(t *testing.T) {
 	args := []string{"consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export", "--url", out, "--resources", "conversations"}
 	res := runCLI(t, "", nil, append(args, "--export-max-file-mib", "1")...)
 	require.Equal(t, ExitFailure, res.code, res.stderr)
-	assert.Contains(t, res.stderr, "export file too large")
+	require.Contains(t, res.stderr, "export file too large")
 	res = runCLI(t, "", map[string]string{"AIUSAGE_EXPORT_MAX_FILE_MIB": "64"}, args...)
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, res.stderr, "conversations: 1000 records")
+	require.Contains(t, res.stderr, "conversations: 1000 records")
 }
 
 func TestConformanceExport(t *testing.T) {
@@ -157,9 +156,9 @@ func TestConformanceExport(t *testing.T) {
 	ids := map[string]bool{}
 	for _, r := range rep.Results {
 		ids[r.ID] = true
-		assert.Contains(t, []string{"PASS", "SKIP"}, r.Status, r.ID)
+		require.Contains(t, []string{"PASS", "SKIP"}, r.Status, r.ID)
 	}
-	assert.True(t, ids["EXP-01"] && ids["EXP-09"], "%v", ids)
+	require.True(t, ids["EXP-01"] && ids["EXP-09"], "%v", ids)
 
 	// A corrupt file: exit 1, the file named.
 	sets, err := export.Sets(out)
@@ -170,16 +169,16 @@ func TestConformanceExport(t *testing.T) {
 	b[len(b)/2] ^= 1
 	require.NoError(t, os.WriteFile(name, b, 0o644))
 	res = runCLI(t, "", nil, "conformance", "export", out)
-	assert.Equal(t, ExitFailure, res.code, res.stderr)
-	assert.Contains(t, res.stdout, "EXP-03")
-	assert.Contains(t, res.stdout, sets[0].ID+"/events.ndjson.gz")
+	require.Equal(t, ExitFailure, res.code, res.stderr)
+	require.Contains(t, res.stdout, "EXP-03")
+	require.Contains(t, res.stdout, sets[0].ID+"/events.ndjson.gz")
 	res = runCLI(t, "", nil, "conformance", "export", out, "--skip", "EXP-03,EXP-04")
-	assert.Equal(t, 0, res.code, res.stdout)
+	require.Equal(t, 0, res.code, res.stdout)
 
 	res = runCLI(t, "", nil, "conformance", "export", "--list")
-	assert.Equal(t, 0, res.code)
-	assert.Contains(t, res.stdout, "EXP-09")
-	assert.NotContains(t, res.stdout, "PAGE-01")
+	require.Equal(t, 0, res.code)
+	require.Contains(t, res.stdout, "EXP-09")
+	require.NotContains(t, res.stdout, "PAGE-01")
 
 	for _, tc := range []struct {
 		args []string
@@ -192,7 +191,7 @@ func TestConformanceExport(t *testing.T) {
 		{[]string{"conformance", "export", out, "--only", "PAGE-01"}, "unknown export check id"},
 	} {
 		res := runCLI(t, "", nil, tc.args...)
-		assert.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
-		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
+		require.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		require.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }

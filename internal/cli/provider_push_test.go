@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -35,8 +34,8 @@ func TestProviderPushUsage(t *testing.T) {
 		{[]string{"--to", "http://127.0.0.1:1/p", "--secret", pushTestSecret, "--resource", "users"}, `--resource "users"`},
 	} {
 		r := runCLI(t, "", nil, append([]string{"provider", "push", "--database-url", "sqlite::memory:"}, tc.args...)...)
-		assert.Equal(t, ExitUsage, r.code, tc.args)
-		assert.Contains(t, r.stderr, tc.want, tc.args)
+		require.Equal(t, ExitUsage, r.code, tc.args)
+		require.Contains(t, r.stderr, tc.want, tc.args)
 	}
 }
 
@@ -73,15 +72,15 @@ func TestProviderPushOnce(t *testing.T) {
 	defer srv.Close()
 	r := runCLI(t, "", nil, "provider", "push", "--database-url", dbURL, "--to", srv.URL, "--secret", pushTestSecret)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "every delivery acknowledged")
+	require.Contains(t, r.stderr, "every delivery acknowledged")
 	mu.Lock()
-	assert.Equal(t, 30, records["conversations"])
+	require.Equal(t, 30, records["conversations"])
 	mu.Unlock()
 
 	r = runCLI(t, "", nil, "provider", "push", "--database-url", dbURL, "--to", srv.URL, "--secret", pushTestSecret, "--resource", "conversations")
 	require.Equal(t, 0, r.code, r.stderr)
 	mu.Lock()
-	assert.Equal(t, 30, records["conversations"])
+	require.Equal(t, 30, records["conversations"])
 	mu.Unlock()
 }
 
@@ -97,6 +96,6 @@ func TestProviderPushGivenUp(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := runCLI(t, "", nil, "provider", "push", "--database-url", dbURL, "--to", srv.URL, "--secret", pushTestSecret, "--resource", "assistants")
-	assert.Equal(t, ExitFailure, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "deliveries given up")
+	require.Equal(t, ExitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, "deliveries given up")
 }

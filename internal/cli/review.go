@@ -8,35 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/spec"
 )
-
-// withService is withStore with the review-task service on the same
-// database. The service only queues its jobs (webhook deliveries): the
-// running "service serve" works them.
-func (a *adminFlags) withService(ctx context.Context, e *env, now time.Time, fn func(*org.Store, *reviewapi.Service) error) error {
-	cmd := e.cmd
-	return a.withStore(ctx, cmd, now, func(store *org.Store) error {
-		ring, _, err := a.secrets.keyring(cmd, e, store.DB())
-		if err != nil {
-			return err
-		}
-		jobs, err := openQueue(ctx, store.DB())
-		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		defer jobs.Close()
-		svc, err := reviewapi.New(ctx, reviewapi.Config{DB: store.DB(), Orgs: store, Jobs: jobs, Secrets: ring,
-			Now: func() time.Time { return now }})
-		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		return fn(store, svc)
-	})
-}
 
 func adminReviewCommand() *command {
 	return &command{
@@ -100,7 +75,12 @@ final states never change.
 			if strings.TrimSpace(f.as) == "" {
 				return usagef("%s: --as is required: the email of a Reviewer or Administrator of the task's organisation", cmd)
 			}
-			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				store := d.orgs
+				svc, err := d.reviews()
+				if err != nil {
+					return err
+				}
 				ppl, err := people.New(ctx, people.Config{DB: store.DB(), Orgs: store})
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
@@ -120,7 +100,7 @@ final states never change.
 				case err != nil:
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				return writeJSONLine(e.stdout, t)
+				return d.print(t)
 			})
 		},
 	}
@@ -184,7 +164,12 @@ change in the organisation's audit trail with --actor:
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				store := d.orgs
+				svc, err := d.reviews()
+				if err != nil {
+					return err
+				}
 				if _, err := store.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -206,7 +191,7 @@ change in the organisation's audit trail with --actor:
 						return fmt.Errorf("%s: %w", cmd, err)
 					}
 				}
-				return writeJSONLine(e.stdout, st)
+				return d.print(st)
 			})
 		},
 	}
@@ -237,7 +222,12 @@ requires_intervention, oldest first, each with its request, the reasons
 			if err != nil {
 				return err
 			}
-			return f.withService(ctx, e, time.Now(), func(store *org.Store, svc *reviewapi.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				store := d.orgs
+				svc, err := d.reviews()
+				if err != nil {
+					return err
+				}
 				if _, err := store.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -245,7 +235,7 @@ requires_intervention, oldest first, each with its request, the reasons
 				if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				return writeJSONLine(e.stdout, map[string]any{"organisationId": orgID, "tasks": tasks})
+				return d.print(map[string]any{"organisationId": orgID, "tasks": tasks})
 			})
 		},
 	}

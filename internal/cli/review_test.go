@@ -10,7 +10,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -35,7 +35,7 @@ func waitingTask(t *testing.T, dbURL, orgID string) spec.ReviewTask {
 	jobs, err := openQueue(ctx, db)
 	require.NoError(t, err)
 	defer jobs.Close()
-	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Jobs: jobs})
+	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), Jobs: jobs})
 	require.NoError(t, err)
 	task, err := svc.CreateTask(ctx, org.Principal{OrganisationID: orgID, Type: org.KeyTypeAPI},
 		spec.ReviewTaskCreate{AgentID: agent.ID, Request: spec.ReviewRequest{Messages: []spec.ReviewMessage{{Role: "user", Content: "Project Falcon"}}}})

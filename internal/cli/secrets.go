@@ -15,7 +15,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -75,12 +75,12 @@ func (k keySource) String() string {
 // keyring returns the keyring of the database db for the command cmd, as
 // secretKeyHelp says. A key that is missing (PostgreSQL) or malformed is a
 // usage error naming where it was looked for.
-func (s *secretFlags) keyring(cmd string, e *env, db *sqldb.DB) (*secretbox.Keyring, keySource, error) {
+func (s *secretFlags) keyring(cmd string, e *env, db *sqldb.DB) (*keyring.Keyring, keySource, error) {
 	if v := strings.TrimSpace(e.getenv(envSecretKey)); v != "" {
 		if s.keyFile != "" {
 			return nil, keySource{}, usagef("%s: give the key of the stored secrets once: $%s or --secret-key-file, not both", cmd, envSecretKey)
 		}
-		ring, err := secretbox.ParseKeys(v)
+		ring, err := keyring.ParseKeys(v)
 		if err != nil {
 			return nil, keySource{}, usagef("%s: $%s: %v", cmd, envSecretKey, err)
 		}
@@ -90,7 +90,7 @@ func (s *secretFlags) keyring(cmd string, e *env, db *sqldb.DB) (*secretbox.Keyr
 	if path == "" {
 		switch {
 		case db.Dialect == sqldb.SQLite && db.SQLitePath() == "":
-			return secretbox.Ephemeral(), keySource{kind: "memory"}, nil
+			return keyring.Ephemeral(), keySource{kind: "memory"}, nil
 		case db.Dialect == sqldb.SQLite:
 			path = db.SQLitePath() + keyFileSuffix
 		default:
@@ -102,7 +102,7 @@ func (s *secretFlags) keyring(cmd string, e *env, db *sqldb.DB) (*secretbox.Keyr
 	if s.keyFile != "" && db.Dialect == sqldb.Postgres {
 		// An explicit file on PostgreSQL must exist: processes on other
 		// hosts would otherwise each make a key of their own.
-		ring, err := secretbox.ReadKeyFile(path)
+		ring, err := keyring.ReadKeyFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, keySource{}, usagef("%s: --secret-key-file %s does not exist; write one key in it first, the same for every process of the database: "+
 				"(umask 077; openssl rand -base64 32 > %s)", cmd, path, path)
@@ -112,7 +112,7 @@ func (s *secretFlags) keyring(cmd string, e *env, db *sqldb.DB) (*secretbox.Keyr
 		}
 		return ring, keySource{kind: "file", path: path}, nil
 	}
-	ring, created, err := secretbox.LoadOrCreateKeyFile(path)
+	ring, created, err := keyring.LoadOrCreateKeyFile(path)
 	if err != nil {
 		return nil, keySource{}, usagef("%s: key file of the stored secrets: %v", cmd, err)
 	}
@@ -198,16 +198,16 @@ command line or a missing or malformed key.`,
 			if err != nil {
 				return err
 			}
-			var newKey secretbox.Key
+			var newKey keyring.Key
 			if f.generate {
 				if src.kind != "file" {
 					return usagef("%s: --generate writes a new key into the key file, but the keys come from %s: put the new key first there yourself (see --help)", cmd, src)
 				}
-				newKey = secretbox.NewKey()
-				if err := secretbox.WriteKeyFile(src.path, append([]secretbox.Key{newKey}, ring.Keys()...), true); err != nil {
+				newKey = keyring.NewKey()
+				if err := keyring.WriteKeyFile(src.path, append([]keyring.Key{newKey}, ring.Keys()...), true); err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				if ring, err = secretbox.New(append([]secretbox.Key{newKey}, ring.Keys()...)...); err != nil {
+				if ring, err = keyring.New(append([]keyring.Key{newKey}, ring.Keys()...)...); err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
 			}
@@ -219,7 +219,7 @@ command line or a missing or malformed key.`,
 				out.KeyFile = src.path
 			}
 			if f.generate && out.Remaining == 0 {
-				if err := secretbox.WriteKeyFile(src.path, []secretbox.Key{newKey}, true); err != nil {
+				if err := keyring.WriteKeyFile(src.path, []keyring.Key{newKey}, true); err != nil {
 					return fmt.Errorf("%s: every row is resealed, but dropping the old keys from the key file failed: %w", cmd, err)
 				}
 				out.RemovedKeys, out.UnusedKeys = out.UnusedKeys, []string{}
@@ -249,7 +249,7 @@ type rotateReport struct {
 
 // rotateSecrets reseals every secret of the database under ring's current
 // key and counts the rows by key afterwards.
-func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *secretbox.Keyring) (rotateReport, error) {
+func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *keyring.Keyring) (rotateReport, error) {
 	out := rotateReport{KeyID: ring.Current(), Resealed: map[string]int{}, KeysInUse: map[string]int{}, UnusedKeys: []string{}}
 	store, err := org.NewStore(ctx, db)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -20,7 +20,7 @@ import (
 // environment, set by TestMain), unless a test sets AIUSAGE_SECRET_KEY
 // itself ("" to see what happens without it): PostgreSQL needs one, the
 // same in every process of a database.
-var testSecretKey = secretbox.NewKey().String()
+var testSecretKey = keyring.NewKey().String()
 
 func TestMain(m *testing.M) {
 	if err := os.Setenv(envSecretKey, testSecretKey); err != nil {
@@ -92,7 +92,7 @@ func TestSecretKeyFileBesideSQLite(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), p)
 	}
-	ring, err := secretbox.ReadKeyFile(path + ".key")
+	ring, err := keyring.ReadKeyFile(path + ".key")
 	require.NoError(t, err)
 	values, ids := rawTokens(t, dbURL)
 	require.Equal(t, []string{ring.Current(), ring.Current()}, ids)
@@ -181,7 +181,7 @@ func TestRotateSecretKey(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dbURL := sqldbtest.URL(t, d)
-			oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
+			oldKey, newKey := keyring.NewKey(), keyring.NewKey()
 			oldEnv := map[string]string{envSecretKey: oldKey.String()}
 			r := admin(t, dbURL, oldEnv, "org", "create", "--name", "Acme")
 			require.Equal(t, ExitOK, r.code, r.stderr)
@@ -236,7 +236,7 @@ func TestRotateSecretKeyGenerate(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &org))
 	r = admin(t, dbURL, noKey, "source", "add", "--org", org.ID, "--name", "p", "--transport", "push")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	before, err := secretbox.ReadKeyFile(path + ".key")
+	before, err := keyring.ReadKeyFile(path + ".key")
 	require.NoError(t, err)
 
 	out, r := rotate(t, dbURL, noKey, "--generate")
@@ -246,7 +246,7 @@ func TestRotateSecretKeyGenerate(t *testing.T) {
 	require.Equal(t, []string{before.Current()}, out.RemovedKeys)
 	require.Empty(t, out.UnusedKeys)
 	require.Equal(t, path+".key", out.KeyFile)
-	after, err := secretbox.ReadKeyFile(path + ".key")
+	after, err := keyring.ReadKeyFile(path + ".key")
 	require.NoError(t, err)
 	require.Equal(t, out.KeyID, after.Current())
 	require.Len(t, after.Keys(), 1)
@@ -261,9 +261,9 @@ func TestRotateSecretKeyGenerate(t *testing.T) {
 	require.Contains(t, r.stderr, "AIUSAGE_SECRET_KEY")
 }
 
-// TestDemoSecretsEncrypted: the secrets the demo keeps to show again, left
-// in plaintext in demo_state by a release before encryption, are moved
-// into demo_secrets encrypted, and read back.
+// TestDemoSecretsEncrypted: the secrets the demo keeps to show again are
+// stored encrypted in demo_secrets, the other values in demo_state, and
+// both read back.
 func TestDemoSecretsEncrypted(t *testing.T) {
 	t.Parallel()
 	for _, d := range sqldbtest.Dialects() {
@@ -273,13 +273,11 @@ func TestDemoSecretsEncrypted(t *testing.T) {
 			db, err := sqldb.Open(ctx, sqldbtest.URL(t, d))
 			require.NoError(t, err)
 			defer db.Close()
-			_, err = db.ExecContext(ctx, `CREATE TABLE demo_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`)
-			require.NoError(t, err)
-			_, err = db.ExecContext(ctx, `INSERT INTO demo_state (name, value) VALUES ('api_key', 'aiu_plainkey'), ('org', 'org-id')`)
-			require.NoError(t, err)
-			ring := secretbox.Ephemeral()
+			ring := keyring.Ephemeral()
 			ds := &demoStore{db: db, ring: ring}
 			require.NoError(t, ds.init(ctx))
+			require.NoError(t, ds.set(ctx, "api_key", "aiu_plainkey"))
+			require.NoError(t, ds.set(ctx, "org", "org-id"))
 			require.NoError(t, ds.set(ctx, "admin_password", "correct horse"))
 			require.NoError(t, ds.init(ctx), "a second start")
 
@@ -293,10 +291,10 @@ func TestDemoSecretsEncrypted(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, want, got, name)
 			}
-			other := &demoStore{db: db, ring: secretbox.Ephemeral()}
-			require.ErrorIs(t, other.init(ctx), secretbox.ErrUnknownKey)
+			other := &demoStore{db: db, ring: keyring.Ephemeral()}
+			require.ErrorIs(t, other.init(ctx), keyring.ErrUnknownKey)
 			_, err = other.get(ctx, "api_key")
-			require.ErrorIs(t, err, secretbox.ErrUnknownKey)
+			require.ErrorIs(t, err, keyring.ErrUnknownKey)
 		})
 	}
 }

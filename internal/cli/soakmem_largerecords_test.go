@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -281,7 +280,7 @@ func soakLargeRun(t *testing.T, dialect, process, what string, pid int, url, tok
 	t.Logf("| %s | %s: %s | %d records of %d KB per page | one limit=1000 request: VmHWM %s (%s) | %d in parallel: VmHWM %s (%s, %d answers 429 retried) |",
 		dialect, process, what, records, pagemem.RecordBytes>>10, mib(one), oneTook.Round(time.Millisecond),
 		largeParallel, mib(peak), parallelTook.Round(time.Millisecond), refused)
-	assert.Empty(t, errs)
-	assert.LessOrEqual(t, one, uint64(largeOneRSS), "%s: one request: VmHWM %s, bound %s", what, mib(one), mib(largeOneRSS))
-	assert.LessOrEqual(t, peak, uint64(largeParallelRSS), "%s: %d parallel requests: VmHWM %s, bound %s", what, largeParallel, mib(peak), mib(largeParallelRSS))
+	require.Empty(t, errs)
+	require.LessOrEqual(t, one, uint64(largeOneRSS), "%s: one request: VmHWM %s, bound %s", what, mib(one), mib(largeOneRSS))
+	require.LessOrEqual(t, peak, uint64(largeParallelRSS), "%s: %d parallel requests: VmHWM %s, bound %s", what, largeParallel, mib(peak), mib(largeParallelRSS))
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	cexport "github.com/aiusage/kit/consumer/export"
-	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
@@ -80,30 +79,6 @@ func (f *sourcePolicyFlags) check(cmd string) error {
 // config sets the policy in cfg.
 func (f *sourcePolicyFlags) config(cfg *sources.Config) {
 	cfg.ExportRoot, cfg.AllowPrivate = f.exportRoot, f.allowPrivate
-}
-
-// withSources runs fn with the sources service on the command's database.
-func (a *adminFlags) withSources(ctx context.Context, e *env, fn func(*org.Store, *sources.Service) error) error {
-	return a.withSourcesPolicy(ctx, e, sourcePolicyFlags{}, fn)
-}
-
-// withSourcesPolicy is withSources with what the sources may reach.
-func (a *adminFlags) withSourcesPolicy(ctx context.Context, e *env, p sourcePolicyFlags, fn func(*org.Store, *sources.Service) error) error {
-	cmd := e.cmd
-	return a.withStore(ctx, cmd, time.Now(), func(s *org.Store) error {
-		ring, _, err := a.secrets.keyring(cmd, e, s.DB())
-		if err != nil {
-			return err
-		}
-		cfg := sources.Config{DB: s.DB(), Orgs: s, Secrets: ring}
-		p.config(&cfg)
-		src, err := sources.New(ctx, cfg)
-		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		defer src.Close()
-		return fn(s, src)
-	})
 }
 
 // sourceError turns an error of the sources service into the command's error.
@@ -206,17 +181,21 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 			if err := f.policy.check(cmd); err != nil {
 				return err
 			}
-			return f.withSourcesPolicy(ctx, e, f.policy, func(_ *org.Store, s *sources.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s, err := d.sources(f.policy)
+				if err != nil {
+					return err
+				}
 				src, err := s.Add(ctx, orgID, sources.SourceCreate{Name: f.name, URL: f.url, Token: f.token, Transport: f.transport, Every: f.every})
 				if err != nil {
 					return sourceError(cmd, hintOrgs, err)
 				}
 				if src.Transport == sources.TransportPush {
 					fmt.Fprintln(e.stderr, "The secret is shown this once: give it to the provider with the receiver path.")
-					return writeJSONLine(e.stdout, pushSourceJSON{sourceJSON: toSourceJSON(src), Secret: src.PushSecret,
+					return d.print(pushSourceJSON{sourceJSON: toSourceJSON(src), Secret: src.PushSecret,
 						ReceiverPath: sources.PushPath(src.ID)})
 				}
-				return writeJSONLine(e.stdout, toSourceJSON(src))
+				return d.print(toSourceJSON(src))
 			})
 		},
 	}
@@ -254,7 +233,12 @@ func adminSourceListCommand() *command {
 			if err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				o := d.orgs
+				s, err := d.sources(sourcePolicyFlags{})
+				if err != nil {
+					return err
+				}
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -266,7 +250,7 @@ func adminSourceListCommand() *command {
 				for i, src := range list {
 					out[i] = toSourceJSON(src)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string       `json:"organisationId"`
 					Sources        []sourceJSON `json:"sources"`
 				}{orgID, out})
@@ -318,7 +302,12 @@ records collected stay in the database.
 			if _, err := f.actorOf(cmd, e); err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				o := d.orgs
+				s, err := d.sources(sourcePolicyFlags{})
+				if err != nil {
+					return err
+				}
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -326,7 +315,7 @@ records collected stay in the database.
 				if err != nil {
 					return sourceError(cmd, hintSources, err)
 				}
-				return writeJSONLine(e.stdout, toSourceJSON(src))
+				return d.print(toSourceJSON(src))
 			})
 		},
 	}
@@ -356,7 +345,12 @@ object, as 'admin source add' did, and records the change in the audit trail
 			if err != nil {
 				return err
 			}
-			return f.withSources(ctx, e, func(o *org.Store, s *sources.Service) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				o := d.orgs
+				s, err := d.sources(sourcePolicyFlags{})
+				if err != nil {
+					return err
+				}
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -373,7 +367,7 @@ object, as 'admin source add' did, and records the change in the audit trail
 						return fmt.Errorf("%s: %w", cmd, err)
 					}
 				}
-				return writeJSONLine(e.stdout, toSourceJSON(src))
+				return d.print(toSourceJSON(src))
 			})
 		},
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
@@ -33,25 +32,6 @@ func adminUserCommand() *command {
 		summary: "create, list and disable the people who sign in to the dashboard, and reset their passwords",
 		subs:    []*command{adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand(), adminUserResetPasswordCommand()},
 	}
-}
-
-// withPeople runs fn with the organisation store and the people store on
-// the command's database, their clock standing still at now.
-func (a *adminFlags) withPeople(ctx context.Context, cmd string, now time.Time, fn func(*org.Store, *people.Store) error) error {
-	return a.withPeopleConfig(ctx, cmd, now, people.Config{}, fn)
-}
-
-// withPeopleConfig is withPeople with the people store's settings in c (its
-// DB, Orgs and Now are set here).
-func (a *adminFlags) withPeopleConfig(ctx context.Context, cmd string, now time.Time, c people.Config, fn func(*org.Store, *people.Store) error) error {
-	return a.withStore(ctx, cmd, now, func(s *org.Store) error {
-		c.DB, c.Orgs, c.Now = s.DB(), s, func() time.Time { return now }
-		p, err := people.New(ctx, c)
-		if err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		return fn(s, p)
-	})
 }
 
 // userFieldFlags are the flags that give the fields of a user.
@@ -174,12 +154,16 @@ in the organisation's audit trail.
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(_ *org.Store, s *people.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s, err := d.people(people.Config{})
+				if err != nil {
+					return err
+				}
 				u, err := s.CreateUser(ctx, people.UserCreate{OrganisationID: orgID, Email: f.email, Name: f.name, Role: role, Password: password}, actor)
 				if err != nil {
 					return peopleError(cmd, hintOrgs, err)
 				}
-				return writeJSONLine(e.stdout, u)
+				return d.print(u)
 			})
 		},
 	}
@@ -203,12 +187,16 @@ user with id, organisationId, email, name, role, createdAt and disabledAt
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(_ *org.Store, s *people.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				s, err := d.people(people.Config{})
+				if err != nil {
+					return err
+				}
 				users, err := s.Users(ctx, orgID)
 				if err != nil {
 					return peopleError(cmd, hintOrgs, err)
 				}
-				return writeJSONLine(e.stdout, struct {
+				return d.print(struct {
 					OrganisationID string        `json:"organisationId"`
 					Users          []people.User `json:"users"`
 				}{orgID, users})
@@ -249,7 +237,12 @@ trail under its name. Disabling a disabled user changes nothing.
 			if err != nil {
 				return err
 			}
-			return f.withPeople(ctx, cmd, time.Now(), func(o *org.Store, s *people.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				o := d.orgs
+				s, err := d.people(people.Config{})
+				if err != nil {
+					return err
+				}
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -257,7 +250,7 @@ trail under its name. Disabling a disabled user changes nothing.
 				if err != nil {
 					return peopleError(cmd, hintUsers, err)
 				}
-				return writeJSONLine(e.stdout, u)
+				return d.print(u)
 			})
 		},
 	}
@@ -323,7 +316,12 @@ the password.
 				}
 				oneTime = false
 			}
-			return f.withPeopleConfig(ctx, cmd, time.Now(), people.Config{OneTimePasswordTTL: f.inviteTTL}, func(o *org.Store, s *people.Store) error {
+			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+				o := d.orgs
+				s, err := d.people(people.Config{OneTimePasswordTTL: f.inviteTTL})
+				if err != nil {
+					return err
+				}
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
@@ -344,7 +342,7 @@ the password.
 				if oneTime {
 					out.OneTimePassword = password
 				}
-				return writeJSONLine(e.stdout, out)
+				return d.print(out)
 			})
 		},
 	}

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/demodata"
@@ -128,23 +127,23 @@ func TestFullSetHoldsWhatRESTServes(t *testing.T) {
 	m, err := w.exporter(t, dir).Write(ctx, export.Full)
 	require.NoError(t, err)
 
-	assert.Equal(t, spec.ExportFull, m.Kind)
-	assert.EqualValues(t, 1, m.Sequence)
-	assert.Empty(t, m.Previous)
-	assert.True(t, m.From.IsZero())
-	assert.Len(t, m.Files, 4)
+	require.Equal(t, spec.ExportFull, m.Kind)
+	require.EqualValues(t, 1, m.Sequence)
+	require.Empty(t, m.Previous)
+	require.True(t, m.From.IsZero())
+	require.Len(t, m.Files, 4)
 	b, err := os.ReadFile(filepath.Join(dir, m.ID, spec.ExportManifestName))
 	require.NoError(t, err)
 	findings, err := spec.Validate("export-manifest", b)
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 
 	tombstones := 0
 	for _, r := range []string{"conversations", "assistants", "events"} {
 		got := readFile(t, dir, m, r)
 		want := w.rest(t, "/"+r, url.Values{})
 		require.NotEmpty(t, want)
-		assert.Equal(t, want, got, "%s: the file holds exactly what REST serves", r)
+		require.Equal(t, want, got, "%s: the file holds exactly what REST serves", r)
 		if r == "conversations" {
 			for _, line := range got {
 				if strings.Contains(line, `"deletedAt"`) {
@@ -153,27 +152,27 @@ func TestFullSetHoldsWhatRESTServes(t *testing.T) {
 			}
 		}
 	}
-	assert.Positive(t, tombstones, "deleted conversations travel as tombstones")
+	require.Positive(t, tombstones, "deleted conversations travel as tombstones")
 
 	uw := m.Files[3].Usage
 	require.NotNil(t, uw)
-	assert.Equal(t, w.now.Add(-30*24*time.Hour).Truncate(time.Hour), uw.StartAt.Time)
-	assert.Equal(t, w.now.Truncate(time.Hour).Add(time.Hour), uw.EndAt.Time)
+	require.Equal(t, w.now.Add(-30*24*time.Hour).Truncate(time.Hour), uw.StartAt.Time)
+	require.Equal(t, w.now.Truncate(time.Hour).Add(time.Hour), uw.EndAt.Time)
 	q := url.Values{"startAt": {uw.StartAt.String()}, "endAt": {uw.EndAt.String()}, "granularity": {"hour"},
 		"groupBy": {strings.Join(spec.Dimensions, ",")}}
 	wantUsage := w.rest(t, "/usage", q)
 	require.NotEmpty(t, wantUsage)
-	assert.Equal(t, wantUsage, readFile(t, dir, m, "usage"))
+	require.Equal(t, wantUsage, readFile(t, dir, m, "usage"))
 
 	idx, err := os.ReadFile(filepath.Join(dir, spec.ExportIndexName))
 	require.NoError(t, err)
 	findings, err = spec.Validate("export-index", idx)
 	require.NoError(t, err)
-	assert.Empty(t, findings)
+	require.Empty(t, findings)
 	var index spec.ExportIndex
 	require.NoError(t, json.Unmarshal(idx, &index))
 	require.Len(t, index.Sets, 1)
-	assert.Equal(t, m.ID+"/manifest.json", index.Sets[0].Manifest)
+	require.Equal(t, m.ID+"/manifest.json", index.Sets[0].Manifest)
 }
 
 func TestIncrementHoldsWhatChanged(t *testing.T) {
@@ -207,10 +206,10 @@ func TestIncrementHoldsWhatChanged(t *testing.T) {
 	w.now = w.now.Add(time.Minute)
 	inc, err := x.Write(ctx, export.Auto)
 	require.NoError(t, err)
-	assert.Equal(t, spec.ExportIncrement, inc.Kind)
-	assert.EqualValues(t, 2, inc.Sequence)
-	assert.Equal(t, full.ID, inc.Previous)
-	assert.Equal(t, full.CreatedAt.Add(-5*time.Minute), inc.From.Time)
+	require.Equal(t, spec.ExportIncrement, inc.Kind)
+	require.EqualValues(t, 2, inc.Sequence)
+	require.Equal(t, full.ID, inc.Previous)
+	require.Equal(t, full.CreatedAt.Add(-5*time.Minute), inc.From.Time)
 
 	since := inc.From.String()
 	for r, q := range map[string]url.Values{
@@ -219,17 +218,17 @@ func TestIncrementHoldsWhatChanged(t *testing.T) {
 		"events":        {"occurredAfter": {since}},
 	} {
 		want := w.rest(t, "/"+r, q)
-		assert.Len(t, want, 1, "%s changed once", r)
-		assert.Equal(t, want, readFile(t, dir, inc, r), "%s", r)
+		require.Len(t, want, 1, "%s changed once", r)
+		require.Equal(t, want, readFile(t, dir, inc, r), "%s", r)
 	}
-	assert.Contains(t, readFile(t, dir, inc, "conversations")[0], `"deletedAt"`)
+	require.Contains(t, readFile(t, dir, inc, "conversations")[0], `"deletedAt"`)
 	// The increment's usage reaches back over the trailing window.
-	assert.Equal(t, w.now.Add(-48*time.Hour).Truncate(time.Hour), inc.Files[3].Usage.StartAt.Time)
+	require.Equal(t, w.now.Add(-48*time.Hour).Truncate(time.Hour), inc.Files[3].Usage.StartAt.Time)
 
 	sets, err := export.Sets(dir)
 	require.NoError(t, err)
 	require.Len(t, sets, 2)
-	assert.Equal(t, []string{full.ID, inc.ID}, []string{sets[0].ID, sets[1].ID})
+	require.Equal(t, []string{full.ID, inc.ID}, []string{sets[0].ID, sets[1].ID})
 }
 
 func TestAutoWritesFullWhenDue(t *testing.T) {
@@ -245,7 +244,7 @@ func TestAutoWritesFullWhenDue(t *testing.T) {
 		kinds = append(kinds, m.Kind)
 	}
 	// The first set is full; 24h after it the next is full again.
-	assert.Equal(t, []string{"full", "increment", "increment", "full", "increment"}, kinds)
+	require.Equal(t, []string{"full", "increment", "increment", "full", "increment"}, kinds)
 }
 
 func TestPruneKeepsTheLatestFullAndAfter(t *testing.T) {
@@ -267,28 +266,28 @@ func TestPruneKeepsTheLatestFullAndAfter(t *testing.T) {
 	// fourth) and the increment after it stay.
 	gone, err := x.Prune(time.Hour)
 	require.NoError(t, err)
-	assert.Equal(t, ids[:3], gone)
+	require.Equal(t, ids[:3], gone)
 	sets, err := export.Sets(dir)
 	require.NoError(t, err)
 	require.Len(t, sets, 2)
-	assert.Equal(t, ids[3:], []string{sets[0].ID, sets[1].ID})
+	require.Equal(t, ids[3:], []string{sets[0].ID, sets[1].ID})
 	for _, id := range gone {
 		_, err := os.Stat(filepath.Join(dir, id))
-		assert.ErrorIs(t, err, os.ErrNotExist, "%s removed", id)
+		require.ErrorIs(t, err, os.ErrNotExist, "%s removed", id)
 	}
 	var index spec.ExportIndex
 	b, err := os.ReadFile(filepath.Join(dir, spec.ExportIndexName))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &index))
 	require.Len(t, index.Sets, 2)
-	assert.Equal(t, ids[3], index.Sets[0].ID)
+	require.Equal(t, ids[3], index.Sets[0].ID)
 
 	// A retention longer than the sets' age removes nothing.
 	gone, err = x.Prune(1000 * time.Hour)
 	require.NoError(t, err)
-	assert.Empty(t, gone)
+	require.Empty(t, gone)
 	_, err = x.Prune(0)
-	assert.ErrorContains(t, err, "retention must be positive")
+	require.ErrorContains(t, err, "retention must be positive")
 }
 
 func TestInterruptedWriteIsNoSet(t *testing.T) {
@@ -315,12 +314,12 @@ func TestInterruptedWriteIsNoSet(t *testing.T) {
 	w.now = w.now.Add(2 * time.Minute)
 	next, err := x.Write(ctx, export.Auto)
 	require.NoError(t, err)
-	assert.EqualValues(t, 2, next.Sequence)
-	assert.Equal(t, first.ID, next.Previous)
+	require.EqualValues(t, 2, next.Sequence)
+	require.Equal(t, first.ID, next.Previous)
 	_, err = os.Stat(filepath.Join(dir, partial))
-	assert.ErrorIs(t, err, os.ErrNotExist, "the interrupted write's directory is removed")
+	require.ErrorIs(t, err, os.ErrNotExist, "the interrupted write's directory is removed")
 	_, err = os.Stat(filepath.Join(dir, ".index.json.456.tmp"))
-	assert.ErrorIs(t, err, os.ErrNotExist, "the temporary index is removed")
+	require.ErrorIs(t, err, os.ErrNotExist, "the temporary index is removed")
 }
 
 func TestBadManifestIsAnErrorNamingIt(t *testing.T) {
@@ -332,10 +331,10 @@ func TestBadManifestIsAnErrorNamingIt(t *testing.T) {
 	name := filepath.Join(dir, m.ID, spec.ExportManifestName)
 	require.NoError(t, os.WriteFile(name, []byte(`{"id":`), 0o644))
 	_, err = export.Sets(dir)
-	assert.ErrorContains(t, err, name)
+	require.ErrorContains(t, err, name)
 	require.NoError(t, os.WriteFile(name, []byte(`{"id":"000000000009-20260101T000000000Z"}`), 0o644))
 	_, err = export.Sets(dir)
-	assert.ErrorContains(t, err, "not its directory")
+	require.ErrorContains(t, err, "not its directory")
 }
 
 func TestClockMustMoveForward(t *testing.T) {
@@ -345,7 +344,7 @@ func TestClockMustMoveForward(t *testing.T) {
 	_, err := x.Write(context.Background(), export.Full)
 	require.NoError(t, err)
 	_, err = x.Write(context.Background(), export.Increment)
-	assert.ErrorContains(t, err, "not past the creation of the previous set")
+	require.ErrorContains(t, err, "not past the creation of the previous set")
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -361,10 +360,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{export.Config{Dir: "d", Tenant: "t", UsageTrailing: -time.Second}, "UsageTrailing must not be negative"},
 	} {
 		_, err := export.New(src, tc.cfg)
-		assert.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, tc.want)
 	}
 	_, err := export.New(nil, export.Config{Dir: "d", Tenant: "t"})
-	assert.ErrorContains(t, err, "nil DataSource")
+	require.ErrorContains(t, err, "nil DataSource")
 }
 
 // unsupported is a source that holds conversations only.
@@ -393,8 +392,8 @@ func TestResourceNotHeldHasNoFile(t *testing.T) {
 	m, err := x.Write(context.Background(), export.Full)
 	require.NoError(t, err)
 	require.Len(t, m.Files, 1)
-	assert.Equal(t, "conversations", m.Files[0].Resource)
-	assert.Equal(t, w.rest(t, "/conversations", url.Values{}), readFile(t, dir, m, "conversations"))
+	require.Equal(t, "conversations", m.Files[0].Resource)
+	require.Equal(t, w.rest(t, "/conversations", url.Values{}), readFile(t, dir, m, "conversations"))
 }
 
 func TestRunWritesUntilCancelled(t *testing.T) {
@@ -422,12 +421,12 @@ func TestRunWritesUntilCancelled(t *testing.T) {
 		}
 	})
 	require.NoError(t, err, "Run ends without error when its context does")
-	assert.Len(t, kinds, 6)
-	assert.Equal(t, "full", kinds[0])
-	assert.Contains(t, kinds[1:], "full", "a full set again once the latest is FullEvery old")
-	assert.True(t, prunedAny, "sets older than keep before the latest full set are pruned")
+	require.Len(t, kinds, 6)
+	require.Equal(t, "full", kinds[0])
+	require.Contains(t, kinds[1:], "full", "a full set again once the latest is FullEvery old")
+	require.True(t, prunedAny, "sets older than keep before the latest full set are pruned")
 	sets, err := export.Sets(dir)
 	require.NoError(t, err)
-	assert.Equal(t, spec.ExportFull, sets[0].Kind, "what remains starts with a full set")
-	assert.ErrorContains(t, x.Run(context.Background(), 0, 0, nil), "interval must be positive")
+	require.Equal(t, spec.ExportFull, sets[0].Kind, "what remains starts with a full set")
+	require.ErrorContains(t, x.Run(context.Background(), 0, 0, nil), "interval must be positive")
 }

@@ -209,21 +209,36 @@ var eventCategories = []string{
 // load writes the suite's data through w and returns what it expects served.
 func load(t *testing.T, w provider.Writer) *fixture {
 	t.Helper()
-	ctx := t.Context()
 	f := &fixture{
 		conversations: map[string][]item{},
 		assistants:    map[string][]item{},
 		events:        map[string][]item{},
 		usage:         map[string][]provider.UsageRecord{},
 	}
-	must := func(err error, what string) {
+	loadConversations(t, w, f)
+	loadAssistants(t, w, f)
+	loadEvents(t, w, f)
+	loadTenant2(t, w, f)
+	loadUsage(t, w, f)
+	return f
+}
+
+// mustWrite returns a check of a write of the fixture that fails t with
+// what was written.
+func mustWrite(t *testing.T) func(err error, what string) {
+	return func(err error, what string) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("providertest: writing %s: %v", what, err)
 		}
 	}
+}
 
-	// Conversations of t1.
+// loadConversations writes the conversations of tenant1, tombstones included into f.
+func loadConversations(t *testing.T, w provider.Writer, f *fixture) {
+	t.Helper()
+	ctx := t.Context()
+	must := mustWrite(t)
 	convs := map[string]spec.Conversation{}
 	add := func(c spec.Conversation) { convs[c.ID] = c }
 	for i := range 15 {
@@ -276,8 +291,13 @@ func load(t *testing.T, w provider.Writer) *fixture {
 		f.conversations[tenant1] = append(f.conversations[tenant1], conversationItem(t, c))
 	}
 	sortItems(f.conversations[tenant1])
+}
 
-	// Assistants of t1.
+// loadAssistants writes the assistants of tenant1 into f.
+func loadAssistants(t *testing.T, w provider.Writer, f *fixture) {
+	t.Helper()
+	ctx := t.Context()
+	must := mustWrite(t)
 	var assts []spec.Assistant
 	for i := range 10 {
 		created := base.Add(-30*24*time.Hour + time.Duration(i)*time.Hour)
@@ -292,8 +312,13 @@ func load(t *testing.T, w provider.Writer) *fixture {
 		f.assistants[tenant1] = append(f.assistants[tenant1], assistantItem(t, a))
 	}
 	sortItems(f.assistants[tenant1])
+}
 
-	// Events of t1.
+// loadEvents writes the events of tenant1 into f.
+func loadEvents(t *testing.T, w provider.Writer, f *fixture) {
+	t.Helper()
+	ctx := t.Context()
+	must := mustWrite(t)
 	var evs []spec.Event
 	for i := range 30 {
 		at := base.Add(time.Duration(i)*17*time.Minute + time.Duration(i%4)*time.Millisecond)
@@ -308,8 +333,13 @@ func load(t *testing.T, w provider.Writer) *fixture {
 		f.events[tenant1] = append(f.events[tenant1], eventItem(t, e))
 	}
 	sortItems(f.events[tenant1])
+}
 
-	// Tenant t2: a little of everything, ids of its own.
+// loadTenant2 writes a little of everything for tenant2, ids of its own into f.
+func loadTenant2(t *testing.T, w provider.Writer, f *fixture) {
+	t.Helper()
+	ctx := t.Context()
+	must := mustWrite(t)
 	for i := range 4 {
 		c := conversation(fmt.Sprintf("t2-c-%d", i), base.Add(time.Duration(i)*time.Hour), base.Add(time.Duration(i)*time.Hour+5*time.Minute), i)
 		must(w.UpsertConversation(ctx, tenant2, c), "conversation "+c.ID)
@@ -330,8 +360,13 @@ func load(t *testing.T, w provider.Writer) *fixture {
 		sortItems(f.assistants[tn])
 		sortItems(f.events[tn])
 	}
+}
 
-	// Usage.
+// loadUsage records the usage of both tenants into f.
+func loadUsage(t *testing.T, w provider.Writer, f *fixture) {
+	t.Helper()
+	ctx := t.Context()
+	must := mustWrite(t)
 	f.usage[tenant1] = usageRecords("u-", 700, 2026)
 	f.usage[tenant2] = usageRecords("t2-u-", 60, 7)
 	for _, tn := range []string{tenant1, tenant2} {
@@ -342,7 +377,6 @@ func load(t *testing.T, w provider.Writer) *fixture {
 			f.usage[tn][i].At = f.usage[tn][i].At.UTC().Truncate(time.Millisecond)
 		}
 	}
-	return f
 }
 
 func mapValues[K comparable, V any](m map[K]V) []V {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/demodata"
@@ -136,21 +135,21 @@ func TestPushDeliversEverythingThroughFailures(t *testing.T) {
 		srv := httptest.NewServer(rc)
 		defer srv.Close()
 		res, o := run(t, config(db, src, srv.URL))
-		assert.Zero(t, o.GivenUp)
-		assert.Empty(t, rc.bad)
+		require.Zero(t, o.GivenUp)
+		require.Empty(t, rc.bad)
 		for _, r := range spec.PushResources {
-			assert.Positive(t, res.Records[r], r)
-			assert.Equal(t, res.Records[r], rc.count(r), "%s: every record read arrives once", r)
+			require.Positive(t, res.Records[r], r)
+			require.Equal(t, res.Records[r], rc.count(r), "%s: every record read arrives once", r)
 		}
 		// Every delivery was tried four times: three refusals, then 200.
 		for id, n := range rc.attempts {
-			assert.Equal(t, 4, n, id)
+			require.Equal(t, 4, n, id)
 		}
 
 		// A second run finds nothing new but the usage of the open hours.
 		res, o = run(t, config(db, src, srv.URL))
-		assert.Zero(t, o.GivenUp)
-		assert.Zero(t, res.Records["conversations"]+res.Records["assistants"]+res.Records["events"])
+		require.Zero(t, o.GivenUp)
+		require.Zero(t, res.Records["conversations"]+res.Records["assistants"]+res.Records["events"])
 
 		// A conversation changed after the first run is pushed by the next.
 		page, err := src.ListConversations(t.Context(), provider.ConversationQuery{Tenant: demodata.DefaultTenant, Limit: 1})
@@ -160,9 +159,9 @@ func TestPushDeliversEverythingThroughFailures(t *testing.T) {
 		c.Status = "changed"
 		require.NoError(t, src.UpsertConversation(t.Context(), demodata.DefaultTenant, c))
 		res, _ = run(t, config(db, src, srv.URL))
-		assert.Equal(t, 1, res.Records["conversations"])
+		require.Equal(t, 1, res.Records["conversations"])
 		rc.mu.Lock()
-		assert.Contains(t, string(rc.records["conversations"][c.ID]), `"changed"`)
+		require.Contains(t, string(rc.records["conversations"][c.ID]), `"changed"`)
 		rc.mu.Unlock()
 	})
 }
@@ -176,9 +175,9 @@ func TestPushGivesUpRefusedBodies(t *testing.T) {
 		srv := httptest.NewServer(rc)
 		defer srv.Close()
 		res, o := run(t, config(db, src, srv.URL))
-		assert.Equal(t, res.Deliveries["events"], o.GivenUp, "each refused delivery is given up at once")
-		assert.Zero(t, rc.count("events"))
-		assert.Equal(t, res.Records["conversations"], rc.count("conversations"))
+		require.Equal(t, res.Deliveries["events"], o.GivenUp, "each refused delivery is given up at once")
+		require.Zero(t, rc.count("events"))
+		require.Equal(t, res.Records["conversations"], rc.count("conversations"))
 	})
 }
 
@@ -193,9 +192,9 @@ func TestPushGivesUpAfterMaxAttempts(t *testing.T) {
 		cfg.MaxAttempts = 2
 		cfg.Resources = []string{"assistants"}
 		res, o := run(t, cfg)
-		assert.Equal(t, res.Deliveries["assistants"], o.GivenUp)
+		require.Equal(t, res.Deliveries["assistants"], o.GivenUp)
 		for _, n := range rc.attempts {
-			assert.Equal(t, 2, n)
+			require.Equal(t, 2, n)
 		}
 	})
 }
@@ -220,9 +219,9 @@ func TestPushSurvivesRestart(t *testing.T) {
 		require.Zero(t, rc.count("conversations"))
 
 		res, o := run(t, cfg)
-		assert.Zero(t, res.Records["conversations"])
-		assert.Zero(t, o.GivenUp)
-		assert.Equal(t, first.Records["conversations"], rc.count("conversations"))
+		require.Zero(t, res.Records["conversations"])
+		require.Zero(t, o.GivenUp)
+		require.Equal(t, first.Records["conversations"], rc.count("conversations"))
 	})
 }
 
@@ -243,7 +242,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		cfg := good
 		mod(&cfg)
 		_, err := push.New(t.Context(), cfg)
-		assert.Error(t, err, name)
+		require.Error(t, err, name)
 	}
 }
 
@@ -270,13 +269,13 @@ func TestPushLookback(t *testing.T) {
 	require.NoError(t, src.UpsertConversation(t.Context(), demodata.DefaultTenant, late))
 
 	res, _ := run(t, cfg)
-	assert.Zero(t, res.Records["conversations"], "without a lookback the late record is behind the watermark")
+	require.Zero(t, res.Records["conversations"], "without a lookback the late record is behind the watermark")
 	cfg.Lookback = 2 * time.Minute
 	res, _ = run(t, cfg)
-	assert.Positive(t, res.Records["conversations"])
-	assert.Equal(t, 11, rc.count("conversations"))
+	require.Positive(t, res.Records["conversations"])
+	require.Equal(t, 11, rc.count("conversations"))
 	// The watermark did not move back: without the lookback, nothing again.
 	cfg.Lookback = 0
 	res, _ = run(t, cfg)
-	assert.Zero(t, res.Records["conversations"])
+	require.Zero(t, res.Records["conversations"])
 }

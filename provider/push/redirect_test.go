@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -53,8 +53,8 @@ func TestPushFollowsNoRedirect(t *testing.T) {
 		cfg.Resources = []string{"assistants"}
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		res, o := run(t, cfg)
-		assert.Equal(t, res.Deliveries["assistants"], o.GivenUp)
-		assert.Zero(t, rc.count("assistants"), "the deliveries were re-sent to the redirect's target")
-		assert.Contains(t, logs.String(), "a redirect to "+strings.TrimPrefix(other.URL, "http://"))
+		require.Equal(t, res.Deliveries["assistants"], o.GivenUp)
+		require.Zero(t, rc.count("assistants"), "the deliveries were re-sent to the redirect's target")
+		require.Contains(t, logs.String(), "a redirect to "+strings.TrimPrefix(other.URL, "http://"))
 	})
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/spec"
@@ -68,7 +68,7 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 	// with X-Forwarded-For and a TLS proxy with X-Forwarded-Proto.
 	loopback, err := httpx.ParseTrustedProxies("127.0.0.0/8,::1")
 	require.NoError(t, err)
-	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
 		TrustedProxies: loopback, PollInterval: 20 * time.Millisecond, Sources: sc,
 		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour,
 			RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}},

@@ -21,7 +21,7 @@ import (
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -54,7 +54,7 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	for _, o := range opts {
 		o(&cfg)
 	}
-	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
 		PollInterval: 20 * time.Millisecond, Sources: cfg,
 		Review:    reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})

@@ -18,7 +18,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -56,7 +56,7 @@ func TestPageOutOfTime(t *testing.T) {
 		ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 		require.NoError(t, err)
 		var logs lockedBuffer
-		full := servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl,
+		full := servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
 			Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
 		svc := full.Review()
 		srv := httptest.NewServer(httpx.Deadlines{Read: 5 * time.Second}.Handler(full.Handler()))

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -82,7 +81,7 @@ func TestMethodNotAllowedOnInstructions(t *testing.T) {
 				}
 				r := e.do(c.method, c.path, body, nil)
 				requireProblem(t, r, http.StatusMethodNotAllowed)
-				assert.ElementsMatch(t, c.allow, allowOf(r), "%s %s: Allow %q", c.method, c.path, r.Header.Get("Allow"))
+				require.ElementsMatch(t, c.allow, allowOf(r), "%s %s: Allow %q", c.method, c.path, r.Header.Get("Allow"))
 			})
 		}
 		e.requireUnchanged(before)
@@ -100,12 +99,12 @@ func TestMethodsOnOrganisations(t *testing.T) {
 				e := e.withT(t)
 				r := e.do(m, "/organisations", jsonObj{"name": "x"}, nil)
 				requireProblem(t, r, http.StatusMethodNotAllowed)
-				assert.ElementsMatch(t, []string{"GET", "HEAD"}, allowOf(r), "%s /organisations: Allow %q", m, r.Header.Get("Allow"))
+				require.ElementsMatch(t, []string{"GET", "HEAD"}, allowOf(r), "%s /organisations: Allow %q", m, r.Header.Get("Allow"))
 			})
 		}
 		r := e.do(http.MethodHead, "/organisations", nil, nil)
-		assert.Equal(t, http.StatusOK, r.Status, "%s", r)
-		assert.Empty(t, r.Body)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		require.Empty(t, r.Body)
 	})
 }
 
@@ -161,9 +160,9 @@ func TestOddRequestsGetNo5xx(t *testing.T) {
 			t.Run("body "+c.name, func(t *testing.T) {
 				e, body := e.withT(t), c.body
 				r := e.do(post, e.listPath(), body, nil)
-				assert.Less(t, r.Status, 500, "body %v: %s", body, r)
+				require.Less(t, r.Status, 500, "body %v: %s", body, r)
 				r = e.do(patch, e.itemPath(in.ID), body, nil)
-				assert.Less(t, r.Status, 500, "body %v: %s", body, r)
+				require.Less(t, r.Status, 500, "body %v: %s", body, r)
 			})
 		}
 		for _, c := range []struct{ name, q string }{
@@ -181,7 +180,7 @@ func TestOddRequestsGetNo5xx(t *testing.T) {
 			t.Run("query "+c.name, func(t *testing.T) {
 				e := e.withT(t)
 				r := e.do(get, e.listPath()+"?"+c.q, nil, nil)
-				assert.Less(t, r.Status, 500, "%s", r)
+				require.Less(t, r.Status, 500, "%s", r)
 			})
 		}
 		for _, c := range []struct{ name, path string }{
@@ -193,7 +192,7 @@ func TestOddRequestsGetNo5xx(t *testing.T) {
 			t.Run("path "+c.name, func(t *testing.T) {
 				e := e.withT(t)
 				r := e.do(get, c.path, nil, nil)
-				assert.Less(t, r.Status, 500, "%s", r)
+				require.Less(t, r.Status, 500, "%s", r)
 			})
 		}
 		for _, c := range []struct {

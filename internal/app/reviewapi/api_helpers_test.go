@@ -22,7 +22,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
@@ -67,7 +67,7 @@ func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *h
 	ppl, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs, Now: clk.Now})
 	require.NoError(t, err)
 	h := &harness{t: t, db: db, orgs: orgs, people: ppl, clock: clk}
-	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), People: ppl, AllowPrivateWebhooks: true, Now: clk.Now,
+	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl, AllowPrivateWebhooks: true, Now: clk.Now,
 		RetrySchedule:   []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond},
 		DeliveryTimeout: 2 * time.Second, SweepInterval: time.Hour,
 		// The tests sweep themselves, and count what their sweep did: the

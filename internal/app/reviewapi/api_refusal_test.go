@@ -13,7 +13,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/infra/httpx"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -110,7 +110,7 @@ func BenchmarkRefusal(b *testing.B) {
 			orgs, err := org.NewStore(ctx, db)
 			require.NoError(b, err)
 			lim := httpx.NewLimiter(1, 0)
-			handler := servicetest.New(b, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), Concurrency: lim}).Handler()
+			handler := servicetest.New(b, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), Concurrency: lim}).Handler()
 			newKey := func(name string, plan org.Plan, limit int) org.CreatedKey {
 				o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: name, Plan: plan, HourlyLimit: limit}, admin)
 				require.NoError(b, err)

@@ -13,7 +13,7 @@
 // PostgreSQL, several processes share the work. The service's composition
 // root, package internal/app/server, mounts the routes and opens the queue:
 //
-//	ring, err := secretbox.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
+//	ring, err := keyring.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY")) // encrypts the webhook secrets
 //	svc, err := reviewapi.New(ctx, reviewapi.Config{DB: db, Orgs: orgStore, Secrets: ring, Jobs: queue})
 //	if err != nil {
 //		return err
@@ -33,7 +33,7 @@
 // known key carries the RateLimit-Policy and RateLimit headers.
 //
 // A webhook's signing secret is stored encrypted under Config.Secrets
-// (package secretbox), bound to its row; see secrets.go.
+// (package keyring), bound to its row; see secrets.go.
 //
 // Webhook deliveries follow the Standard Webhooks specification
 // ([webhook.Sign]): at least once, from the database, retried on

@@ -8,8 +8,7 @@ import (
 )
 
 // The job queues of the service's own work, beside River's default queue
-// (the sweep, other components' schedules, and jobs an older version queued
-// there).
+// (the sweep and other components' schedules).
 const (
 	// QueueDeliveries holds the webhook deliveries (Config.DeliveryWorkers).
 	QueueDeliveries = "deliveries"

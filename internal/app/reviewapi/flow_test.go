@@ -16,7 +16,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -66,7 +66,7 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), PollInterval: 20 * time.Millisecond, Review: cfg})
+	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), PollInterval: 20 * time.Millisecond, Review: cfg})
 	f := &fixture{t: t, db: db, orgs: orgs, svc: full.Review(), clock: clk, url: srv.URL}
 	f.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)

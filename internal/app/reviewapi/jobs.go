@@ -21,8 +21,7 @@ import (
 type deliverArgs struct {
 	EventID   string `json:"eventId"`
 	WebhookID string `json:"webhookId"`
-	// OrgID is the webhook's organisation, for its concurrency limit;
-	// looked up when empty (jobs queued by an older version).
+	// OrgID is the webhook's organisation, for its concurrency limit.
 	OrgID string `json:"orgId,omitempty"`
 }
 
@@ -52,23 +51,14 @@ type deliverWorker struct {
 // this process; otherwise it snoozes the job, which costs no attempt.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) error {
 	s := w.s
-	org := job.Args.OrgID
-	if org == "" {
-		var err error
-		if org, _, err = s.webhookHealth(ctx, job.Args.WebhookID); errors.Is(err, sql.ErrNoRows) {
-			return nil // the webhook is gone, and its deliveries with it
-		} else if err != nil {
-			return err
-		}
-	}
-	release, ok := s.orgDeliveries.Acquire(ctx, org, orgSlotWait)
+	release, ok := s.orgDeliveries.Acquire(ctx, job.Args.OrgID, orgSlotWait)
 	if !ok {
 		return river.JobSnooze(riverjobs.SnoozeFor(job.Metadata, orgSnoozeBase, orgSnoozeMax))
 	}
 	defer release()
 	_, failures, err := s.webhookHealth(ctx, job.Args.WebhookID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return nil // the webhook is gone, and its deliveries with it
 	} else if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -29,8 +29,8 @@ func rawWebhook(t *testing.T, db *sqldb.DB, id string) (secret string, keyID sql
 func TestWebhookSecretsAtRest(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
-		oldRing, err := secretbox.New(oldKey)
+		oldKey, newKey := keyring.NewKey(), keyring.NewKey()
+		oldRing, err := keyring.New(oldKey)
 		require.NoError(t, err)
 		h := startHarness(t, db, func(c *reviewapi.Config) { c.Secrets = oldRing })
 		tn := h.newTenant("Acme", "", 0)
@@ -57,7 +57,7 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		require.NoError(t, acks[1].Err)
 
 		// Rotation: the new key current, the old one kept to read.
-		both, err := secretbox.New(newKey, oldKey)
+		both, err := keyring.New(newKey, oldKey)
 		require.NoError(t, err)
 		h.stopService()
 		h.cfg.Secrets = both
@@ -69,7 +69,7 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{newKey.ID: 1}, ids)
 
-		newOnly, err := secretbox.New(newKey)
+		newOnly, err := keyring.New(newKey)
 		require.NoError(t, err)
 		h.stopService()
 		h.cfg.Secrets = newOnly
@@ -82,7 +82,7 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 		cfg := h.cfg
 		cfg.Secrets = oldRing
 		_, err = server.New(t.Context(), h.serverConfig(cfg))
-		require.ErrorIs(t, err, secretbox.ErrUnknownKey)
+		require.ErrorIs(t, err, keyring.ErrUnknownKey)
 		require.ErrorContains(t, err, newKey.ID)
 	})
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/policy"
 )
@@ -52,7 +52,7 @@ type Config struct {
 	// Secrets encrypts the webhooks' signing secrets in the database (see
 	// secrets.go). Required; every process sharing DB must hold the keys of
 	// the rows it reads.
-	Secrets *secretbox.Keyring
+	Secrets *keyring.Keyring
 	// Jobs queues the service's evaluations and webhook deliveries on the
 	// service's job queue, whose River client works them with the workers
 	// of [Service.Jobs]. Required; a process that only queues (an admin
@@ -131,7 +131,7 @@ func (c *Config) withDefaults() (*Config, error) {
 	case out.Orgs == nil:
 		return nil, errors.New("reviewapi: Config.Orgs is required")
 	case out.Secrets == nil:
-		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
+		return nil, fmt.Errorf("reviewapi: Config.Secrets is required: %w", keyring.ErrNoKeyring)
 	case out.Jobs == nil:
 		return nil, errors.New("reviewapi: Config.Jobs is required")
 	}

@@ -53,9 +53,9 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -84,7 +84,7 @@ type Config struct {
 	// instructions), which every feature authenticates with.
 	Orgs *org.Store
 	// Secrets encrypts the secrets the features store.
-	Secrets *secretbox.Keyring
+	Secrets *keyring.Keyring
 	// Logger logs requests, jobs and 5xx causes. Default: nothing.
 	Logger *slog.Logger
 	// People are the users who sign in to the dashboard. Default: a
@@ -115,8 +115,7 @@ type Config struct {
 	// became due (retries, snoozed jobs), when set (default River's, 1 s).
 	PollInterval time.Duration
 	// Workers is how many jobs of the default queue run at once in this
-	// process: the periodic jobs, and the jobs an older version queued
-	// there. Default 10.
+	// process: the periodic jobs. Default 10.
 	Workers int
 
 	// Review configures the review-task API.
@@ -307,8 +306,7 @@ func (s *Server) Review() *reviewapi.Service { return s.review }
 func (s *Server) Sources() *sources.Service { return s.sources }
 
 // Start starts working jobs in the background; it returns at once. Stop or
-// cancelling ctx stops it. A process that only queues jobs (the tests of
-// an older version's jobs) never calls it.
+// cancelling ctx stops it.
 func (s *Server) Start(ctx context.Context) error { return s.jobs.Start(ctx) }
 
 // Stop stops working jobs, letting those running finish until ctx ends.

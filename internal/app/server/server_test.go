@@ -10,7 +10,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/server"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -27,7 +27,7 @@ func TestUnknownPathsAndMethods(t *testing.T) {
 		orgs, err := org.NewStore(t.Context(), db)
 		require.NoError(t, err)
 		guard := func(h http.Handler) http.Handler { return h }
-		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(), MetricsGuard: guard})
+		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), MetricsGuard: guard})
 		do := func(method, path string) (*http.Response, []byte) {
 			t.Helper()
 			req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, nil)
@@ -78,7 +78,7 @@ func TestNoMetricsGuard(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		orgs, err := org.NewStore(t.Context(), db)
 		require.NoError(t, err)
-		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral()})
+		_, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral()})
 		res, err := http.Get(srv.URL + "/metrics")
 		require.NoError(t, err)
 		require.NoError(t, res.Body.Close())

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/sources"
@@ -245,7 +244,7 @@ func TestPushChaos(t *testing.T) {
 			require.Equal(t, len(want), len(got), path)
 			for id, rec := range want {
 				require.Contains(t, got, id, path)
-				assert.JSONEq(t, rec, got[id], "%s %s", path, id)
+				require.JSONEq(t, rec, got[id], "%s %s", path, id)
 			}
 		}
 	})

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/consumer"
@@ -121,14 +120,14 @@ func TestPushReceiver(t *testing.T) {
 		body := delivery(t, "conversations", convs[0], convs[1], convs[2])
 		code, answer := post(t, u, signed(t, s.PushSecret, "msg_1", now, body), body)
 		require.Equal(t, http.StatusOK, code, answer)
-		assert.JSONEq(t, `{"saved":3,"quarantined":0}`, answer)
+		require.JSONEq(t, `{"saved":3,"quarantined":0}`, answer)
 		require.Equal(t, 3, count(t, view, "conversations", e.key))
 
 		// The same webhook-id again: accepted, nothing written.
 		other := delivery(t, "conversations", convs[3])
 		code, answer = post(t, u, signed(t, s.PushSecret, "msg_1", now, other), other)
 		require.Equal(t, http.StatusOK, code, answer)
-		assert.JSONEq(t, `{"saved":0,"quarantined":0,"duplicate":true}`, answer)
+		require.JSONEq(t, `{"saved":0,"quarantined":0,"duplicate":true}`, answer)
 		require.Equal(t, 3, count(t, view, "conversations", e.key))
 
 		// Refused: nothing written, a 4xx naming the fault.
@@ -155,8 +154,8 @@ func TestPushReceiver(t *testing.T) {
 			"rest source":      {e.url + sources.PushPath(rest.ID), signed(t, s.PushSecret, "msg_2", now, other), other, 404, "No push source"},
 		} {
 			code, answer := post(t, c.url, c.h, c.body)
-			assert.Equal(t, c.status, code, name)
-			assert.Contains(t, answer, c.says, name)
+			require.Equal(t, c.status, code, name)
+			require.Contains(t, answer, c.says, name)
 		}
 		for name, c := range map[string]struct {
 			body string
@@ -173,8 +172,8 @@ func TestPushReceiver(t *testing.T) {
 		} {
 			b := []byte(c.body)
 			code, answer := post(t, u, signed(t, s.PushSecret, "msg_bad", now, b), b)
-			assert.Equal(t, http.StatusBadRequest, code, name)
-			assert.Contains(t, answer, c.says, name)
+			require.Equal(t, http.StatusBadRequest, code, name)
+			require.Contains(t, answer, c.says, name)
 		}
 		require.Equal(t, 3, count(t, view, "conversations", e.key))
 
@@ -185,7 +184,7 @@ func TestPushReceiver(t *testing.T) {
 			map[string]any{"id": "ev-bad"}, 42)
 		code, answer = post(t, u, signed(t, s.PushSecret, "msg_3", now, body), body)
 		require.Equal(t, http.StatusOK, code, answer)
-		assert.JSONEq(t, `{"saved":1,"quarantined":2}`, answer)
+		require.JSONEq(t, `{"saved":1,"quarantined":2}`, answer)
 		day := map[string]any{"startAt": "2026-03-01T00:00:00.000Z", "endAt": "2026-03-02T00:00:00.000Z", "granularity": "day",
 			"dimensions": map[string]any{"model": "m", "assistantId": "a", "userId": "u", "department": "d"}, "metrics": map[string]any{"requests": 1}}
 		hourFew := map[string]any{"startAt": "2026-03-01T00:00:00.000Z", "endAt": "2026-03-01T01:00:00.000Z", "granularity": "hour",
@@ -195,15 +194,15 @@ func TestPushReceiver(t *testing.T) {
 		body = delivery(t, "usage", day, hourFew, hour)
 		code, answer = post(t, u, signed(t, s.PushSecret, "msg_4", now, body), body)
 		require.Equal(t, http.StatusOK, code, answer)
-		assert.JSONEq(t, `{"saved":1,"quarantined":2}`, answer)
+		require.JSONEq(t, `{"saved":1,"quarantined":2}`, answer)
 		var reasons []string
 		require.NoError(t, e.src.Store().Quarantined(ctx, s.ID, func(q consumer.Quarantine) error {
 			reasons = append(reasons, q.Reason)
 			return nil
 		}))
 		require.Len(t, reasons, 4)
-		assert.Contains(t, strings.Join(reasons, "\n"), "pushed usage must be hourly")
-		assert.Contains(t, strings.Join(reasons, "\n"), "grouped by every dimension")
+		require.Contains(t, strings.Join(reasons, "\n"), "pushed usage must be hourly")
+		require.Contains(t, strings.Join(reasons, "\n"), "grouped by every dimension")
 
 		// An older version pushed after a newer one changes nothing.
 		newer := convs[0]
@@ -218,7 +217,7 @@ func TestPushReceiver(t *testing.T) {
 		}
 		var got spec.Conversation
 		require.Equal(t, http.StatusOK, get(t, view+"/conversations/"+convs[0].ID, e.key, &got))
-		assert.Equal(t, "newer", got.Status)
+		require.Equal(t, "newer", got.Status)
 
 		// While a poller holds the lease, a push is 503 with Retry-After
 		// and writes nothing.
@@ -284,13 +283,13 @@ func TestPushUsageVersions(t *testing.T) {
 			return page.Data[0].Metrics["requests"]
 		}
 
-		assert.JSONEq(t, `{"saved":1,"quarantined":0}`, send("msg_a", now.Add(-time.Minute), 5))
+		require.JSONEq(t, `{"saved":1,"quarantined":0}`, send("msg_a", now.Add(-time.Minute), 5))
 		require.Equal(t, 5.0, requests())
 		// Read later: replaces.
 		send("msg_b", now, 8)
 		require.Equal(t, 8.0, requests())
 		// Read earlier, arriving late: kept out.
-		assert.JSONEq(t, `{"saved":0,"quarantined":0}`, send("msg_c", now.Add(-30*time.Second), 6))
+		require.JSONEq(t, `{"saved":0,"quarantined":0}`, send("msg_c", now.Add(-30*time.Second), 6))
 		require.Equal(t, 8.0, requests())
 	})
 }

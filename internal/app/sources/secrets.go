@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 )
 
 // The secrets of a source, its token and its push secret, are stored
@@ -14,7 +14,7 @@ import (
 // NULL was written before encryption: New encrypts such rows.
 
 // secretTable describes the encrypted columns of the table sources.
-var secretTable = secretbox.Table{Name: "sources", ID: "id", KeyID: "secret_key_id", Columns: []string{"token", "push_secret"}}
+var secretTable = keyring.Table{Name: "sources", ID: "id", KeyID: "secret_key_id", Columns: []string{"token", "push_secret"}}
 
 // sealSecrets returns what the row of src stores: the key id, the sealed
 // token and the sealed push secret (NULL when src has none).
@@ -37,9 +37,7 @@ func (s *Service) sealSecrets(src Source) (keyID, token string, push sql.NullStr
 // empty secret.
 func (s *Service) openSecret(keyID sql.NullString, column, id, stored string) (string, error) {
 	if !keyID.Valid {
-		// Not yet encrypted: written by a version before encryption after
-		// this process started.
-		return stored, nil
+		return "", fmt.Errorf("sources: %s of source %s: not encrypted", column, id)
 	}
 	plain, err := s.cfg.Secrets.Open(keyID.String, stored, secretTable.Binding(column, id))
 	if err != nil {
@@ -50,14 +48,14 @@ func (s *Service) openSecret(keyID sql.NullString, column, id, stored string) (s
 
 // ResealSecrets encrypts under the current key of Config.Secrets every
 // source's secrets sealed under an older key (or still in plaintext), and
-// returns how many rows it changed. See [secretbox.Table.Reseal]: each row
+// returns how many rows it changed. See [keyring.Table.Reseal]: each row
 // changes on its own, so an interrupted run is resumed by running it again.
 func (s *Service) ResealSecrets(ctx context.Context) (int, error) {
 	return secretTable.Reseal(ctx, s.db.DB, s.cfg.Secrets, false)
 }
 
 // SecretKeyIDs counts the sources by the id of the key that sealed their
-// secrets ([secretbox.Unsealed] for rows in plaintext).
+// secrets ([keyring.Unsealed] for rows in plaintext).
 func (s *Service) SecretKeyIDs(ctx context.Context) (map[string]int, error) {
 	return secretTable.KeyIDs(ctx, s.db.DB)
 }

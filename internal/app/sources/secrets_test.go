@@ -14,7 +14,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -22,7 +22,7 @@ import (
 const restToken = "rest-token-0123456789-plain"
 
 // secretsEnv is an organisation and a sources service under ring.
-func secretsEnv(t *testing.T, db *sqldb.DB, ring *secretbox.Keyring) (*org.Store, org.Organisation, *sources.Service) {
+func secretsEnv(t *testing.T, db *sqldb.DB, ring *keyring.Keyring) (*org.Store, org.Organisation, *sources.Service) {
 	t.Helper()
 	orgs, err := org.NewStore(t.Context(), db)
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func secretsEnv(t *testing.T, db *sqldb.DB, ring *secretbox.Keyring) (*org.Store
 	return orgs, org, newSources(t, db, orgs, ring)
 }
 
-func newSources(t *testing.T, db *sqldb.DB, orgs *org.Store, ring *secretbox.Keyring) *sources.Service {
+func newSources(t *testing.T, db *sqldb.DB, orgs *org.Store, ring *keyring.Keyring) *sources.Service {
 	t.Helper()
 	src, err := sources.New(t.Context(), sources.Config{DB: db, Orgs: orgs, Secrets: ring, AllowPrivate: true})
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestSecretsNotStoredInPlaintext(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		ring := secretbox.Ephemeral()
+		ring := keyring.Ephemeral()
 		_, org, src := secretsEnv(t, db, ring)
 		rest, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "rest", URL: "https://vendor.example", Token: restToken})
 		require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestSecretsMigratePlaintext(t *testing.T) {
 			       ($4, $2, 'push', '', '', 'push', 60000, 1, 2, 'whsec_legacy')`, restID, org.ID, restToken, pushID)
 		require.NoError(t, err)
 
-		ring := secretbox.Ephemeral()
+		ring := keyring.Ephemeral()
 		src := newSources(t, db, orgs, ring)
 		for _, id := range []string{restID, pushID} {
 			raw := readRaw(t, db, id)
@@ -159,8 +159,8 @@ func TestSecretsRotation(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
-		oldRing, err := secretbox.New(oldKey)
+		oldKey, newKey := keyring.NewKey(), keyring.NewKey()
+		oldRing, err := keyring.New(oldKey)
 		require.NoError(t, err)
 		orgs, org, src := secretsEnv(t, db, oldRing)
 		var ids []string
@@ -170,7 +170,7 @@ func TestSecretsRotation(t *testing.T) {
 			ids = append(ids, s.ID)
 		}
 
-		both, err := secretbox.New(newKey, oldKey)
+		both, err := keyring.New(newKey, oldKey)
 		require.NoError(t, err)
 		rotating := newSources(t, db, orgs, both)
 		got, err := rotating.Get(ctx, org.ID, ids[0])
@@ -186,7 +186,7 @@ func TestSecretsRotation(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{newKey.ID: 3}, keys)
 
-		newOnly, err := secretbox.New(newKey)
+		newOnly, err := keyring.New(newKey)
 		require.NoError(t, err)
 		after := newSources(t, db, orgs, newOnly)
 		list, err := after.List(ctx, org.ID)
@@ -198,7 +198,7 @@ func TestSecretsRotation(t *testing.T) {
 
 		// The old key alone: a clear error at start, naming the key.
 		_, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: oldRing})
-		require.ErrorIs(t, err, secretbox.ErrUnknownKey)
+		require.ErrorIs(t, err, keyring.ErrUnknownKey)
 		require.ErrorContains(t, err, newKey.ID)
 	})
 }
@@ -210,8 +210,8 @@ func TestSecretsWrongKey(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		key := secretbox.Key{ID: "main", Secret: secretbox.NewKey().Secret}
-		ring, err := secretbox.New(key)
+		key := keyring.Key{ID: "main", Secret: keyring.NewKey().Secret}
+		ring, err := keyring.New(key)
 		require.NoError(t, err)
 		orgs, org, src := secretsEnv(t, db, ring)
 		a, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "a", URL: "https://vendor.example", Token: restToken})
@@ -219,24 +219,24 @@ func TestSecretsWrongKey(t *testing.T) {
 		b, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "b", URL: "https://vendor.example", Token: "another-token-0000"})
 		require.NoError(t, err)
 
-		wrong, err := secretbox.New(secretbox.Key{ID: "main", Secret: secretbox.NewKey().Secret})
+		wrong, err := keyring.New(keyring.Key{ID: "main", Secret: keyring.NewKey().Secret})
 		require.NoError(t, err)
 		_, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs, Secrets: wrong})
-		require.ErrorIs(t, err, secretbox.ErrAuth)
+		require.ErrorIs(t, err, keyring.ErrAuth)
 
 		// b's row given a's sealed token: it does not open as b's.
 		_, err = db.ExecContext(ctx, `UPDATE sources SET token = (SELECT token FROM sources WHERE id = $1) WHERE id = $2`, a.ID, b.ID)
 		require.NoError(t, err)
 		got, err := src.Get(ctx, org.ID, b.ID)
-		require.ErrorIs(t, err, secretbox.ErrAuth)
+		require.ErrorIs(t, err, keyring.ErrAuth)
 		require.Empty(t, got.Token)
 		_, err = src.List(ctx, org.ID)
-		require.ErrorIs(t, err, secretbox.ErrAuth)
+		require.ErrorIs(t, err, keyring.ErrAuth)
 		ok, err := src.Get(ctx, org.ID, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, restToken, ok.Token)
 
 		_, err = sources.New(ctx, sources.Config{DB: db, Orgs: orgs})
-		require.ErrorIs(t, err, secretbox.ErrNoKeyring)
+		require.ErrorIs(t, err, keyring.ErrNoKeyring)
 	})
 }

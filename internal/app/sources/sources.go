@@ -52,10 +52,10 @@ import (
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/netguard"
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
-	"github.com/aiusage/kit/internal/infra/secretbox"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -155,7 +155,7 @@ type Config struct {
 	// Secrets encrypts the sources' tokens and push secrets in the
 	// database (see secrets.go). Required; every process sharing DB must
 	// hold the keys of the rows it reads.
-	Secrets *secretbox.Keyring
+	Secrets *keyring.Keyring
 	// HTTPClient reaches the providers (REST, MCP and export over HTTP).
 	// Default: a client whose every connection passes AllowPrivate's
 	// address policy (netguard.NewTransport), checked after name
@@ -235,7 +235,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, errors.New("sources: Config.DB and Config.Orgs are required")
 	}
 	if cfg.Secrets == nil {
-		return nil, fmt.Errorf("sources: Config.Secrets is required: %w", secretbox.ErrNoKeyring)
+		return nil, fmt.Errorf("sources: Config.Secrets is required: %w", keyring.ErrNoKeyring)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

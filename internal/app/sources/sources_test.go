@@ -17,7 +17,7 @@ import (
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/demodata"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
@@ -31,7 +31,7 @@ const providerToken = "provider-secret-token"
 
 // testRing encrypts the stored secrets of every environment of the tests,
 // so that several environments may share a database.
-var testRing = secretbox.Ephemeral()
+var testRing = keyring.Ephemeral()
 
 // newProvider serves a demo dataset for tenant acme over REST and MCP.
 func newProvider(t *testing.T, conversations int) string {

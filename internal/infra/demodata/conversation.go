@@ -182,7 +182,66 @@ func (g *generator) conversation(r *rand.Rand, s *shape, i int) spec.Conversatio
 		topicDept = prof.dept
 	}
 
-	// Parameters: the assistant's defaults, or the client's.
+	c.Parameters = parameters(r, prof, m)
+
+	prompt := pick(r, genericSystemPrompts)
+	if prof != nil {
+		prompt = prof.instructions
+	}
+	switch s.sys {
+	case sysText:
+		c.SystemPrompt = prompt
+	case sysHash:
+		h, ok := g.sysHash[prompt]
+		if !ok {
+			h = sha256Of(prompt)
+			g.sysHash[prompt] = h
+		}
+		c.SystemPromptHash = h
+	}
+
+	status := conversationStatus(r)
+	c.Status = status
+
+	// Attachments.
+	for j := 0; j < s.uploads; j++ {
+		f := pick(r, uploadFiles)
+		c.Attachments = append(c.Attachments, g.attachment(c.ID, j, spec.AttachmentUploaded, f))
+	}
+	for j := 0; j < s.generated; j++ {
+		f := pick(r, generatedFiles)
+		c.Attachments = append(c.Attachments, g.attachment(c.ID, s.uploads+j, spec.AttachmentGenerated, f))
+	}
+
+	g.messages(r, s, &c, prompt, topicDept)
+
+	var in, out, micros int64
+	for k := 0; k < s.n; k++ {
+		in += s.in[k]
+		out += s.out[k]
+		micros += s.micros[k]
+	}
+	c.Usage = &spec.TokenUsage{InputTokens: in, OutputTokens: out, TotalTokens: in + out, Cost: float64(micros) / 1e6}
+
+	cl := pick(r, clients)
+	var labels any
+	if p.tie {
+		labels = []string{"bulk-review-" + strconv.Itoa(int(time.UnixMilli(p.updated).UTC().Month()))}
+	}
+	c.Metadata = obj(
+		"client", obj("name", cl.name, "version", cl.version),
+		"workspace", g.deptSlugs[g.userDept[s.user]],
+		"sessionId", hexID("sess_", r.Uint32()),
+		"retentionDays", pick(r, []int{30, 90, 180, 365}),
+		"locale", pick(r, []string{"en-GB", "en-US", "de-DE", "fr-FR", "ja-JP"}),
+		"labels", labels,
+	)
+	return c
+}
+
+// parameters draws the parameters of a conversation: the assistant's
+// defaults (prof), or the client's when prof is nil.
+func parameters(r *rand.Rand, prof *profile, m *modelDef) *spec.Parameters {
 	params := &spec.Parameters{}
 	if prof != nil {
 		params.Temperature = ptr(prof.temperature)
@@ -201,24 +260,11 @@ func (g *generator) conversation(r *rand.Rand, s *shape, i int) spec.Conversatio
 	case x < 18:
 		params.Extra = map[string]json.RawMessage{"seed": json.RawMessage(strconv.Itoa(r.IntN(1000)))}
 	}
-	c.Parameters = params
+	return params
+}
 
-	prompt := pick(r, genericSystemPrompts)
-	if prof != nil {
-		prompt = prof.instructions
-	}
-	switch s.sys {
-	case sysText:
-		c.SystemPrompt = prompt
-	case sysHash:
-		h, ok := g.sysHash[prompt]
-		if !ok {
-			h = sha256Of(prompt)
-			g.sysHash[prompt] = h
-		}
-		c.SystemPromptHash = h
-	}
-
+// conversationStatus draws the status of a conversation.
+func conversationStatus(r *rand.Rand) string {
 	status := "completed"
 	switch x := r.IntN(100); {
 	case x < 3:
@@ -232,19 +278,13 @@ func (g *generator) conversation(r *rand.Rand, s *shape, i int) spec.Conversatio
 	case x < 10:
 		status = "in_progress"
 	}
-	c.Status = status
+	return status
+}
 
-	// Attachments.
-	for j := 0; j < s.uploads; j++ {
-		f := pick(r, uploadFiles)
-		c.Attachments = append(c.Attachments, g.attachment(c.ID, j, spec.AttachmentUploaded, f))
-	}
-	for j := 0; j < s.generated; j++ {
-		f := pick(r, generatedFiles)
-		c.Attachments = append(c.Attachments, g.attachment(c.ID, s.uploads+j, spec.AttachmentGenerated, f))
-	}
-
-	// Messages.
+// messages draws the messages of conversation c from its shape s, with the
+// system prompt and the topics of department topicDept, and sets the tools
+// they called.
+func (g *generator) messages(r *rand.Rand, s *shape, c *spec.Conversation, prompt, topicDept string) {
 	tools := g.tools(s.asst)
 	tp := deptTopics[topicDept]
 	c.Messages = make([]spec.Message, s.n)
@@ -294,7 +334,7 @@ func (g *generator) conversation(r *rand.Rand, s *shape, i int) spec.Conversatio
 	}
 	if lastReply >= 0 {
 		msg := &c.Messages[lastReply]
-		switch status {
+		switch c.Status {
 		case "failed":
 			msg.Content = "Sorry, the request failed: the model provider timed out. Please try again."
 		case "content_filtered":
@@ -312,29 +352,6 @@ func (g *generator) conversation(r *rand.Rand, s *shape, i int) spec.Conversatio
 			c.Tools = append(c.Tools, spec.Tool{ID: t.id, Name: t.name, Type: t.typ})
 		}
 	}
-
-	var in, out, micros int64
-	for k := 0; k < s.n; k++ {
-		in += s.in[k]
-		out += s.out[k]
-		micros += s.micros[k]
-	}
-	c.Usage = &spec.TokenUsage{InputTokens: in, OutputTokens: out, TotalTokens: in + out, Cost: float64(micros) / 1e6}
-
-	cl := pick(r, clients)
-	var labels any
-	if p.tie {
-		labels = []string{"bulk-review-" + strconv.Itoa(int(time.UnixMilli(p.updated).UTC().Month()))}
-	}
-	c.Metadata = obj(
-		"client", obj("name", cl.name, "version", cl.version),
-		"workspace", g.deptSlugs[g.userDept[s.user]],
-		"sessionId", hexID("sess_", r.Uint32()),
-		"retentionDays", pick(r, []int{30, 90, 180, 365}),
-		"locale", pick(r, []string{"en-GB", "en-US", "de-DE", "fr-FR", "ja-JP"}),
-		"labels", labels,
-	)
-	return c
 }
 
 func (g *generator) attachment(convID string, j int, kind string, f fileDef) spec.Attachment {

@@ -276,8 +276,13 @@ func (g *generator) buildAssistants() {
 		ap.a = a
 	}
 
-	// Who may use what: organisation and public assistants everyone, team
-	// assistants their department (weighted up), private ones their owner.
+	g.assistantAccess()
+}
+
+// assistantAccess works out who may use which assistant: organisation and
+// public assistants everyone, team assistants their department (weighted
+// up), private ones their owner.
+func (g *generator) assistantAccess() {
 	g.candidates = make([][]int32, len(g.depts))
 	for i := range g.asst {
 		ap := &g.asst[i]

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -33,13 +32,13 @@ func call(t *testing.T, method, path string, checks ...ops.ReadyCheck) (int, pro
 	r.Group(ops.Health(checks...))
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), method, path, nil))
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	require.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 	var p probe
 	if method != http.MethodHead {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p), rec.Body.String())
 	} else {
-		assert.Empty(t, rec.Body.String())
+		require.Empty(t, rec.Body.String())
 	}
 	return rec.Code, p
 }
@@ -57,22 +56,22 @@ func TestHealthz(t *testing.T) {
 	t.Parallel()
 	failing := ops.ReadyCheck{Name: "x", Check: func(context.Context) error { return errors.New("down") }}
 	code, p := call(t, http.MethodGet, "/healthz", failing)
-	assert.Equal(t, http.StatusOK, code, "liveness ignores the readiness checks")
-	assert.Equal(t, probe{Status: "ok"}, p)
+	require.Equal(t, http.StatusOK, code, "liveness ignores the readiness checks")
+	require.Equal(t, probe{Status: "ok"}, p)
 	code, _ = call(t, http.MethodHead, "/healthz")
-	assert.Equal(t, http.StatusOK, code)
+	require.Equal(t, http.StatusOK, code)
 
 	rec := httptest.NewRecorder()
 	ops.HealthzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
 }
 
 func TestReadyzChecks(t *testing.T) {
 	t.Parallel()
 	code, p := call(t, http.MethodGet, "/readyz")
-	assert.Equal(t, http.StatusOK, code, "no checks: ready")
-	assert.Equal(t, probe{Status: "ready"}, p)
+	require.Equal(t, http.StatusOK, code, "no checks: ready")
+	require.Equal(t, probe{Status: "ready"}, p)
 
 	var deadline time.Duration
 	ok := ops.ReadyCheck{Name: "ok", Check: func(ctx context.Context) error {
@@ -82,10 +81,10 @@ func TestReadyzChecks(t *testing.T) {
 		return nil
 	}}
 	code, p = call(t, http.MethodGet, "/readyz", ok)
-	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ready", p.Status)
-	assert.Positive(t, deadline)
-	assert.LessOrEqual(t, deadline, ops.CheckTimeout)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ready", p.Status)
+	require.Positive(t, deadline)
+	require.LessOrEqual(t, deadline, ops.CheckTimeout)
 
 	checks := []ops.ReadyCheck{
 		ok,
@@ -100,11 +99,11 @@ func TestReadyzChecks(t *testing.T) {
 	r.Group(ops.Health(checks...))
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil))
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	var got probe
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-	assert.Equal(t, "not ready", got.Status)
-	assert.Equal(t, map[string]string{
+	require.Equal(t, "not ready", got.Status)
+	require.Equal(t, map[string]string{
 		"queue":  "queue unreachable",
 		"slow":   context.DeadlineExceeded.Error(),
 		"panics": "check panicked: oops",
@@ -112,7 +111,7 @@ func TestReadyzChecks(t *testing.T) {
 	}, got.Checks)
 
 	code, _ = call(t, http.MethodHead, "/readyz", checks[1])
-	assert.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, http.StatusServiceUnavailable, code)
 }
 
 func TestDBCheck(t *testing.T) {
@@ -126,35 +125,35 @@ func TestDBCheck(t *testing.T) {
 			"alpha": migrations("0001_a", "0002_b"),
 			"beta":  migrations("0001_c"),
 		}))
-		assert.Equal(t, http.StatusOK, code, p.Checks)
-		assert.Equal(t, probe{Status: "ready"}, p)
+		require.Equal(t, http.StatusOK, code, p.Checks)
+		require.Equal(t, probe{Status: "ready"}, p)
 
 		code, _ = call(t, http.MethodGet, "/readyz", ops.DBCheck(db, nil))
-		assert.Equal(t, http.StatusOK, code, "ping only")
+		require.Equal(t, http.StatusOK, code, "ping only")
 
 		// A newer binary with a migration the database lacks.
 		code, p = call(t, http.MethodGet, "/readyz", ops.DBCheck(db, map[string]fs.FS{
 			"alpha": migrations("0001_a", "0002_b"),
 			"beta":  migrations("0001_c", "0002_d"),
 		}))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Equal(t, probe{Status: "not ready", Checks: map[string]string{"database": "migrations of beta not applied"}}, p)
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, probe{Status: "not ready", Checks: map[string]string{"database": "migrations of beta not applied"}}, p)
 
 		// A component never migrated.
 		code, p = call(t, http.MethodGet, "/readyz", ops.DBCheck(db, map[string]fs.FS{"gamma": migrations("0001_e")}))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Equal(t, "migrations of gamma not applied", p.Checks["database"])
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, "migrations of gamma not applied", p.Checks["database"])
 
 		// Malformed migrations.
 		code, p = call(t, http.MethodGet, "/readyz", ops.DBCheck(db, map[string]fs.FS{"alpha": fstest.MapFS{}}))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, p.Checks["database"], "migrations of alpha: ")
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Contains(t, p.Checks["database"], "migrations of alpha: ")
 
 		// The database is closed.
 		require.NoError(t, db.Close())
 		code, p = call(t, http.MethodGet, "/readyz", ops.DBCheck(db, map[string]fs.FS{"alpha": migrations("0001_a", "0002_b")}))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, p.Checks["database"], "ping: ")
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Contains(t, p.Checks["database"], "ping: ")
 	})
 }
 
@@ -163,14 +162,14 @@ func TestDBCheckEmptyDatabase(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		// No schema_migrations table at all.
 		code, p := call(t, http.MethodGet, "/readyz", ops.DBCheck(db, map[string]fs.FS{"alpha": migrations("0001_a")}))
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Equal(t, "migrations of alpha not applied", p.Checks["database"])
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, "migrations of alpha not applied", p.Checks["database"])
 	})
 }
 
 func TestDBCheckNilDB(t *testing.T) {
 	t.Parallel()
 	c := ops.DBCheck(nil, nil)
-	assert.Equal(t, "database", c.Name)
-	assert.EqualError(t, c.Check(t.Context()), "no database")
+	require.Equal(t, "database", c.Name)
+	require.EqualError(t, c.Check(t.Context()), "no database")
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -76,9 +75,9 @@ func TestMetricsExposition(t *testing.T) {
 	resp, err := http.Post(srv.URL+"/api/items/42/notes", "text/plain", nil)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
-	assert.Equal(t, http.StatusCreated, resp.StatusCode)
-	assert.Equal(t, http.StatusNotFound, get(t, srv.URL+"/no/such/path/123").StatusCode)
-	assert.Equal(t, http.StatusOK, get(t, srv.URL+"/healthz").StatusCode)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, http.StatusNotFound, get(t, srv.URL+"/no/such/path/123").StatusCode)
+	require.Equal(t, http.StatusOK, get(t, srv.URL+"/healthz").StatusCode)
 
 	m.ObserveSync("usage", ops.SyncOK, 120)
 	m.ObserveSync("usage", ops.SyncOK, 30)
@@ -97,7 +96,7 @@ func TestMetricsExposition(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
 	body := string(b)
 
 	for _, want := range []string{
@@ -123,23 +122,23 @@ func TestMetricsExposition(t *testing.T) {
 		`aiusage_webhook_deliveries_total{outcome="retry"} 1`,
 		`aiusage_webhook_deliveries_total{outcome="failed"} 2`,
 	} {
-		assert.Contains(t, body, want)
+		require.Contains(t, body, want)
 	}
 	// No raw paths: the route label is bounded by the routes.
 	for _, raw := range []string{`route="/things/1"`, `route="/api/items/42/notes"`, `route="/no/such/path/123"`, `route="/api/*"`} {
-		assert.NotContains(t, body, raw)
+		require.NotContains(t, body, raw)
 	}
 	if runtime.GOOS == "linux" { // the process collector exports where procfs exists
-		assert.Contains(t, body, "# TYPE process_cpu_seconds_total counter")
+		require.Contains(t, body, "# TYPE process_cpu_seconds_total counter")
 	}
-	assert.NotContains(t, body, "aiusage_queue_jobs{", "no queue-depth callback set")
+	require.NotContains(t, body, "aiusage_queue_jobs{", "no queue-depth callback set")
 }
 
 func TestDeliveryOutcomesExportedFromStart(t *testing.T) {
 	t.Parallel()
 	body := scrape(t, ops.NewMetrics())
 	for _, o := range []string{"delivered", "retry", "failed"} {
-		assert.Contains(t, body, `aiusage_webhook_deliveries_total{outcome="`+o+`"} 0`)
+		require.Contains(t, body, `aiusage_webhook_deliveries_total{outcome="`+o+`"} 0`)
 	}
 }
 
@@ -148,25 +147,25 @@ func TestMiddlewareAroundRouter(t *testing.T) {
 	m := ops.NewMetrics()
 	r := chi.NewRouter()
 	r.Get("/orgs/{orgId}", func(w http.ResponseWriter, r *http.Request) {
-		assert.Equal(t, "o1", chi.URLParam(r, "orgId"))
+		require.Equal(t, "o1", chi.URLParam(r, "orgId"))
 		w.WriteHeader(http.StatusNoContent)
 	})
 	h := m.Middleware(r)
 
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/orgs/o1", nil))
-	assert.Equal(t, http.StatusNoContent, rec.Code)
+	require.Equal(t, http.StatusNoContent, rec.Code)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/orgs/o1", nil))
-	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("BREW", "/coffee", nil))
 
 	body := scrape(t, m)
-	assert.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/orgs/{orgId}",status="204"} 1`)
-	assert.Contains(t, body, `aiusage_http_requests_total{method="OTHER",route="unmatched",status="405"} 1`)
-	assert.NotContains(t, body, "BREW")
-	assert.NotContains(t, body, "/orgs/o1")
+	require.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/orgs/{orgId}",status="204"} 1`)
+	require.Contains(t, body, `aiusage_http_requests_total{method="OTHER",route="unmatched",status="405"} 1`)
+	require.NotContains(t, body, "BREW")
+	require.NotContains(t, body, "/orgs/o1")
 }
 
 func TestMiddlewareStatuses(t *testing.T) {
@@ -179,14 +178,14 @@ func TestMiddlewareStatuses(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/silent", nil))
-	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Panics(t, func() {
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Panics(t, func() {
 		r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/panic", nil))
 	})
 
 	body := scrape(t, m)
-	assert.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/silent",status="200"} 1`)
-	assert.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/panic",status="500"} 1`)
+	require.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/silent",status="200"} 1`)
+	require.Contains(t, body, `aiusage_http_requests_total{method="GET",route="/panic",status="500"} 1`)
 }
 
 func TestQueueDepth(t *testing.T) {
@@ -200,60 +199,60 @@ func TestQueueDepth(t *testing.T) {
 		return map[string]float64{"available": 3, "running": 1, "retryable": 0}, nil
 	})
 	body := scrape(t, m)
-	assert.Contains(t, body, "# TYPE aiusage_queue_jobs gauge")
-	assert.Contains(t, body, `aiusage_queue_jobs{state="available"} 3`)
-	assert.Contains(t, body, `aiusage_queue_jobs{state="running"} 1`)
-	assert.Contains(t, body, `aiusage_queue_jobs{state="retryable"} 0`)
-	assert.Positive(t, deadline)
-	assert.LessOrEqual(t, deadline, ops.QueueDepthTimeout)
+	require.Contains(t, body, "# TYPE aiusage_queue_jobs gauge")
+	require.Contains(t, body, `aiusage_queue_jobs{state="available"} 3`)
+	require.Contains(t, body, `aiusage_queue_jobs{state="running"} 1`)
+	require.Contains(t, body, `aiusage_queue_jobs{state="retryable"} 0`)
+	require.Positive(t, deadline)
+	require.LessOrEqual(t, deadline, ops.QueueDepthTimeout)
 
 	// The values are read at every scrape.
 	m.SetQueueDepth(func(context.Context) (map[string]float64, error) {
 		return map[string]float64{"available": 7}, nil
 	})
 	body = scrape(t, m)
-	assert.Contains(t, body, `aiusage_queue_jobs{state="available"} 7`)
-	assert.NotContains(t, body, `state="running"`)
+	require.Contains(t, body, `aiusage_queue_jobs{state="available"} 7`)
+	require.NotContains(t, body, `state="running"`)
 
 	// A failing callback leaves the family out; the rest is still served.
 	m.SetQueueDepth(func(context.Context) (map[string]float64, error) {
 		return nil, errors.New("database is down")
 	})
 	body = scrape(t, m)
-	assert.NotContains(t, body, "aiusage_queue_jobs{")
-	assert.Contains(t, body, "aiusage_webhook_deliveries_total")
+	require.NotContains(t, body, "aiusage_queue_jobs{")
+	require.Contains(t, body, "aiusage_webhook_deliveries_total")
 	// The handler counts the error after answering: the next scrape shows it.
-	assert.Contains(t, scrape(t, m), `promhttp_metric_handler_errors_total{cause="gathering"} 1`)
+	require.Contains(t, scrape(t, m), `promhttp_metric_handler_errors_total{cause="gathering"} 1`)
 
 	// nil turns it off.
 	m.SetQueueDepth(nil)
-	assert.NotContains(t, scrape(t, m), "aiusage_queue_jobs{")
+	require.NotContains(t, scrape(t, m), "aiusage_queue_jobs{")
 }
 
 func TestNilMetrics(t *testing.T) {
 	t.Parallel()
 	var m *ops.Metrics
-	assert.NotPanics(t, func() {
+	require.NotPanics(t, func() {
 		m.ObserveSync("usage", ops.SyncOK, 3)
 		m.ObserveSyncRetry()
 		m.ObserveDelivery(ops.DeliveryDelivered)
 		m.SetQueueDepth(func(context.Context) (map[string]float64, error) { return nil, nil })
-		assert.Nil(t, m.Registry())
+		require.Nil(t, m.Registry())
 	})
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	rec := httptest.NewRecorder()
 	m.Middleware(next).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-	assert.Equal(t, http.StatusTeapot, rec.Code)
+	require.Equal(t, http.StatusTeapot, rec.Code)
 	rec = httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	assert.Equal(t, http.StatusNotFound, rec.Code)
+	require.Equal(t, http.StatusNotFound, rec.Code)
 }
 
 func TestIndependentRegistries(t *testing.T) {
 	t.Parallel()
 	a, b := ops.NewMetrics(), ops.NewMetrics()
 	a.ObserveSyncRetry()
-	assert.Contains(t, scrape(t, a), "aiusage_sync_retries_total 1")
-	assert.Contains(t, scrape(t, b), "aiusage_sync_retries_total 0")
-	assert.NotSame(t, a.Registry(), b.Registry())
+	require.Contains(t, scrape(t, a), "aiusage_sync_retries_total 1")
+	require.Contains(t, scrape(t, b), "aiusage_sync_retries_total 0")
+	require.NotSame(t, a.Registry(), b.Registry())
 }

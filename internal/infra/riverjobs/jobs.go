@@ -32,8 +32,7 @@ type Jobs struct {
 }
 
 // NewJobs returns a Jobs holding the default queue, worked by workers
-// workers at once: every worker is registered for every queue, so the
-// default queue also works the jobs an older version queued there.
+// workers at once.
 func NewJobs(workers int) *Jobs {
 	return &Jobs{Workers: river.NewWorkers(), queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}}}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
@@ -44,7 +44,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	full, srv := servicetest.Serve(b, server.Config{DB: db, Orgs: orgs, Secrets: secretbox.Ephemeral(),
+	full, srv := servicetest.Serve(b, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(),
 		Review: reviewapi.Config{AllowPrivateWebhooks: true}})
 	svc := full.Review()
 	o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Bench", Plan: org.PlanEnterprise, HourlyLimit: 1 << 30}, admin)

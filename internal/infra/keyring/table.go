@@ -1,4 +1,4 @@
-package secretbox
+package keyring
 
 import (
 	"context"
@@ -60,12 +60,12 @@ func (t Table) Reseal(ctx context.Context, db *sql.DB, ring *Keyring, onlyPlaint
 	for {
 		rows, err := t.batch(ctx, db, q, append([]any{last}, args...))
 		if err != nil {
-			return done, fmt.Errorf("secretbox: reseal %s: %w", t.Name, err)
+			return done, fmt.Errorf("keyring: reseal %s: %w", t.Name, err)
 		}
 		for _, r := range rows {
 			ok, err := t.resealRow(ctx, db, ring, r)
 			if err != nil {
-				return done, fmt.Errorf("secretbox: reseal %s: %w", t.Name, err)
+				return done, fmt.Errorf("keyring: reseal %s: %w", t.Name, err)
 			}
 			if ok {
 				done++
@@ -158,7 +158,7 @@ func (t Table) resealRow(ctx context.Context, db *sql.DB, ring *Keyring, r row) 
 func (t Table) KeyIDs(ctx context.Context, db *sql.DB) (map[string]int, error) {
 	rs, err := db.QueryContext(ctx, `SELECT `+t.KeyID+`, COUNT(*) FROM `+t.Name+` GROUP BY `+t.KeyID)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: count %s: %w", t.Name, err)
+		return nil, fmt.Errorf("keyring: count %s: %w", t.Name, err)
 	}
 	defer rs.Close()
 	out := map[string]int{}
@@ -193,7 +193,7 @@ func (t Table) Check(ctx context.Context, db *sql.DB, ring *Keyring) error {
 			continue
 		}
 		if !ring.Has(id) {
-			return fmt.Errorf("secretbox: %d rows of %s are sealed under key id %q, which the keyring does not hold: %w",
+			return fmt.Errorf("keyring: %d rows of %s are sealed under key id %q, which the keyring does not hold: %w",
 				ids[id], t.Name, id, ErrUnknownKey)
 		}
 		var rowID string
@@ -204,7 +204,7 @@ func (t Table) Check(ctx context.Context, db *sql.DB, ring *Keyring) error {
 		}
 		q := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s = $1 ORDER BY %s LIMIT 1`, t.ID, strings.Join(t.Columns, ", "), t.Name, t.KeyID, t.ID)
 		if err := db.QueryRowContext(ctx, q, id).Scan(dst...); err != nil {
-			return fmt.Errorf("secretbox: check %s: %w", t.Name, err)
+			return fmt.Errorf("keyring: check %s: %w", t.Name, err)
 		}
 		for i, v := range values {
 			if v.Valid {

@@ -1,4 +1,4 @@
-package secretbox
+package keyring
 
 import (
 	"errors"
@@ -18,20 +18,20 @@ const maxKeyFile = 64 << 10
 func ReadKeyFile(path string) (*Keyring, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: key file: %w", err)
+		return nil, fmt.Errorf("keyring: key file: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("secretbox: key file %s is not a regular file", path)
+		return nil, fmt.Errorf("keyring: key file %s is not a regular file", path)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("secretbox: key file %s has mode %04o: group and others must have no access (chmod 600 %s)", path, perm, path)
+		return nil, fmt.Errorf("keyring: key file %s has mode %04o: group and others must have no access (chmod 600 %s)", path, perm, path)
 	}
 	if info.Size() > maxKeyFile {
-		return nil, fmt.Errorf("secretbox: key file %s is %d bytes, at most %d", path, info.Size(), maxKeyFile)
+		return nil, fmt.Errorf("keyring: key file %s is %d bytes, at most %d", path, info.Size(), maxKeyFile)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: key file: %w", err)
+		return nil, fmt.Errorf("keyring: key file: %w", err)
 	}
 	k, err := ParseKeys(string(b))
 	if err != nil {
@@ -76,20 +76,20 @@ func WriteKeyFile(path string, keys []Key, replace bool) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("secretbox: key file: %w", err)
+		return fmt.Errorf("keyring: key file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	// CreateTemp makes the file with mode 0600.
 	if _, err := tmp.WriteString(sb.String()); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("secretbox: key file: %w", err)
+		return fmt.Errorf("keyring: key file: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("secretbox: key file: %w", err)
+		return fmt.Errorf("keyring: key file: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("secretbox: key file: %w", err)
+		return fmt.Errorf("keyring: key file: %w", err)
 	}
 	if replace {
 		err = os.Rename(tmp.Name(), path)
@@ -97,7 +97,7 @@ func WriteKeyFile(path string, keys []Key, replace bool) error {
 		err = os.Link(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("secretbox: key file: %w", err)
+		return fmt.Errorf("keyring: key file: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package secretbox encrypts the secrets the service must read back (webhook
+// Package keyring encrypts the secrets the service must read back (webhook
 // signing secrets, source tokens, push secrets) before they are stored, with
 // AES-256-GCM under a key held outside the database.
 //
@@ -9,17 +9,17 @@
 // with a [Binding] (table, column, row id), used as GCM's additional data:
 // a sealed value copied into another row or column does not open.
 //
-//	ring, err := secretbox.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY"))
-//	keyID, sealed, err := ring.Seal("whsec_...", secretbox.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: id})
+//	ring, err := keyring.ParseKeys(os.Getenv("AIUSAGE_SECRET_KEY"))
+//	keyID, sealed, err := ring.Seal("whsec_...", keyring.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: id})
 //	// store keyID and sealed; later:
-//	secret, err := ring.Open(keyID, sealed, secretbox.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: id})
+//	secret, err := ring.Open(keyID, sealed, keyring.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: id})
 //
 // Keys are written as "ID:BASE64" or "BASE64" (32 bytes in standard or URL
 // base64, padded or not), several separated by commas, spaces or new lines,
 // the first being the current one; a key written without an id gets one
 // derived from the key itself ([FingerprintID]). Lines starting with "#"
 // are comments.
-package secretbox
+package keyring
 
 import (
 	"bufio"
@@ -53,12 +53,12 @@ const MaxSealedLength = 64 << 10
 var (
 	// ErrUnknownKey: the value is sealed under a key the keyring does not
 	// hold (a key removed too early, or the wrong key file).
-	ErrUnknownKey = errors.New("secretbox: sealed under a key the keyring does not hold")
+	ErrUnknownKey = errors.New("keyring: sealed under a key the keyring does not hold")
 	// ErrMalformed: the value is not a sealed value of this package.
-	ErrMalformed = errors.New("secretbox: malformed sealed value")
+	ErrMalformed = errors.New("keyring: malformed sealed value")
 	// ErrAuth: the value does not open under the key of its id: another key
 	// of the same id, a corrupted value, or a value moved from another row.
-	ErrAuth = errors.New("secretbox: sealed value does not authenticate (wrong key, corrupted, or moved from another row)")
+	ErrAuth = errors.New("keyring: sealed value does not authenticate (wrong key, corrupted, or moved from another row)")
 )
 
 // Binding names the place a sealed value is stored; it is authenticated
@@ -73,6 +73,8 @@ func (b Binding) String() string { return b.Table + "." + b.Column + " of row " 
 // part is length-prefixed, so no two bindings share their bytes.
 func (b Binding) aad(keyID string) []byte {
 	var sb strings.Builder
+	// The label is part of the stored format: values sealed under it must
+	// keep opening.
 	sb.WriteString("aiusage-secretbox-v1")
 	for _, s := range []string{keyID, b.Table, b.Column, b.Row} {
 		fmt.Fprintf(&sb, "\x00%d:%s", len(s), s)
@@ -101,7 +103,7 @@ type Keyring struct {
 // list, a malformed id and an id given twice.
 func New(keys ...Key) (*Keyring, error) {
 	if len(keys) == 0 {
-		return nil, errors.New("secretbox: no key")
+		return nil, errors.New("keyring: no key")
 	}
 	k := &Keyring{current: keys[0].ID, aeads: map[string]cipher.AEAD{}}
 	for _, key := range keys {
@@ -109,7 +111,7 @@ func New(keys ...Key) (*Keyring, error) {
 			return nil, err
 		}
 		if _, dup := k.aeads[key.ID]; dup {
-			return nil, fmt.Errorf("secretbox: key id %q given twice", key.ID)
+			return nil, fmt.Errorf("keyring: key id %q given twice", key.ID)
 		}
 		block, err := aes.NewCipher(key.Secret[:])
 		if err != nil {
@@ -127,11 +129,11 @@ func New(keys ...Key) (*Keyring, error) {
 
 func checkID(id string) error {
 	if id == "" || len(id) > MaxIDLength {
-		return fmt.Errorf("secretbox: key id %q: want 1 to %d characters", id, MaxIDLength)
+		return fmt.Errorf("keyring: key id %q: want 1 to %d characters", id, MaxIDLength)
 	}
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("secretbox: key id %q: only letters, digits, '.', '_' and '-'", id)
+			return fmt.Errorf("keyring: key id %q: only letters, digits, '.', '_' and '-'", id)
 		}
 	}
 	return nil
@@ -149,6 +151,7 @@ func NewKey() Key {
 // 12 hex digits of a SHA-256 of the key. It tells keys apart without
 // revealing anything usable about them.
 func FingerprintID(secret [KeySize]byte) string {
+	// The label is part of the key file format: ids derived under it must not change.
 	h := sha256.Sum256(append([]byte("aiusage-secretbox-key-id\x00"), secret[:]...))
 	return "k" + hex.EncodeToString(h[:6])
 }
@@ -173,16 +176,16 @@ func ParseKeys(text string) (*Keyring, error) {
 			n++
 			k, err := parseKey(field)
 			if err != nil {
-				return nil, fmt.Errorf("secretbox: key %d: %w", n, err)
+				return nil, fmt.Errorf("keyring: key %d: %w", n, err)
 			}
 			keys = append(keys, k)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("secretbox: keys: %w", err)
+		return nil, fmt.Errorf("keyring: keys: %w", err)
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("secretbox: no key given")
+		return nil, errors.New("keyring: no key given")
 	}
 	return New(keys...)
 }
@@ -235,7 +238,7 @@ func (k *Keyring) Seal(plaintext string, b Binding) (keyID, sealed string, err e
 	gcm := k.aeads[k.current]
 	nonce := make([]byte, nonceSize, nonceSize+len(plaintext)+gcm.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
-		return "", "", fmt.Errorf("secretbox: nonce: %w", err)
+		return "", "", fmt.Errorf("keyring: nonce: %w", err)
 	}
 	out := gcm.Seal(nonce, nonce, []byte(plaintext), b.aad(k.current))
 	return k.current, prefix + base64.RawURLEncoding.EncodeToString(out), nil

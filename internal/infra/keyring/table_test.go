@@ -1,4 +1,4 @@
-package secretbox_test
+package keyring_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -21,9 +21,9 @@ func TestTableResealResumes(t *testing.T) {
 		ctx := t.Context()
 		_, err := db.ExecContext(ctx, `CREATE TABLE things (id TEXT PRIMARY KEY, key_id TEXT, a TEXT NOT NULL, b TEXT)`)
 		require.NoError(t, err)
-		tbl := secretbox.Table{Name: "things", ID: "id", KeyID: "key_id", Columns: []string{"a", "b"}}
-		oldKey, newKey := secretbox.NewKey(), secretbox.NewKey()
-		oldRing, err := secretbox.New(oldKey)
+		tbl := keyring.Table{Name: "things", ID: "id", KeyID: "key_id", Columns: []string{"a", "b"}}
+		oldKey, newKey := keyring.NewKey(), keyring.NewKey()
+		oldRing, err := keyring.New(oldKey)
 		require.NoError(t, err)
 		const n = 250 // more than one batch
 		for i := range n {
@@ -52,10 +52,10 @@ func TestTableResealResumes(t *testing.T) {
 		require.NoError(t, db.QueryRowContext(ctx, `SELECT a FROM things WHERE id = 'row180'`).Scan(&saved))
 		_, err = db.ExecContext(ctx, `UPDATE things SET a = (SELECT a FROM things WHERE id = 'row181') WHERE id = 'row180'`)
 		require.NoError(t, err)
-		both, err := secretbox.New(newKey, oldKey)
+		both, err := keyring.New(newKey, oldKey)
 		require.NoError(t, err)
 		done, err = tbl.Reseal(ctx, db.DB, both, false)
-		require.ErrorIs(t, err, secretbox.ErrAuth)
+		require.ErrorIs(t, err, keyring.ErrAuth)
 		require.ErrorContains(t, err, "things.a of row row180")
 		require.Equal(t, 180, done)
 		ids, err = tbl.KeyIDs(ctx, db.DB)
@@ -67,7 +67,7 @@ func TestTableResealResumes(t *testing.T) {
 		done, err = tbl.Reseal(ctx, db.DB, both, false)
 		require.NoError(t, err)
 		require.Equal(t, n-180, done)
-		newOnly, err := secretbox.New(newKey)
+		newOnly, err := keyring.New(newKey)
 		require.NoError(t, err)
 		require.NoError(t, tbl.Check(ctx, db.DB, newOnly))
 		rows, err := db.QueryContext(ctx, `SELECT id, key_id, a, b FROM things ORDER BY id`)
@@ -87,6 +87,6 @@ func TestTableResealResumes(t *testing.T) {
 			}
 		}
 		require.NoError(t, rows.Err())
-		require.ErrorIs(t, tbl.Check(ctx, db.DB, oldRing), secretbox.ErrUnknownKey)
+		require.ErrorIs(t, tbl.Check(ctx, db.DB, oldRing), keyring.ErrUnknownKey)
 	})
 }

@@ -1,4 +1,4 @@
-package secretbox_test
+package keyring_test
 
 import (
 	"encoding/base64"
@@ -10,14 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aiusage/kit/internal/infra/secretbox"
+	"github.com/aiusage/kit/internal/infra/keyring"
 )
 
-var place = secretbox.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: "0b7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e"}
+var place = keyring.Binding{Table: "reviewapi_webhooks", Column: "secret", Row: "0b7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e"}
 
 func TestSealOpen(t *testing.T) {
 	t.Parallel()
-	ring, err := secretbox.New(secretbox.NewKey())
+	ring, err := keyring.New(keyring.NewKey())
 	require.NoError(t, err)
 	for _, plain := range []string{"whsec_abc", "", strings.Repeat("x", 10000), "é\x00\xff"} {
 		id, sealed, err := ring.Seal(plain, place)
@@ -38,9 +38,9 @@ func TestSealOpen(t *testing.T) {
 
 func TestOpenRefuses(t *testing.T) {
 	t.Parallel()
-	ring, err := secretbox.New(secretbox.NewKey())
+	ring, err := keyring.New(keyring.NewKey())
 	require.NoError(t, err)
-	other, err := secretbox.New(secretbox.Key{ID: ring.Current(), Secret: secretbox.NewKey().Secret})
+	other, err := keyring.New(keyring.Key{ID: ring.Current(), Secret: keyring.NewKey().Secret})
 	require.NoError(t, err)
 	id, sealed, err := ring.Seal("whsec_abc", place)
 	require.NoError(t, err)
@@ -55,24 +55,24 @@ func TestOpenRefuses(t *testing.T) {
 		flipped[len(flipped)-3] = 'A'
 	}
 	for name, c := range map[string]struct {
-		ring         *secretbox.Keyring
+		ring         *keyring.Keyring
 		id, sealed   string
-		b            secretbox.Binding
+		b            keyring.Binding
 		want         error
 		wantInDetail string
 	}{
-		"another row":      {ring, id, sealed, moved, secretbox.ErrAuth, "another-row"},
-		"another column":   {ring, id, sealed, column, secretbox.ErrAuth, "token"},
-		"wrong key":        {other, id, sealed, place, secretbox.ErrAuth, id},
-		"unknown key id":   {ring, "nope", sealed, place, secretbox.ErrUnknownKey, `"nope"`},
-		"corrupted":        {ring, id, string(flipped), place, secretbox.ErrAuth, ""},
-		"plaintext":        {ring, id, "whsec_abc", place, secretbox.ErrMalformed, ""},
-		"empty":            {ring, id, "", place, secretbox.ErrMalformed, ""},
-		"truncated":        {ring, id, sealed[:10], place, secretbox.ErrMalformed, ""},
-		"not base64":       {ring, id, "v1.!!!!", place, secretbox.ErrMalformed, ""},
-		"too long":         {ring, id, "v1." + strings.Repeat("A", secretbox.MaxSealedLength), place, secretbox.ErrMalformed, ""},
-		"key id of other":  {ring, "k000000000000", sealed, place, secretbox.ErrUnknownKey, ""},
-		"binding in error": {ring, id, sealed, moved, secretbox.ErrAuth, "reviewapi_webhooks.secret"},
+		"another row":      {ring, id, sealed, moved, keyring.ErrAuth, "another-row"},
+		"another column":   {ring, id, sealed, column, keyring.ErrAuth, "token"},
+		"wrong key":        {other, id, sealed, place, keyring.ErrAuth, id},
+		"unknown key id":   {ring, "nope", sealed, place, keyring.ErrUnknownKey, `"nope"`},
+		"corrupted":        {ring, id, string(flipped), place, keyring.ErrAuth, ""},
+		"plaintext":        {ring, id, "whsec_abc", place, keyring.ErrMalformed, ""},
+		"empty":            {ring, id, "", place, keyring.ErrMalformed, ""},
+		"truncated":        {ring, id, sealed[:10], place, keyring.ErrMalformed, ""},
+		"not base64":       {ring, id, "v1.!!!!", place, keyring.ErrMalformed, ""},
+		"too long":         {ring, id, "v1." + strings.Repeat("A", keyring.MaxSealedLength), place, keyring.ErrMalformed, ""},
+		"key id of other":  {ring, "k000000000000", sealed, place, keyring.ErrUnknownKey, ""},
+		"binding in error": {ring, id, sealed, moved, keyring.ErrAuth, "reviewapi_webhooks.secret"},
 	} {
 		got, err := c.ring.Open(c.id, c.sealed, c.b)
 		require.ErrorIs(t, err, c.want, name)
@@ -84,22 +84,22 @@ func TestOpenRefuses(t *testing.T) {
 
 func TestParseKeys(t *testing.T) {
 	t.Parallel()
-	k1, k2 := secretbox.NewKey(), secretbox.NewKey()
+	k1, k2 := keyring.NewKey(), keyring.NewKey()
 	std := base64.StdEncoding.EncodeToString(k1.Secret[:])
 	url := base64.RawURLEncoding.EncodeToString(k2.Secret[:])
 
-	ring, err := secretbox.ParseKeys(std)
+	ring, err := keyring.ParseKeys(std)
 	require.NoError(t, err)
-	require.Equal(t, secretbox.FingerprintID(k1.Secret), ring.Current())
+	require.Equal(t, keyring.FingerprintID(k1.Secret), ring.Current())
 
-	ring, err = secretbox.ParseKeys("# comment\nnew:" + url + ",\n old:" + std + "\n")
+	ring, err = keyring.ParseKeys("# comment\nnew:" + url + ",\n old:" + std + "\n")
 	require.NoError(t, err)
 	require.Equal(t, "new", ring.Current())
 	require.True(t, ring.Has("old"))
 	require.Len(t, ring.Keys(), 2)
 
 	// What one seals with old, a keyring holding old opens.
-	oldOnly, err := secretbox.ParseKeys("old:" + std)
+	oldOnly, err := keyring.ParseKeys("old:" + std)
 	require.NoError(t, err)
 	id, sealed, err := oldOnly.Seal("s", place)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestParseKeys(t *testing.T) {
 		"a:" + std + " a:" + url: "given twice",
 		":" + std:                "want 1 to",
 	} {
-		_, err := secretbox.ParseKeys(in)
+		_, err := keyring.ParseKeys(in)
 		require.ErrorContains(t, err, want, "%q", in)
 		require.NotContains(t, err.Error(), std)
 	}
@@ -126,35 +126,35 @@ func TestKeyFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "db.key")
-	ring, created, err := secretbox.LoadOrCreateKeyFile(path)
+	ring, created, err := keyring.LoadOrCreateKeyFile(path)
 	require.NoError(t, err)
 	require.True(t, created)
 	info, err := os.Stat(path)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
-	again, created, err := secretbox.LoadOrCreateKeyFile(path)
+	again, created, err := keyring.LoadOrCreateKeyFile(path)
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, ring.Keys(), again.Keys())
 
 	// Rotation: a new key first, the old one kept.
-	k := secretbox.NewKey()
-	require.NoError(t, secretbox.WriteKeyFile(path, append([]secretbox.Key{k}, ring.Keys()...), true))
-	rotated, err := secretbox.ReadKeyFile(path)
+	k := keyring.NewKey()
+	require.NoError(t, keyring.WriteKeyFile(path, append([]keyring.Key{k}, ring.Keys()...), true))
+	rotated, err := keyring.ReadKeyFile(path)
 	require.NoError(t, err)
 	require.Equal(t, k.ID, rotated.Current())
 	require.True(t, rotated.Has(ring.Current()))
-	require.ErrorIs(t, secretbox.WriteKeyFile(path, []secretbox.Key{k}, false), os.ErrExist)
+	require.ErrorIs(t, keyring.WriteKeyFile(path, []keyring.Key{k}, false), os.ErrExist)
 
 	// A file others can read is refused, naming the fix.
 	require.NoError(t, os.Chmod(path, 0o644))
-	_, err = secretbox.ReadKeyFile(path)
+	_, err = keyring.ReadKeyFile(path)
 	require.ErrorContains(t, err, "chmod 600")
-	_, _, err = secretbox.LoadOrCreateKeyFile(path)
+	_, _, err = keyring.LoadOrCreateKeyFile(path)
 	require.ErrorContains(t, err, "mode 0644")
 
-	_, err = secretbox.ReadKeyFile(filepath.Join(dir, "missing"))
+	_, err = keyring.ReadKeyFile(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -167,7 +167,7 @@ func TestKeyFileRace(t *testing.T) {
 	ids := make([]string, 8)
 	for i := range ids {
 		wg.Go(func() {
-			ring, _, err := secretbox.LoadOrCreateKeyFile(path)
+			ring, _, err := keyring.LoadOrCreateKeyFile(path)
 			if err == nil {
 				ids[i] = ring.Current()
 			}
@@ -182,7 +182,7 @@ func TestKeyFileRace(t *testing.T) {
 
 // FuzzOpen: no input of Open panics, and none opens but what was sealed.
 func FuzzOpen(f *testing.F) {
-	ring, err := secretbox.New(secretbox.Key{ID: "fuzz", Secret: [32]byte{1, 2, 3}})
+	ring, err := keyring.New(keyring.Key{ID: "fuzz", Secret: [32]byte{1, 2, 3}})
 	require.NoError(f, err)
 	_, sealed, err := ring.Seal("whsec_seed", place)
 	require.NoError(f, err)
@@ -206,12 +206,12 @@ func FuzzOpen(f *testing.F) {
 
 // FuzzParseKeys: no key text panics the parser.
 func FuzzParseKeys(f *testing.F) {
-	k := secretbox.NewKey()
+	k := keyring.NewKey()
 	for _, s := range []string{k.String(), "a:" + k.String()[len(k.ID)+1:], "#\n", ",,, ", "x:y:z", "\x00"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ring, err := secretbox.ParseKeys(s)
+		ring, err := keyring.ParseKeys(s)
 		if err == nil {
 			require.NotEmpty(t, ring.Current())
 		}
