@@ -50,7 +50,8 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/"}
+	// The scheduler waits an hour: a test syncs when it means to.
+	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/", ScheduleInterval: time.Hour}
 	for _, o := range opts {
 		o(&cfg)
 	}

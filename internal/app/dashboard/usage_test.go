@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
@@ -324,7 +325,16 @@ func TestUsageFoldsIntoOther(t *testing.T) {
 
 func TestUsageWithoutSourcesService(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		// The dashboard alone, built without the sources' service (the
+		// service always has one).
 		e := newEnv(t, db)
+		d, err := dashboard.New(dashboard.Config{People: e.people, Orgs: e.orgs, Review: e.review})
+		require.NoError(t, err)
+		r := chi.NewRouter()
+		d.Routes(r)
+		srv := httptest.NewServer(r)
+		t.Cleanup(srv.Close)
+		e.url = srv.URL
 		b := e.browser()
 		b.signIn(t, "rex@acme.test", "/")
 		for _, path := range []string{"/usage", "/conversations"} {
