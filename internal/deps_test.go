@@ -44,7 +44,8 @@ var rules = map[string][]string{
 	"consumer/export":       {"consumer", "provider", "spec"},
 	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
 
-	"internal/infra/httpx":           {"spec"},
+	"internal/infra/httpx":           {"spec", "internal/infra/ident"},
+	"internal/infra/ident":           {},
 	"internal/infra/sqldb":           {},
 	"internal/infra/sqldb/sqldbtest": {"internal/infra/sqldb"},
 	"internal/infra/ops":             {"internal/infra/sqldb"},

@@ -13,6 +13,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -335,7 +336,7 @@ func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) er
 // instructionOf loads the instruction of the path; an id that is not a
 // UUID names none.
 func (d *Dashboard) instructionOf(r *http.Request) (spec.Instruction, error) {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "instructionId"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "instructionId"))
 	if !ok {
 		return spec.Instruction{}, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such instruction: its id is not a UUID."}
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -73,7 +74,7 @@ func checkUsedBy(t *testing.T, ids []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if c, ok := httpx.CanonicalUUID(id); !ok || c != id || seen[id] {
+		if c, ok := ident.CanonicalUUID(id); !ok || c != id || seen[id] {
 			t.Fatalf("accepted usedBy %q", ids)
 		}
 		seen[id] = true
@@ -103,7 +104,7 @@ func FuzzParseInstructionCreate(f *testing.F) {
 			t.Fatalf("accepted assessmentId %q", *c.AssessmentID)
 		}
 		if c.CategoryID != nil {
-			if id, ok := httpx.CanonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
+			if id, ok := ident.CanonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
 				t.Fatalf("accepted categoryId %q", *c.CategoryID)
 			}
 		}

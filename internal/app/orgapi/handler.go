@@ -16,6 +16,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -200,7 +201,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		id, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
+		id, ok := ident.CanonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
 			h.writeError(w, r, &httpx.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
@@ -254,7 +255,7 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 // UUID names no instruction: 404.
 func instructionID(r *http.Request) (string, error) {
 	raw := chi.URLParam(r, "instructionId")
-	id, ok := httpx.CanonicalUUID(raw)
+	id, ok := ident.CanonicalUUID(raw)
 	if !ok {
 		if u, err := url.PathUnescape(raw); err == nil && utf8.ValidString(u) && len(u) <= 100 {
 			raw = u
@@ -406,7 +407,7 @@ func ParseInstructionQuery(rawQuery string) (org.InstructionQuery, error) {
 	if v, ok, err := get("agentId"); err != nil {
 		return q, err
 	} else if ok && v != "" {
-		id, valid := httpx.CanonicalUUID(v)
+		id, valid := ident.CanonicalUUID(v)
 		if !valid {
 			return q, bad("agentId", "must be a UUID, got %q", v)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -99,7 +100,7 @@ func checkPassword(p string) error {
 // organisation returns the id of the organisation orgID in lowercase, or an
 // error of kind spec.ErrNotFound naming organisationId.
 func (s *Store) organisation(ctx context.Context, orgID string) (string, error) {
-	id, ok := httpx.CanonicalUUID(orgID)
+	id, ok := ident.CanonicalUUID(orgID)
 	if ok {
 		_, err := s.orgs.Organisation(ctx, id)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -144,7 +145,7 @@ const AuditTaskDecided = "review_task.decided"
 // reviewer returns the user userID when they may decide the tasks of the
 // organisation orgID, else ErrNotReviewer.
 func (s *Service) reviewer(ctx context.Context, orgID, userID string) (people.User, error) {
-	if _, ok := httpx.CanonicalUUID(userID); !ok {
+	if _, ok := ident.CanonicalUUID(userID); !ok {
 		return people.User{}, fmt.Errorf("user %q: %w", userID, ErrNotReviewer)
 	}
 	u, err := s.people.User(ctx, orgID, userID)

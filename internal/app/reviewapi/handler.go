@@ -15,6 +15,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -179,7 +180,7 @@ func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "taskId"))
 	if !ok {
 		return &Error{Code: spec.CodeTaskNotFound, Message: "No such review task: taskId is not a UUID."}
 	}
@@ -321,7 +322,7 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "id"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "id"))
 	if !ok {
 		return &Error{Code: spec.CodeNotFound, Message: "No such webhook: the id is not a UUID."}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -140,7 +141,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Princ
 		s.fail(w, r, err, http.StatusServiceUnavailable, "The service cannot check the key now.", "sources: authenticate")
 		return org.Principal{}, "", nil, false
 	}
-	orgID, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
+	orgID, ok := ident.CanonicalUUID(chi.URLParam(r, "organisationId"))
 	if !ok || orgID != p.OrganisationID {
 		writeProblem(w, http.StatusNotFound, "No such organisation.")
 		return org.Principal{}, "", nil, false

@@ -284,24 +284,6 @@ func TestWriteJSONAndProblem(t *testing.T) {
 	}
 }
 
-func TestCanonicalUUID(t *testing.T) {
-	for in, want := range map[string]string{
-		"0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B":  "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b":  "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
-		"0190a1b2c3d47e5f8a9b0c1d2e3f4a5b":      "",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5g":  "",
-		"0190a1b2-c3d4-7e5f-8a9b_0c1d2e3f4a5b":  "",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5bc": "",
-	} {
-		t.Run(in, func(t *testing.T) {
-			got, ok := CanonicalUUID(in)
-			if got != want || ok != (want != "") {
-				t.Fatalf("got %q, %v; want %q", got, ok, want)
-			}
-		})
-	}
-}
-
 // FuzzDecodeJSON: any body gives nil or an *Error of kind spec.ErrInvalid
 // naming a field, never a panic.
 func FuzzDecodeJSON(f *testing.F) {
