@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -62,7 +61,7 @@ func (s *Store) Agent(ctx context.Context, orgID, agentID string) (spec.Agent, e
 		WHERE id = $1 AND org_id = $2`, strings.ToLower(agentID), strings.ToLower(orgID)).
 		Scan(&a.ID, &a.Name, &a.Type, &a.InstructionCount)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
+		return a, &spec.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No agent %s in this organisation.", agentID)}
 	}
 	return a, err
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/cases"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/schemacheck"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -54,12 +54,16 @@ func encodeInstruction(in spec.Instruction) ([]byte, error) {
 	return json.Marshal(in)
 }
 
-// CreateInstruction creates an instruction of the organisation from a body
-// checked by [ParseInstructionCreate]. Agents of usedBy that are not the
+// CreateInstruction creates an instruction of the organisation from c, which
+// must pass its Validate. Agents of usedBy that are not the
 // organisation's are spec.ErrInvalid naming usedBy; an agent that already holds
 // MaxInstructionsPerAgent instructions is spec.ErrConflict naming the agent; a
 // repeated assessmentId is spec.ErrConflict. Nothing is written on error.
-func (s *Store) CreateInstruction(ctx context.Context, orgID string, c spec.InstructionCreate, actor Actor) (spec.Instruction, error) {
+func (s *Store) CreateInstruction(ctx context.Context, orgID string, c InstructionCreate, actor Actor) (spec.Instruction, error) {
+	if err := c.Validate(); err != nil {
+		return spec.Instruction{}, err
+	}
+	c = c.normalised()
 	now := s.Now()
 	in := spec.Instruction{
 		ID: uuid.NewString(), AgentType: c.AgentType, Title: c.Title, Trigger: c.Trigger, Action: c.Action,
@@ -103,7 +107,7 @@ func assessmentConflict(id *string) error {
 	if id != nil {
 		a = *id
 	}
-	return &httpx.Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
+	return &spec.Error{Kind: spec.ErrConflict, Detail: fmt.Sprintf("Assessment %s already produced an instruction.", a),
 		Fields: []spec.ProblemField{{Field: "assessmentId", Message: "already used by another instruction"}}}
 }
 
@@ -132,7 +136,7 @@ func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, rem
 	}
 	for _, id := range added {
 		if !found[id] {
-			return httpx.InvalidBody("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
+			return schemacheck.Invalid("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
 		}
 	}
 	args := []any{orgID, spec.MaxInstructionsPerAgent}
@@ -203,7 +207,7 @@ func collectIDs(rows *sql.Rows) (map[string]bool, error) {
 }
 
 func agentFull(id, name string) error {
-	return &httpx.Error{
+	return &spec.Error{
 		Kind: spec.ErrConflict,
 		Detail: fmt.Sprintf("Agent %q (%s) already holds %d instructions. Unassign an instruction from it first.",
 			name, id, spec.MaxInstructionsPerAgent),
@@ -243,7 +247,7 @@ func (s *Store) link(ctx context.Context, tx *sql.Tx, instructionID string, adde
 }
 
 func notFoundInstruction(id string) error {
-	return &httpx.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
+	return &spec.Error{Kind: spec.ErrNotFound, Detail: fmt.Sprintf("No instruction %s in this organisation.", id)}
 }
 
 // Instruction returns one instruction of the organisation, or spec.ErrNotFound.
@@ -260,10 +264,13 @@ func (s *Store) Instruction(ctx context.Context, orgID, id string) (spec.Instruc
 	return in, json.Unmarshal([]byte(body), &in)
 }
 
-// UpdateInstruction applies a patch checked by [ParseInstructionPatch] to
-// one instruction of the organisation, with the rules of CreateInstruction.
+// UpdateInstruction applies p, which must pass its Validate, to one
+// instruction of the organisation, with the rules of CreateInstruction.
 // A patch that changes nothing writes nothing and leaves updatedAt alone.
-func (s *Store) UpdateInstruction(ctx context.Context, orgID, id string, p spec.InstructionPatch, actor Actor) (spec.Instruction, error) {
+func (s *Store) UpdateInstruction(ctx context.Context, orgID, id string, p InstructionPatch, actor Actor) (spec.Instruction, error) {
+	if err := p.Validate(); err != nil {
+		return spec.Instruction{}, err
+	}
 	var out spec.Instruction
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var body string

@@ -12,7 +12,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -100,7 +99,7 @@ func NewStore(ctx context.Context, db *sqldb.DB, opts ...StoreOption) (*Store, e
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.db.InTxRetry(ctx, fn)
 	if sqldb.IsRetryable(err) {
-		return &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
 	}
 	return err
 }

@@ -238,8 +238,8 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := org.ParseInstructionCreate(body)
-	if err != nil {
+	var c org.InstructionCreate
+	if err := httpx.DecodeJSON("instruction-create", body, &c); err != nil {
 		return err
 	}
 	p := principal(r)
@@ -288,8 +288,8 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	patch, err := org.ParseInstructionPatch(body)
-	if err != nil {
+	var patch org.InstructionPatch
+	if err := httpx.DecodeJSON("instruction-patch", body, &patch); err != nil {
 		return err
 	}
 	p := principal(r)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/spec"
 )
 
 // t0 is when the test clock starts: 10:07 within a 15-minute window that
@@ -105,12 +105,12 @@ func (e *env) sessions() int {
 	return n
 }
 
-// requireField checks that err is an *httpx.Error of kind naming field.
+// requireField checks that err is an *spec.Error of kind naming field.
 func requireField(t *testing.T, err error, kind error, field string) {
 	t.Helper()
 	require.ErrorIs(t, err, kind)
-	var he *httpx.Error
-	require.True(t, errors.As(err, &he), "%v (%T) is not an *httpx.Error", err, err)
+	var he *spec.Error
+	require.True(t, errors.As(err, &he), "%v (%T) is not an *spec.Error", err, err)
 	require.Len(t, he.Fields, 1, "%v", err)
 	require.Equal(t, field, he.Fields[0].Field, "%v", err)
 	require.Contains(t, strings.ToLower(he.Detail), strings.ToLower(strings.TrimSuffix(field, "Id")), "the detail names the field")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -162,7 +161,7 @@ func (s *Store) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millise
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.db.InTxRetry(ctx, fn)
 	if sqldb.IsRetryable(err) {
-		return &httpx.Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
+		return &spec.Error{Kind: spec.ErrUnavailable, Detail: "The service is busy with concurrent changes; retry the request."}
 	}
 	return err
 }
