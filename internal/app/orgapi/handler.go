@@ -233,6 +233,9 @@ func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
 	return httpx.WriteJSON(w, http.StatusOK, agents)
 }
 
+// createInstruction decodes the body strictly (the schema names unknown
+// fields and wrong types) into an org.InstructionCreate, which the store
+// validates before it writes.
 func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadJSON(w, r)
 	if err != nil {

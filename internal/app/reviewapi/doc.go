@@ -4,7 +4,7 @@
 // for it, rejected when the review times out, and reported to webhooks.
 //
 // A [Service] keeps tasks, webhooks, events and deliveries in the service's
-// database (SQLite or PostgreSQL, beside package orgapi's tables, whose API
+// database (SQLite or PostgreSQL, beside package org's tables, whose API
 // keys it accepts) and serves them over HTTP ([Service.Routes],
 // [NewHandler]). Its background work runs on River in the same database:
 // evaluations that could not run, webhook deliveries with their retries, and
