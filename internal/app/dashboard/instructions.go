@@ -19,8 +19,8 @@ import (
 
 // The instruction pages hold no rules of their own: the list's filters go
 // through orgapi.ParseInstructionQuery, and a form becomes the request the
-// API decodes (org.InstructionCreate, org.InstructionPatch), which the store
-// validates, so a form meets the API's checks and messages.
+// API decodes (org.InstructionCreate, org.InstructionPatch) and passes the
+// same Validate, so a form meets the API's checks and messages.
 
 // instructionFilters are the parameters of ParseInstructionQuery the list's
 // form sends.
@@ -319,7 +319,11 @@ func (d *Dashboard) newInstruction(w http.ResponseWriter, r *http.Request) error
 func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
 	f := formOf(r.PostForm)
-	_, err := d.cfg.Orgs.CreateInstruction(r.Context(), v.Organisation.ID, f.createRequest(), v.User.Actor())
+	c := f.createRequest()
+	err := c.Validate()
+	if err == nil {
+		_, err = d.cfg.Orgs.CreateInstruction(r.Context(), v.Organisation.ID, c, v.User.Actor())
+	}
 	if handled, rerr := d.formFailed(w, r, f, err); handled {
 		return rerr
 	}
@@ -367,7 +371,10 @@ func (d *Dashboard) updateInstruction(w http.ResponseWriter, r *http.Request) er
 	if sameSet(f.UsedByList, in.UsedBy) {
 		f.UsedByList = in.UsedBy // the checkboxes' order is not a change
 	}
-	_, err = d.cfg.Orgs.UpdateInstruction(r.Context(), v.Organisation.ID, in.ID, f.patchRequest(), v.User.Actor())
+	patch := f.patchRequest()
+	if err = patch.Validate(); err == nil {
+		_, err = d.cfg.Orgs.UpdateInstruction(r.Context(), v.Organisation.ID, in.ID, patch, v.User.Actor())
+	}
 	if handled, rerr := d.formFailed(w, r, f, err); handled {
 		return rerr
 	}

@@ -234,8 +234,7 @@ func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createInstruction decodes the body strictly (the schema names unknown
-// fields and wrong types) into an org.InstructionCreate, which the store
-// validates before it writes.
+// fields and wrong types) into an org.InstructionCreate, then validates it.
 func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
@@ -243,6 +242,9 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 	}
 	var c org.InstructionCreate
 	if err := httpx.DecodeJSON("instruction-create", body, &c); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	p := principal(r)
@@ -293,6 +295,9 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	}
 	var patch org.InstructionPatch
 	if err := httpx.DecodeJSON("instruction-patch", body, &patch); err != nil {
+		return err
+	}
+	if err := patch.Validate(); err != nil {
 		return err
 	}
 	p := principal(r)
