@@ -439,7 +439,7 @@ func demoCreate(ctx context.Context, orgs *org.Store) (demoState, error) {
 	if err != nil {
 		return demoState{}, err
 	}
-	for _, c := range []spec.InstructionCreate{
+	for _, c := range []org.InstructionCreate{
 		{Title: "Redact IBANs", Trigger: spec.RegexTrigger(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`, true), Action: spec.ActionBlock, Criticality: spec.CriticalityLow, AllowRedaction: true},
 		{Title: "No salary questions", Trigger: spec.StringMatchTrigger([]string{"salary", "payroll", "bonus"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityLow},
 		{Title: "Unannounced mergers go to a person", Trigger: spec.SemanticTrigger("discussion of an unannounced merger or acquisition of a company"), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh},

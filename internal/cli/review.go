@@ -65,11 +65,10 @@ final states never change.
 			if err != nil {
 				return err
 			}
-			switch f.decision {
-			case reviewapi.DecisionApprove, reviewapi.DecisionApproveRedacted, reviewapi.DecisionReject, reviewapi.DecisionRequestChanges:
-			case "":
+			switch {
+			case f.decision == "":
 				return usagef("%s: --decision is required: approve, approve-redacted, reject or request-changes", cmd)
-			default:
+			case reviewapi.Decision{Choice: f.decision}.Validate() != nil:
 				return usagef("%s: --decision must be approve, approve-redacted, reject or request-changes, got %q", cmd, f.decision)
 			}
 			if strings.TrimSpace(f.as) == "" {
@@ -91,7 +90,7 @@ final states never change.
 				} else if err != nil {
 					return fmt.Errorf("%s: %w", cmd, err)
 				}
-				t, err := svc.Decide(ctx, id, reviewapi.Decision{Choice: f.decision, UserID: u.ID, Comment: f.comment})
+				t, err := decide(ctx, svc, id, reviewapi.Decision{Choice: f.decision, UserID: u.ID, Comment: f.comment})
 				switch {
 				case errors.Is(err, reviewapi.ErrTaskNotFound):
 					return fmt.Errorf("%s: no review task %s", cmd, id)
@@ -104,6 +103,15 @@ final states never change.
 			})
 		},
 	}
+}
+
+// decide records d on the task id of whichever organisation has it.
+func decide(ctx context.Context, svc *reviewapi.Service, id string, d reviewapi.Decision) (spec.ReviewTask, error) {
+	orgID, err := svc.TaskOrganisation(ctx, id)
+	if err != nil {
+		return spec.ReviewTask{}, err
+	}
+	return svc.Decide(ctx, orgID, id, d)
 }
 
 type reviewSettingsFlags struct {

@@ -28,7 +28,7 @@ func waitingTask(t *testing.T, dbURL, orgID string) spec.ReviewTask {
 	require.NoError(t, err)
 	agent, err := orgs.CreateAgent(ctx, orgID, "Guard "+time.Now().Format("150405.000000"), org.Actor{Type: org.ActorAdmin, Name: "test"})
 	require.NoError(t, err)
-	_, err = orgs.CreateInstruction(ctx, orgID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection, Title: "Mergers",
+	_, err = orgs.CreateInstruction(ctx, orgID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection, Title: "Mergers",
 		Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false), Action: spec.ActionBlock, Criticality: spec.CriticalityHigh,
 		UsedBy: []string{agent.ID}}, org.Actor{Type: org.ActorAdmin, Name: "test"})
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/spec"
@@ -17,7 +18,7 @@ import (
 func TestBrowserReviewProposal(t *testing.T) {
 	db := sqldbtest.Open(t, sqldb.SQLite)
 	e := newEnv(t, db)
-	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 		Title: "Card numbers", Trigger: spec.RegexTrigger(`\b\d{4}-\d{4}-\d{4}-\d{4}\b`, true), Action: spec.ActionBlock,
 		Criticality: spec.CriticalityHigh, AllowRedaction: true, UsedBy: []string{e.agent.ID}}, admin)
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func TestBrowserReviewProposal(t *testing.T) {
 func TestBrowserReviewBudget(t *testing.T) {
 	db := sqldbtest.Open(t, sqldb.SQLite)
 	e := newEnv(t, db)
-	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 		Title: "Legacy words", Trigger: spec.RegexTrigger(`[a-z]{0,1000}x`, true), Action: spec.ActionBlock,
 		Criticality: spec.CriticalityLow, UsedBy: []string{e.agent.ID}}, admin)
 	require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestBrowserReviewBudget(t *testing.T) {
 func TestBrowserReviewLarge(t *testing.T) {
 	db := sqldbtest.Open(t, sqldb.SQLite)
 	e := newEnv(t, db)
-	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+	_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 		Title: "Card numbers", Trigger: spec.RegexTrigger(`\b\d{4}-\d{4}-\d{4}-\d{4}\b`, true), Action: spec.ActionBlock,
 		Criticality: spec.CriticalityHigh, AllowRedaction: true, UsedBy: []string{e.agent.ID}}, admin)
 	require.NoError(t, err)

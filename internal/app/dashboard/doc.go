@@ -4,7 +4,7 @@
 //
 // Pages are html/template over embedded templates and assets; every page
 // works without JavaScript, which only improves (the copy button). Handlers
-// call the same stores and services as the JSON APIs (orgapi, reviewapi,
+// call the same stores and services as the JSON APIs (org, reviewapi,
 // sources, people), so no rule of the service is written twice. Every
 // state-changing request passes Go's cross-origin protection, and every page
 // carries a Content-Security-Policy without inline scripts.

@@ -80,7 +80,7 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 	require.NoError(t, err)
 	e.agent, err = orgs.CreateAgent(ctx, e.org.ID, "Support", admin)
 	require.NoError(t, err)
-	_, err = orgs.CreateInstruction(ctx, e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+	_, err = orgs.CreateInstruction(ctx, e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 		Title: "Mergers", Trigger: spec.StringMatchTrigger([]string{"Project Falcon"}, false),
 		Action: spec.ActionBlock, Criticality: spec.CriticalityHigh, UsedBy: []string{e.agent.ID}}, admin)
 	require.NoError(t, err)

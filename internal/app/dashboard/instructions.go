@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -12,15 +11,15 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
+	"github.com/aiusage/kit/internal/infra/reqcheck"
 	"github.com/aiusage/kit/spec"
 )
 
 // The instruction pages hold no rules of their own: the list's filters go
-// through orgapi.ParseInstructionQuery, and a form becomes the JSON body the
-// API takes and goes through org.ParseInstructionCreate or
-// ParseInstructionPatch and the store, so a form meets the API's checks and
-// messages.
+// through orgapi.ParseInstructionQuery, and a form becomes the request the
+// API decodes (org.InstructionCreate, org.InstructionPatch) and passes the
+// same Validate, so a form meets the API's checks and messages.
 
 // instructionFilters are the parameters of ParseInstructionQuery the list's
 // form sends.
@@ -167,18 +166,23 @@ type instructionFormData struct {
 	FieldErrors map[string]string
 }
 
-func formOf(f url.Values) instructionForm {
+// formOf reads the instruction form. Bytes that are not UTF-8 read as
+// U+FFFD, one each, as they would in the JSON body of the API.
+func formOf(form url.Values) instructionForm {
+	get := func(name string) string { return string([]rune(form.Get(name))) }
 	used := map[string]bool{}
-	for _, id := range f["usedBy"] {
+	list := []string{}
+	for _, id := range form["usedBy"] {
+		id = string([]rune(id))
 		used[id] = true
+		list = append(list, id)
 	}
-	list := append([]string{}, f["usedBy"]...)
 	return instructionForm{
-		Title: f.Get("title"), AgentType: f.Get("agentType"), TriggerType: f.Get("triggerType"),
-		Pattern: f.Get("pattern"), Values: f.Get("values"), Text: f.Get("text"),
-		CaseSensitive: f.Get("isCaseSensitive") != "", Action: f.Get("action"), Criticality: f.Get("criticality"),
-		CategoryID: strings.TrimSpace(f.Get("categoryId")), UsedBy: used, UsedByList: list, AllowRedaction: f.Get("allowRedaction") != "",
-		AssessmentID: f.Get("assessmentId"),
+		Title: get("title"), AgentType: get("agentType"), TriggerType: get("triggerType"),
+		Pattern: get("pattern"), Values: get("values"), Text: get("text"),
+		CaseSensitive: form.Get("isCaseSensitive") != "", Action: get("action"), Criticality: get("criticality"),
+		CategoryID: strings.TrimSpace(get("categoryId")), UsedBy: used, UsedByList: list, AllowRedaction: form.Get("allowRedaction") != "",
+		AssessmentID: get("assessmentId"),
 	}
 }
 
@@ -238,16 +242,16 @@ func optional(s string) *string {
 	return &s
 }
 
-// createBody is the API's create body of the form.
-func (f instructionForm) createBody() ([]byte, error) {
-	return json.Marshal(spec.InstructionCreate{AgentType: f.AgentType, Title: f.Title, Trigger: f.trigger(),
+// createRequest is the create request of the form.
+func (f instructionForm) createRequest() org.InstructionCreate {
+	return org.InstructionCreate{AgentType: f.AgentType, Title: f.Title, Trigger: f.trigger(),
 		Action: f.Action, Criticality: f.Criticality, CategoryID: optional(f.CategoryID), UsedBy: f.usedBy(),
-		AllowRedaction: f.AllowRedaction, AssessmentID: optional(f.AssessmentID)})
+		AllowRedaction: f.AllowRedaction, AssessmentID: optional(f.AssessmentID)}
 }
 
-// patchBody is the API's patch body of the form: every field, an empty
+// patchRequest is the patch request of the form: every field, an empty
 // category or assessment cleared.
-func (f instructionForm) patchBody() ([]byte, error) {
+func (f instructionForm) patchRequest() org.InstructionPatch {
 	trigger, used := f.trigger(), f.usedBy()
 	nullable := func(s string) spec.Nullable[string] {
 		if s == "" {
@@ -255,9 +259,9 @@ func (f instructionForm) patchBody() ([]byte, error) {
 		}
 		return spec.Some(s)
 	}
-	return json.Marshal(spec.InstructionPatch{AgentType: &f.AgentType, Title: &f.Title, Trigger: &trigger,
+	return org.InstructionPatch{AgentType: &f.AgentType, Title: &f.Title, Trigger: &trigger,
 		Action: &f.Action, Criticality: &f.Criticality, CategoryID: nullable(f.CategoryID), UsedBy: &used,
-		AllowRedaction: &f.AllowRedaction, AssessmentID: nullable(f.AssessmentID)})
+		AllowRedaction: &f.AllowRedaction, AssessmentID: nullable(f.AssessmentID)}
 }
 
 func (d *Dashboard) renderInstructionForm(w http.ResponseWriter, r *http.Request, status int, f instructionForm, p *pageData) error {
@@ -287,7 +291,7 @@ func (d *Dashboard) formFailed(w http.ResponseWriter, r *http.Request, f instruc
 	var e *spec.Error
 	if errors.As(err, &e) {
 		p.Error = e.Detail
-		if e.Detail == httpx.DetailBody {
+		if e.Detail == reqcheck.DetailBody {
 			p.Error = "The instruction is not saved: correct the fields named below."
 		}
 		data.Problems = e.Fields
@@ -314,11 +318,8 @@ func (d *Dashboard) newInstruction(w http.ResponseWriter, r *http.Request) error
 func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) error {
 	v := viewerOf(r)
 	f := formOf(r.PostForm)
-	body, err := f.createBody()
-	if err != nil {
-		return err
-	}
-	c, err := org.ParseInstructionCreate(body)
+	c := f.createRequest()
+	err := c.Validate()
 	if err == nil {
 		_, err = d.cfg.Orgs.CreateInstruction(r.Context(), v.Organisation.ID, c, v.User.Actor())
 	}
@@ -335,7 +336,7 @@ func (d *Dashboard) createInstruction(w http.ResponseWriter, r *http.Request) er
 // instructionOf loads the instruction of the path; an id that is not a
 // UUID names none.
 func (d *Dashboard) instructionOf(r *http.Request) (spec.Instruction, error) {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "instructionId"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "instructionId"))
 	if !ok {
 		return spec.Instruction{}, &spec.Error{Kind: spec.ErrNotFound, Detail: "No such instruction: its id is not a UUID."}
 	}
@@ -369,12 +370,8 @@ func (d *Dashboard) updateInstruction(w http.ResponseWriter, r *http.Request) er
 	if sameSet(f.UsedByList, in.UsedBy) {
 		f.UsedByList = in.UsedBy // the checkboxes' order is not a change
 	}
-	body, err := f.patchBody()
-	if err != nil {
-		return err
-	}
-	patch, err := org.ParseInstructionPatch(body)
-	if err == nil {
+	patch := f.patchRequest()
+	if err = patch.Validate(); err == nil {
 		_, err = d.cfg.Orgs.UpdateInstruction(r.Context(), v.Organisation.ID, in.ID, patch, v.User.Actor())
 	}
 	if handled, rerr := d.formFailed(w, r, f, err); handled {

@@ -271,7 +271,7 @@ func TestInstructionAgentFull(t *testing.T) {
 		full, err := e.orgs.CreateAgent(ctx, e.org.ID, "Full", admin)
 		require.NoError(t, err)
 		for i := range spec.MaxInstructionsPerAgent {
-			_, err := e.orgs.CreateInstruction(ctx, e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+			_, err := e.orgs.CreateInstruction(ctx, e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 				Title: fmt.Sprintf("n%03d", i), Trigger: spec.RegexTrigger(fmt.Sprintf("n%03d", i), true),
 				Action: spec.ActionBlock, Criticality: spec.CriticalityLow, UsedBy: []string{full.ID}}, admin)
 			require.NoError(t, err)
@@ -396,7 +396,7 @@ func TestInstructionFilters(t *testing.T) {
 			{Title: "Names", Trigger: spec.StringMatchTrigger([]string{"Ada", "Rex"}, true), Action: spec.ActionAllow, UsedBy: []string{e.agent.ID}},
 		} {
 			c.AgentType, c.Criticality = spec.AgentTypeDataProtection, []string{spec.CriticalityLow, spec.CriticalityHigh}[i%2]
-			_, err := e.orgs.CreateInstruction(ctx, e.org.ID, c, admin)
+			_, err := e.orgs.CreateInstruction(ctx, e.org.ID, org.InstructionCreate(c), admin)
 			require.NoError(t, err)
 		}
 		key := e.apiKey(t)

@@ -216,24 +216,20 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request) error {
 	decision := r.PostForm.Get("decision")
 	comment := strings.TrimSpace(r.PostForm.Get("comment"))
 	p := &pageData{}
+	dec := reviewapi.Decision{Choice: decision, UserID: v.User.ID, Comment: comment}
 	switch {
-	case decision != reviewapi.DecisionApprove && decision != reviewapi.DecisionApproveRedacted &&
-		decision != reviewapi.DecisionReject && decision != reviewapi.DecisionRequestChanges:
+	case dec.Validate() != nil:
 		p.Error = "Choose approve, approve as redacted, reject or request changes."
 		return d.renderQueue(w, r, http.StatusBadRequest, p)
 	case len(comment) > MaxCommentLength:
 		p.Error = "The comment is longer than 2,000 characters."
 		return d.renderQueue(w, r, http.StatusBadRequest, p)
 	}
-	// The task must be the organisation's: another's answers as unknown.
-	if err := d.cfg.Review.HasTask(r.Context(), v.Organisation.ID, id); errors.Is(err, reviewapi.ErrTaskNotFound) {
+	_, err := d.cfg.Review.Decide(r.Context(), v.Organisation.ID, id, dec)
+	switch {
+	case errors.Is(err, reviewapi.ErrTaskNotFound): // another organisation's task answers as unknown
 		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 		return nil
-	} else if err != nil {
-		return err
-	}
-	_, err := d.cfg.Review.Decide(r.Context(), id, reviewapi.Decision{Choice: decision, UserID: v.User.ID, Comment: comment})
-	switch {
 	case errors.Is(err, reviewapi.ErrFinal):
 		p.Error = "This task is already decided (by another reviewer, or by its deadline); nothing was changed."
 		return d.renderQueue(w, r, http.StatusConflict, p)

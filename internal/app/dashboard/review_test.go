@@ -42,7 +42,7 @@ func (e *env) submitWaiting(t *testing.T, text string) spec.ReviewTask {
 func TestReviewProposal(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
-		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 			Title: "Card numbers", Trigger: spec.RegexTrigger(`\b\d{4}-\d{4}-\d{4}-\d{4}\b`, true), Action: spec.ActionBlock,
 			Criticality: spec.CriticalityHigh, AllowRedaction: true, UsedBy: []string{e.agent.ID}}, admin)
 		require.NoError(t, err)
@@ -103,8 +103,10 @@ func TestReviewOtherOrganisationRefused(t *testing.T) {
 		require.NotContains(t, m.get(t, "/review").Body, task.ID)
 		p := m.post(t, "/review/"+task.ID+"/decision", url.Values{"decision": {"approve"}})
 		require.Equal(t, http.StatusNotFound, p.Status)
-		_, err = e.review.Decide(t.Context(), task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: mallory.ID})
+		_, err = e.review.Decide(t.Context(), e.org.ID, task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: mallory.ID})
 		require.ErrorIs(t, err, reviewapi.ErrNotReviewer)
+		_, err = e.review.Decide(t.Context(), mallory.OrganisationID, task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: mallory.ID})
+		require.ErrorIs(t, err, reviewapi.ErrTaskNotFound, "another organisation's task is unknown")
 		got, err := e.review.Task(t.Context(), e.org.ID, task.ID)
 		require.NoError(t, err)
 		require.Equal(t, spec.StatusRequiresIntervention, got.Status)
@@ -177,7 +179,7 @@ func TestReviewSettingsPage(t *testing.T) {
 func TestReviewQueueShowsBudgetOverrun(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
-		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 			Title: "Legacy words", Trigger: spec.RegexTrigger(`[a-z]{0,1000}x`, true), Action: spec.ActionBlock,
 			Criticality: spec.CriticalityLow, UsedBy: []string{e.agent.ID}}, admin)
 		require.NoError(t, err)
@@ -311,7 +313,7 @@ func TestReviewQueueLargeTasks(t *testing.T) {
 func TestReviewTaskPage(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db)
-		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		_, err := e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 			Title: "Card numbers", Trigger: spec.RegexTrigger(`\b\d{4}-\d{4}-\d{4}-\d{4}\b`, true), Action: spec.ActionBlock,
 			Criticality: spec.CriticalityHigh, AllowRedaction: true, UsedBy: []string{e.agent.ID}}, admin)
 		require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -89,7 +90,7 @@ type taskPageData struct {
 // taskID returns the task id of the request's path, in its canonical form;
 // when it is not a UUID it answers 404 and returns false.
 func (d *Dashboard) taskID(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "taskId"))
 	if !ok {
 		d.errorPage(w, r, http.StatusNotFound, "No such review task.")
 	}

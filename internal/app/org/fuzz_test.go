@@ -9,7 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
+	"github.com/aiusage/kit/internal/infra/reqcheck"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -25,12 +26,12 @@ var fuzzBodies = []string{
 	`{} {}`, `[]`, `"x"`, `null`, ``, "{\"title\":\"\xff\"}", `{"title":"a","title":"b"}`, `{"a":[[[[[[[[[[[[]]]]]]]]]]]]}`,
 }
 
-// checkParseError asserts that a parse failure is a 400 naming a field.
+// checkParseError asserts that a validation failure is a 400 naming a field.
 func checkParseError(t *testing.T, err error) {
 	t.Helper()
 	var e *spec.Error
 	if !errors.As(err, &e) || !errors.Is(err, spec.ErrInvalid) {
-		t.Fatalf("error %v (%T) is not an *spec.Error of kind spec.ErrInvalid", err, err)
+		t.Fatalf("error %v (%T) is not a *spec.Error of kind spec.ErrInvalid", err, err)
 	}
 	if len(e.Fields) == 0 || e.Fields[0].Field == "" || e.Fields[0].Message == "" {
 		t.Fatalf("error %v names no field", err)
@@ -73,19 +74,38 @@ func checkUsedBy(t *testing.T, ids []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if c, ok := httpx.CanonicalUUID(id); !ok || c != id || seen[id] {
+		if c, ok := ident.CanonicalUUID(id); !ok || c != id || seen[id] {
 			t.Fatalf("accepted usedBy %q", ids)
 		}
 		seen[id] = true
 	}
 }
 
-func FuzzParseInstructionCreate(f *testing.F) {
+// parseCreate is what the organisation API does with a body: decode it
+// after the schema check, then Validate.
+func parseCreate(body []byte) (InstructionCreate, error) {
+	var c InstructionCreate
+	if err := reqcheck.JSON("instruction-create", body); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return c, reqcheck.Invalid("body", "cannot be read: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c.normalised(), nil
+}
+
+func FuzzInstructionCreate(f *testing.F) {
 	for _, b := range fuzzBodies {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := ParseInstructionCreate(body)
+		if !json.Valid(body) {
+			return
+		}
+		c, err := parseCreate(body)
 		if err != nil {
 			checkParseError(t, err)
 			return
@@ -103,7 +123,7 @@ func FuzzParseInstructionCreate(f *testing.F) {
 			t.Fatalf("accepted assessmentId %q", *c.AssessmentID)
 		}
 		if c.CategoryID != nil {
-			if id, ok := httpx.CanonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
+			if id, ok := ident.CanonicalUUID(*c.CategoryID); !ok || id != *c.CategoryID {
 				t.Fatalf("accepted categoryId %q", *c.CategoryID)
 			}
 		}
@@ -112,7 +132,7 @@ func FuzzParseInstructionCreate(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c2, err := ParseInstructionCreate(again)
+		c2, err := parseCreate(again)
 		if err != nil {
 			t.Fatalf("re-parse of %s: %v", again, err)
 		}
@@ -122,7 +142,7 @@ func FuzzParseInstructionCreate(f *testing.F) {
 	})
 }
 
-func FuzzParseInstructionPatch(f *testing.F) {
+func FuzzInstructionPatch(f *testing.F) {
 	for _, b := range fuzzBodies {
 		f.Add([]byte(b))
 	}
@@ -130,11 +150,18 @@ func FuzzParseInstructionPatch(f *testing.F) {
 		Title: "t", Trigger: spec.RegexTrigger("x", true), Action: spec.ActionBlock, Criticality: spec.CriticalityLow,
 		UsedBy: []string{}, AllowRedaction: true}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p, err := ParseInstructionPatch(body)
-		if err != nil {
+		if !json.Valid(body) || reqcheck.JSON("instruction-patch", body) != nil {
+			return
+		}
+		var p InstructionPatch
+		if err := json.Unmarshal(body, &p); err != nil {
+			return
+		}
+		if err := p.Validate(); err != nil {
 			checkParseError(t, err)
 			return
 		}
+		p = p.normalised()
 		if p.Trigger != nil {
 			checkTriggerInvariants(t, *p.Trigger)
 		}

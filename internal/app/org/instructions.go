@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/cases"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/reqcheck"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -54,12 +54,13 @@ func encodeInstruction(in spec.Instruction) ([]byte, error) {
 	return json.Marshal(in)
 }
 
-// CreateInstruction creates an instruction of the organisation from a body
-// checked by [ParseInstructionCreate]. Agents of usedBy that are not the
+// CreateInstruction creates an instruction of the organisation from c, which
+// must pass its Validate. Agents of usedBy that are not the
 // organisation's are spec.ErrInvalid naming usedBy; an agent that already holds
 // MaxInstructionsPerAgent instructions is spec.ErrConflict naming the agent; a
 // repeated assessmentId is spec.ErrConflict. Nothing is written on error.
-func (s *Store) CreateInstruction(ctx context.Context, orgID string, c spec.InstructionCreate, actor Actor) (spec.Instruction, error) {
+func (s *Store) CreateInstruction(ctx context.Context, orgID string, c InstructionCreate, actor Actor) (spec.Instruction, error) {
+	c = c.normalised()
 	now := s.Now()
 	in := spec.Instruction{
 		ID: uuid.NewString(), AgentType: c.AgentType, Title: c.Title, Trigger: c.Trigger, Action: c.Action,
@@ -132,7 +133,7 @@ func (s *Store) assign(ctx context.Context, tx *sql.Tx, orgID string, added, rem
 	}
 	for _, id := range added {
 		if !found[id] {
-			return httpx.InvalidBody("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
+			return reqcheck.Invalid("usedBy", "agent %s is not one of the organisation's agents; GET /organisations/%s/agents lists them", id, orgID)
 		}
 	}
 	args := []any{orgID, spec.MaxInstructionsPerAgent}
@@ -260,10 +261,10 @@ func (s *Store) Instruction(ctx context.Context, orgID, id string) (spec.Instruc
 	return in, json.Unmarshal([]byte(body), &in)
 }
 
-// UpdateInstruction applies a patch checked by [ParseInstructionPatch] to
-// one instruction of the organisation, with the rules of CreateInstruction.
+// UpdateInstruction applies p, which must pass its Validate, to one
+// instruction of the organisation, with the rules of CreateInstruction.
 // A patch that changes nothing writes nothing and leaves updatedAt alone.
-func (s *Store) UpdateInstruction(ctx context.Context, orgID, id string, p spec.InstructionPatch, actor Actor) (spec.Instruction, error) {
+func (s *Store) UpdateInstruction(ctx context.Context, orgID, id string, p InstructionPatch, actor Actor) (spec.Instruction, error) {
 	var out spec.Instruction
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var body string

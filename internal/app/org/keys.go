@@ -66,16 +66,14 @@ func last4(secret string) string {
 }
 
 // CreateKey creates an API key and returns it with its secret, which is not
-// kept: only its SHA-256 digest and last four characters are.
+// kept: only its SHA-256 digest and last four characters are. n must pass
+// its Validate, and its expiry be in the future.
 func (s *Store) CreateKey(ctx context.Context, n KeyCreate, actor Actor) (CreatedKey, error) {
-	if err := checkName("key", n.Name); err != nil {
+	if err := n.Validate(); err != nil {
 		return CreatedKey{}, err
 	}
 	if n.Type == "" {
 		n.Type = KeyTypeIngestion
-	}
-	if _, err := ParseKeyType(string(n.Type)); err != nil {
-		return CreatedKey{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
 	}
 	org, err := s.Organisation(ctx, n.OrganisationID)
 	if err != nil {
@@ -86,16 +84,13 @@ func (s *Store) CreateKey(ctx context.Context, n KeyCreate, actor Actor) (Create
 	k := CreatedKey{Secret: newSecret()}
 	k.APIKey = APIKey{ID: uuid.NewString(), OrganisationID: org.ID, Name: n.Name, Type: n.Type,
 		Last4: last4(k.Secret), CreatedAt: spec.NewTime(now)}
-	switch {
-	case n.NoExpiry && n.ExpiresAt != nil:
-		return CreatedKey{}, fmt.Errorf("%w: a key has an expiry or none, not both", spec.ErrInvalid)
-	case !n.NoExpiry && n.ExpiresAt == nil:
+	if !n.NoExpiry && n.ExpiresAt == nil {
 		t := DefaultExpiry(now)
 		n.ExpiresAt = &t
 	}
 	if n.ExpiresAt != nil {
-		if !n.ExpiresAt.After(now) {
-			return CreatedKey{}, fmt.Errorf("%w: the expiry %s is not in the future", spec.ErrInvalid, n.ExpiresAt.UTC().Format(time.RFC3339))
+		if err := checkExpiry(*n.ExpiresAt, now); err != nil {
+			return CreatedKey{}, err
 		}
 		k.ExpiresAt = spec.TimePtr(*n.ExpiresAt)
 		expires = sqldb.Millis(k.ExpiresAt.Time)

@@ -13,22 +13,13 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// CreateOrganisation creates an organisation.
+// CreateOrganisation creates an organisation; n must pass its Validate.
 func (s *Store) CreateOrganisation(ctx context.Context, n OrganisationCreate, actor Actor) (Organisation, error) {
-	if err := checkName("organisation", n.Name); err != nil {
+	if err := n.Validate(); err != nil {
 		return Organisation{}, err
 	}
 	if n.Plan == "" {
 		n.Plan = PlanStandard
-	}
-	if _, err := ParsePlan(string(n.Plan)); err != nil {
-		return Organisation{}, fmt.Errorf("%w: %v", spec.ErrInvalid, err)
-	}
-	switch {
-	case n.Plan == PlanEnterprise && n.HourlyLimit < 1:
-		return Organisation{}, fmt.Errorf("%w: the enterprise plan needs an hourly limit of at least 1", spec.ErrInvalid)
-	case n.Plan != PlanEnterprise && n.HourlyLimit != 0:
-		return Organisation{}, fmt.Errorf("%w: an hourly limit is configured only for the enterprise plan; the %s plan's is fixed", spec.ErrInvalid, n.Plan)
 	}
 	now := s.Now()
 	o := Organisation{ID: uuid.NewString(), Name: n.Name, Plan: n.Plan, HourlyLimit: n.HourlyLimit, CreatedAt: spec.NewTime(now)}

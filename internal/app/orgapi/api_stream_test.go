@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/orgapi"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -41,7 +42,7 @@ func TestListInstructionsStreams(t *testing.T) {
 			for j := range values {
 				values[j] = fmt.Sprintf("%03d-%03d-", i, j) + strings.Repeat("v", 190)
 			}
-			_, err := e.store.CreateInstruction(e.ctx(), e.Org.ID, spec.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+			_, err := e.store.CreateInstruction(e.ctx(), e.Org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
 				Title: fmt.Sprintf("Big %d", i), Trigger: spec.StringMatchTrigger(values, false), Action: spec.ActionBlock,
 				Criticality: spec.CriticalityLow}, adminActor)
 			require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -186,7 +187,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 func (h *Handler) ownOrganisation(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		id, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
+		id, ok := ident.CanonicalUUID(chi.URLParam(r, "organisationId"))
 		if !ok || id != p.OrganisationID {
 			h.writeError(w, r, &spec.Error{Kind: spec.ErrNotFound, Detail: "No such organisation. GET /organisations returns your organisation's id."})
 			return
@@ -218,13 +219,18 @@ func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) error {
 	return httpx.WriteJSON(w, http.StatusOK, agents)
 }
 
+// createInstruction decodes the body strictly (the schema names unknown
+// fields and wrong types) into an org.InstructionCreate, then validates it.
 func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
-	c, err := org.ParseInstructionCreate(body)
-	if err != nil {
+	var c org.InstructionCreate
+	if err := httpx.DecodeJSON("instruction-create", body, &c); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	p := principal(r)
@@ -240,7 +246,7 @@ func (h *Handler) createInstruction(w http.ResponseWriter, r *http.Request) erro
 // UUID names no instruction: 404.
 func instructionID(r *http.Request) (string, error) {
 	raw := chi.URLParam(r, "instructionId")
-	id, ok := httpx.CanonicalUUID(raw)
+	id, ok := ident.CanonicalUUID(raw)
 	if !ok {
 		if u, err := url.PathUnescape(raw); err == nil && utf8.ValidString(u) && len(u) <= 100 {
 			raw = u
@@ -273,8 +279,11 @@ func (h *Handler) updateInstruction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	patch, err := org.ParseInstructionPatch(body)
-	if err != nil {
+	var patch org.InstructionPatch
+	if err := httpx.DecodeJSON("instruction-patch", body, &patch); err != nil {
+		return err
+	}
+	if err := patch.Validate(); err != nil {
 		return err
 	}
 	p := principal(r)
@@ -392,7 +401,7 @@ func ParseInstructionQuery(rawQuery string) (org.InstructionQuery, error) {
 	if v, ok, err := get("agentId"); err != nil {
 		return q, err
 	} else if ok && v != "" {
-		id, valid := httpx.CanonicalUUID(v)
+		id, valid := ident.CanonicalUUID(v)
 		if !valid {
 			return q, bad("agentId", "must be a UUID, got %q", v)
 		}

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -40,7 +40,7 @@ func FuzzParseInstructionQuery(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", raw, q)
 		}
 		if q.AgentID != "" {
-			if id, ok := httpx.CanonicalUUID(q.AgentID); !ok || id != q.AgentID {
+			if id, ok := ident.CanonicalUUID(q.AgentID); !ok || id != q.AgentID {
 				t.Fatalf("accepted agentId %q", q.AgentID)
 			}
 		}

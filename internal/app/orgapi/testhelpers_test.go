@@ -387,7 +387,7 @@ func (e *testEnv) fill(agentID string, n int) []spec.Instruction {
 	e.t.Helper()
 	out := make([]spec.Instruction, 0, n)
 	for i := range n {
-		in, err := e.store.CreateInstruction(e.ctx(), e.Org.ID, spec.InstructionCreate{
+		in, err := e.store.CreateInstruction(e.ctx(), e.Org.ID, org.InstructionCreate{
 			AgentType: spec.AgentTypeDataProtection, Title: fmt.Sprintf("filler %d", i),
 			Trigger: spec.StringMatchTrigger([]string{fmt.Sprintf("term-%d", i)}, true),
 			Action:  spec.ActionBlock, Criticality: spec.CriticalityLow, UsedBy: []string{agentID},

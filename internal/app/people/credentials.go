@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -108,7 +107,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errors.Join(err, httpx.FieldError(spec.ErrConflict, "The password was changed meanwhile; sign in again.", "currentPassword", "changed meanwhile"))
+			return errors.Join(err, fieldError(spec.ErrConflict, "The password was changed meanwhile; sign in again.", "currentPassword", "changed meanwhile"))
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM people_sessions WHERE user_id = $1 AND token_hash <> $2`, u.ID, hashToken(token)); err != nil {
 			return err
@@ -159,7 +158,7 @@ func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password strin
 			return err
 		}
 		if before.DisabledAt != nil {
-			return httpx.FieldError(spec.ErrConflict, fmt.Sprintf("%s is disabled; a disabled user cannot sign in, whatever the password.", before.Email),
+			return fieldError(spec.ErrConflict, fmt.Sprintf("%s is disabled; a disabled user cannot sign in, whatever the password.", before.Email),
 				"id", "the user is disabled")
 		}
 		u = before

@@ -14,7 +14,7 @@
 // A user belongs to one organisation and holds one [Role]; an email address
 // names one user in the whole service. Users are created, given a role and
 // disabled by an Administrator (in the dashboard, or with aiusage admin user);
-// each change is recorded in the organisation's audit trail (orgapi), never
+// each change is recorded in the organisation's audit trail (package org), never
 // with a password or its hash.
 //
 // Passwords are hashed with argon2id (64 MiB, 3 passes, 2 lanes) and stored

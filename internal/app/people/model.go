@@ -131,7 +131,7 @@ type Session struct {
 // Client is who asks to sign in, as [Store.SignIn] counts failures.
 type Client struct {
 	// Addr is the client's IP address (a port is ignored): its own, or the
-	// one a trusted proxy names (httpx.ClientAddr).
+	// one a trusted proxy names (the HTTP layer's client address).
 	Addr string
 	// Device is the device token the client holds from an earlier sign-in
 	// to the account ([Session].Device), or "". A valid one makes the

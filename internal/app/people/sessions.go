@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -70,10 +70,10 @@ const maxAddressLength = 100
 // as given (its SHA-256 when long or not UTF-8). Empty is one address shared
 // by every caller that gives none.
 //
-// The key of an IP address is httpx.AddressKey's, by which the server counts
+// The key of an IP address is ident.AddressKey's, by which the server counts
 // a client's connections; it is never longer than maxAddressLength.
 func addressKey(addr string) string {
-	addr = httpx.AddressKey(strings.TrimSpace(addr))
+	addr = ident.AddressKey(strings.TrimSpace(addr))
 	if len(addr) > maxAddressLength || !utf8.ValidString(addr) || strings.ContainsRune(addr, 0) {
 		h := sha256.Sum256([]byte(addr))
 		return "sha256:" + hex.EncodeToString(h[:])

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aiusage/kit/internal/app/org"
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -20,7 +20,13 @@ import (
 // invalid returns an error of kind spec.ErrInvalid naming field.
 func invalid(field, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
-	return httpx.FieldError(spec.ErrInvalid, fmt.Sprintf("The %s %s.", field, msg), field, "%s", msg)
+	return fieldError(spec.ErrInvalid, fmt.Sprintf("The %s %s.", field, msg), field, "%s", msg)
+}
+
+// fieldError returns an error of kind with detail, naming one field with
+// its message.
+func fieldError(kind error, detail, field, format string, a ...any) *spec.Error {
+	return &spec.Error{Kind: kind, Detail: detail, Fields: []spec.ProblemField{{Field: field, Message: fmt.Sprintf(format, a...)}}}
 }
 
 // normaliseEmail trims and lowercases an email address.
@@ -99,7 +105,7 @@ func checkPassword(p string) error {
 // organisation returns the id of the organisation orgID in lowercase, or an
 // error of kind spec.ErrNotFound naming organisationId.
 func (s *Store) organisation(ctx context.Context, orgID string) (string, error) {
-	id, ok := httpx.CanonicalUUID(orgID)
+	id, ok := ident.CanonicalUUID(orgID)
 	if ok {
 		_, err := s.orgs.Organisation(ctx, id)
 		if err == nil {
@@ -109,7 +115,7 @@ func (s *Store) organisation(ctx context.Context, orgID string) (string, error) 
 			return "", err
 		}
 	}
-	return "", httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No organisation %s.", orgID), "organisationId", "no such organisation")
+	return "", fieldError(spec.ErrNotFound, fmt.Sprintf("No organisation %s.", orgID), "organisationId", "no such organisation")
 }
 
 // CreateUser creates a user of the organisation c.OrganisationID, records
@@ -152,7 +158,7 @@ func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor org.Actor) (
 			(id, org_id, email, name, role, password_hash, created_at, one_time_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			u.ID, u.OrganisationID, u.Email, u.Name, string(u.Role), hash, sqldb.Millis(now), nullMillis(u.OneTimePasswordUntil)); err != nil {
 			if sqldb.IsUniqueViolation(err) {
-				return httpx.FieldError(spec.ErrConflict, fmt.Sprintf("A user with email %s already exists; an email names one user in the whole service.", email),
+				return fieldError(spec.ErrConflict, fmt.Sprintf("A user with email %s already exists; an email names one user in the whole service.", email),
 					"email", "already taken")
 			}
 			return err
@@ -212,7 +218,7 @@ func (s *Store) Users(ctx context.Context, orgID string) ([]User, error) {
 
 // userNotFound is the error of a user that is not the organisation's.
 func userNotFound(field, value string) error {
-	return httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No user with %s %s in this organisation.", field, value), field, "no such user in this organisation")
+	return fieldError(spec.ErrNotFound, fmt.Sprintf("No user with %s %s in this organisation.", field, value), field, "no such user in this organisation")
 }
 
 // User returns one user of the organisation, or an error of kind
@@ -238,7 +244,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM people_users WHERE email = $1`, email))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return User{}, httpx.FieldError(spec.ErrNotFound, fmt.Sprintf("No user with email %s.", email), "email", "no such user")
+		return User{}, fieldError(spec.ErrNotFound, fmt.Sprintf("No user with email %s.", email), "email", "no such user")
 	case err != nil:
 		return User{}, err
 	}

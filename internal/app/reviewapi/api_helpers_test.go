@@ -179,7 +179,7 @@ func (tn *tenant) addInstruction(agentID string, c spec.InstructionCreate) spec.
 	tn.h.t.Helper()
 	c.AgentType = spec.AgentTypeDataProtection
 	c.UsedBy = []string{agentID}
-	in, err := tn.h.orgs.CreateInstruction(tn.h.t.Context(), tn.org.ID, c, admin)
+	in, err := tn.h.orgs.CreateInstruction(tn.h.t.Context(), tn.org.ID, org.InstructionCreate(c), admin)
 	require.NoError(tn.h.t, err)
 	return in
 }
@@ -197,7 +197,7 @@ func (tn *tenant) newUser(name string, role people.Role) people.User {
 
 // decide decides the task as the tenant's reviewer.
 func (tn *tenant) decide(id, choice, comment string) (spec.ReviewTask, error) {
-	return tn.h.service().Decide(tn.h.t.Context(), id, reviewapi.Decision{Choice: choice, UserID: tn.reviewer.ID, Comment: comment})
+	return tn.h.service().Decide(tn.h.t.Context(), tn.org.ID, id, reviewapi.Decision{Choice: choice, UserID: tn.reviewer.ID, Comment: comment})
 }
 
 // newKey creates another key of the organisation and returns its secret

@@ -189,7 +189,7 @@ func TestAPIOnlyReviewersOfTheOrganisationDecide(t *testing.T) {
 			"not an id":                       "ada@example.com",
 		} {
 			t.Run(name, func(t *testing.T) {
-				_, err := h.service().Decide(t.Context(), task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: userID})
+				_, err := h.service().Decide(t.Context(), tn.org.ID, task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: userID})
 				require.ErrorIs(t, err, reviewapi.ErrNotReviewer)
 				require.ErrorIs(t, err, spec.ErrForbidden)
 			})
@@ -198,9 +198,12 @@ func TestAPIOnlyReviewersOfTheOrganisationDecide(t *testing.T) {
 		require.Empty(t, tn.auditOf(t, reviewapi.AuditTaskDecided))
 		require.Empty(t, other.auditOf(t, reviewapi.AuditTaskDecided))
 
+		_, err = h.service().Decide(t.Context(), other.org.ID, task.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: other.reviewer.ID})
+		require.ErrorIs(t, err, reviewapi.ErrTaskNotFound, "a task of another organisation is unknown")
+
 		// The other organisation's reviewer cannot decide it, but an
 		// Administrator of the task's organisation can.
-		got, err := h.service().Decide(t.Context(), task.ID, reviewapi.Decision{Choice: reviewapi.DecisionReject, UserID: adminUser.ID, Comment: "no"})
+		got, err := h.service().Decide(t.Context(), tn.org.ID, task.ID, reviewapi.Decision{Choice: reviewapi.DecisionReject, UserID: adminUser.ID, Comment: "no"})
 		require.NoError(t, err)
 		require.Equal(t, adminUser.Email, got.Decision.Reviewer)
 		require.Equal(t, adminUser.ID, got.Decision.ReviewerID)

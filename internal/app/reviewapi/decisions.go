@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
+	"github.com/aiusage/kit/internal/infra/reqcheck"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -50,6 +52,16 @@ type Decision struct {
 	Comment string
 }
 
+// Validate checks d's choice: approve, approve-redacted, reject or
+// request-changes. A failure is a *spec.Error of kind spec.ErrInvalid
+// naming the field decision.
+func (d Decision) Validate() error {
+	if statusOfChoice(d.Choice) == "" {
+		return reqcheck.Invalid("decision", "must be approve, approve-redacted, reject or request-changes, got %q", d.Choice)
+	}
+	return nil
+}
+
 // statusOfChoice is the status a choice leads to.
 func statusOfChoice(choice string) string {
 	switch choice {
@@ -63,9 +75,10 @@ func statusOfChoice(choice string) string {
 	return ""
 }
 
-// Decide records a person's decision on a task waiting for one
-// (requires_intervention). The person must be a user of the task's
-// organisation with the Reviewer or Administrator role, not disabled
+// Decide records a person's decision d, which must pass its Validate, on
+// the organisation's task id, waiting for one (requires_intervention). A
+// task of another organisation is ErrTaskNotFound. The person must be a user
+// of the organisation with the Reviewer or Administrator role, not disabled
 // (else ErrNotReviewer); a task in any other state, or whose review
 // deadline has passed, is ErrFinal.
 //
@@ -77,25 +90,21 @@ func statusOfChoice(choice string) string {
 // in the same transaction as the change and its task.completed event: of two
 // people deciding at once, one wins and the other gets ErrFinal, and nothing
 // is half written.
-func (s *Service) Decide(ctx context.Context, id string, d Decision) (spec.ReviewTask, error) {
-	status := statusOfChoice(d.Choice)
-	if status == "" {
-		return spec.ReviewTask{}, httpx.InvalidBody("decision", "must be approve, approve-redacted, reject or request-changes, got %q", d.Choice)
+func (s *Service) Decide(ctx context.Context, orgID, id string, d Decision) (spec.ReviewTask, error) {
+	if err := d.Validate(); err != nil {
+		return spec.ReviewTask{}, err
 	}
+	status := statusOfChoice(d.Choice)
+	orgID = strings.ToLower(orgID)
 	var t spec.ReviewTask
 	var queued []delivery
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var orgID string
-		if err := tx.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
-		} else if err != nil {
+		var err error
+		if t, err = s.loadTask(ctx, tx, orgID, id, s.forUpdate()); err != nil {
 			return err
 		}
 		u, err := s.reviewer(ctx, orgID, d.UserID)
 		if err != nil {
-			return err
-		}
-		if t, err = s.loadTask(ctx, tx, "", id, s.forUpdate()); err != nil {
 			return err
 		}
 		if t.Status != spec.StatusRequiresIntervention {
@@ -144,7 +153,7 @@ const AuditTaskDecided = "review_task.decided"
 // reviewer returns the user userID when they may decide the tasks of the
 // organisation orgID, else ErrNotReviewer.
 func (s *Service) reviewer(ctx context.Context, orgID, userID string) (people.User, error) {
-	if _, ok := httpx.CanonicalUUID(userID); !ok {
+	if _, ok := ident.CanonicalUUID(userID); !ok {
 		return people.User{}, fmt.Errorf("user %q: %w", userID, ErrNotReviewer)
 	}
 	u, err := s.people.User(ctx, orgID, userID)
@@ -239,10 +248,10 @@ func (s *Service) SetSettings(ctx context.Context, orgID string, st Settings, ac
 	}
 	switch {
 	case st.ReviewTimeout != 0 && (st.ReviewTimeout < MinReviewTimeout || st.ReviewTimeout > MaxReviewTimeout):
-		return Settings{}, httpx.InvalidBody("reviewTimeout", "must be from %s to %s (or 0 for the service's default), got %s",
+		return Settings{}, reqcheck.Invalid("reviewTimeout", "must be from %s to %s (or 0 for the service's default), got %s",
 			MinReviewTimeout, MaxReviewTimeout, st.ReviewTimeout)
 	case st.TimeoutOutcome != TimeoutReject && st.TimeoutOutcome != TimeoutApprove:
-		return Settings{}, httpx.InvalidBody("timeoutOutcome", "must be reject or approve, got %q", st.TimeoutOutcome)
+		return Settings{}, reqcheck.Invalid("timeoutOutcome", "must be reject or approve, got %q", st.TimeoutOutcome)
 	}
 	if _, err := s.orgs.Organisation(ctx, orgID); err != nil {
 		return Settings{}, err

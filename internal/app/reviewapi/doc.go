@@ -4,7 +4,7 @@
 // for it, rejected when the review times out, and reported to webhooks.
 //
 // A [Service] keeps tasks, webhooks, events and deliveries in the service's
-// database (SQLite or PostgreSQL, beside package orgapi's tables, whose API
+// database (SQLite or PostgreSQL, beside package org's tables, whose API
 // keys it accepts) and serves them over HTTP ([Service.Routes]). Its
 // background work runs on the service's job queue, River in the same
 // database ([Service.Jobs]): evaluations that could not run, webhook

@@ -82,7 +82,7 @@ func newFixture(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *fix
 	} {
 		c.AgentType = spec.AgentTypeDataProtection
 		c.UsedBy = []string{f.agent.ID}
-		_, err := orgs.CreateInstruction(ctx, f.org.ID, c, admin)
+		_, err := orgs.CreateInstruction(ctx, f.org.ID, org.InstructionCreate(c), admin)
 		require.NoError(t, err)
 	}
 	return f
@@ -153,11 +153,11 @@ func TestReviewFlow(t *testing.T) {
 		alice, err := ppl.CreateUser(t.Context(), people.UserCreate{OrganisationID: f.org.ID, Email: "alice@acme.test",
 			Role: people.RoleReviewer, Password: "correct horse battery staple"}, admin)
 		require.NoError(t, err)
-		decided, err := f.svc.Decide(t.Context(), waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: alice.ID, Comment: "fine"})
+		decided, err := f.svc.Decide(t.Context(), f.org.ID, waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionApprove, UserID: alice.ID, Comment: "fine"})
 		require.NoError(t, err)
 		require.Equal(t, spec.StatusApproved, decided.Status)
 		require.Equal(t, "alice@acme.test", decided.Decision.Reviewer)
-		_, err = f.svc.Decide(t.Context(), waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionReject, UserID: alice.ID})
+		_, err = f.svc.Decide(t.Context(), f.org.ID, waits.ID, reviewapi.Decision{Choice: reviewapi.DecisionReject, UserID: alice.ID})
 		require.ErrorIs(t, err, reviewapi.ErrFinal)
 
 		f.clock.Advance(25 * time.Hour)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -151,7 +152,7 @@ func (s *Service) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "taskId"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "taskId"))
 	if !ok {
 		return &spec.Error{Kind: spec.ErrNotFound, Detail: "No such review task: taskId is not a UUID.", Err: ErrTaskNotFound}
 	}
@@ -293,7 +294,7 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, ok := httpx.CanonicalUUID(chi.URLParam(r, "id"))
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "id"))
 	if !ok {
 		return spec.Errorf(spec.ErrNotFound, "No such webhook: the id is not a UUID.")
 	}

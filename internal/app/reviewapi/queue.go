@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
 )
@@ -65,7 +65,7 @@ func (k QueueKey) String() string {
 func ParseQueueKey(s string) (QueueKey, error) {
 	ms, id, ok := strings.Cut(s, ".")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	id, idOK := httpx.CanonicalUUID(id)
+	id, idOK := ident.CanonicalUUID(id)
 	if !ok || err != nil || n < 0 || !idOK {
 		return QueueKey{}, fmt.Errorf("the page position %q is not one this service wrote: %w", s, spec.ErrInvalid)
 	}

@@ -61,6 +61,18 @@ func (s *Service) loadTask(ctx context.Context, q interface {
 	return t, json.Unmarshal([]byte(body), &t)
 }
 
+// TaskOrganisation returns the id of the organisation that has the task id,
+// or ErrTaskNotFound: for the administrator's commands, which name a task by
+// its id alone.
+func (s *Service) TaskOrganisation(ctx context.Context, id string) (string, error) {
+	var orgID string
+	err := s.db.QueryRowContext(ctx, `SELECT org_id FROM reviewapi_tasks WHERE id = $1`, id).Scan(&orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("task %s: %w", id, ErrTaskNotFound)
+	}
+	return orgID, err
+}
+
 // saveTask writes t over its row, if its status is still one of from.
 func saveTask(ctx context.Context, tx *sql.Tx, t spec.ReviewTask, from ...string) (bool, error) {
 	body, err := json.Marshal(t)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -141,7 +141,7 @@ func (s *Service) SearchConversations(ctx context.Context, orgID string, q sqlst
 // organisation returns the canonical id of organisation orgID, or
 // spec.ErrNotFound.
 func (s *Service) organisation(ctx context.Context, orgID string) (string, error) {
-	org, ok := httpx.CanonicalUUID(orgID)
+	org, ok := ident.CanonicalUUID(orgID)
 	if !ok {
 		return "", fmt.Errorf("organisation %q: %w", orgID, spec.ErrNotFound)
 	}
@@ -170,7 +170,7 @@ func (s *Service) sourcesOf(ctx context.Context, orgID string, want []string) ([
 	}
 	out := make([]string, 0, len(want))
 	for _, w := range want {
-		id, ok := httpx.CanonicalUUID(w)
+		id, ok := ident.CanonicalUUID(w)
 		if !ok || !slices.Contains(ids, id) {
 			return nil, fmt.Errorf("source %q: %w", w, spec.ErrNotFound)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/provider"
@@ -133,7 +134,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Princ
 	case err != nil:
 		return org.Principal{}, "", nil, failure(r, err, spec.ErrUnavailable, "The service cannot check the key now.")
 	}
-	orgID, ok := httpx.CanonicalUUID(chi.URLParam(r, "organisationId"))
+	orgID, ok := ident.CanonicalUUID(chi.URLParam(r, "organisationId"))
 	if !ok || orgID != p.OrganisationID {
 		return org.Principal{}, "", nil, spec.Errorf(spec.ErrNotFound, "No such organisation.")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/spec"
 	"github.com/aiusage/kit/spec/webhook"
 )
@@ -81,7 +82,7 @@ func (s *Service) PushRoutes(r chi.Router) {
 // pushSecret returns the signing secret of push source id, and
 // spec.ErrNotFound for an unknown id or a source of another transport.
 func (s *Service) pushSecret(ctx context.Context, id string) (string, string, error) {
-	sid, ok := httpx.CanonicalUUID(id)
+	sid, ok := ident.CanonicalUUID(id)
 	if !ok {
 		return "", "", fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
 	}
@@ -141,7 +142,7 @@ func (s *Service) pushHandler(w http.ResponseWriter, r *http.Request) error {
 	// being read (up to MaxPushBody each) are bounded per client address,
 	// not per source, so that clients who know only the source's id cannot
 	// take the places of its provider's deliveries.
-	from := httpx.AddressKey(httpx.ClientAddr(r))
+	from := ident.AddressKey(httpx.ClientAddr(r))
 	reading, err := s.cfg.Concurrency.Acquire("push-from:"+from, "push-from:"+from)
 	if err != nil {
 		httpx.CloseUnread(w, r)

@@ -52,6 +52,7 @@ import (
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/netguard"
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -290,7 +291,7 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Milli
 // Add validates n and adds it as a source of organisation orgID. The first
 // sync is due at once.
 func (s *Service) Add(ctx context.Context, orgID string, n SourceCreate) (Source, error) {
-	org, ok := httpx.CanonicalUUID(orgID)
+	org, ok := ident.CanonicalUUID(orgID)
 	if !ok {
 		return Source{}, fmt.Errorf("organisation %q: %w", orgID, spec.ErrNotFound)
 	}
@@ -406,7 +407,7 @@ func (s *Service) scanSource(row interface{ Scan(...any) error }) (Source, error
 // List returns the sources of organisation orgID, oldest first. An unknown
 // organisation has none.
 func (s *Service) List(ctx context.Context, orgID string) ([]Source, error) {
-	org, ok := httpx.CanonicalUUID(orgID)
+	org, ok := ident.CanonicalUUID(orgID)
 	if !ok {
 		return []Source{}, nil
 	}
@@ -452,7 +453,7 @@ func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
-	if org, _ := httpx.CanonicalUUID(orgID); org != src.OrganisationID {
+	if org, _ := ident.CanonicalUUID(orgID); org != src.OrganisationID {
 		return Source{}, fmt.Errorf("source %s: %w", id, spec.ErrNotFound)
 	}
 	return src, nil
@@ -460,7 +461,7 @@ func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
 
 // get returns source id of any organisation.
 func (s *Service) get(ctx context.Context, id string) (Source, error) {
-	sid, ok := httpx.CanonicalUUID(id)
+	sid, ok := ident.CanonicalUUID(id)
 	if !ok {
 		return Source{}, fmt.Errorf("source %q: %w", id, spec.ErrNotFound)
 	}

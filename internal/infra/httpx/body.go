@@ -10,17 +10,17 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
+	"github.com/aiusage/kit/internal/infra/reqcheck"
 	"github.com/aiusage/kit/spec"
 )
 
 // MaxBodyBytes is the largest request body [ReadJSON] accepts: 1 MiB.
 const MaxBodyBytes = 1 << 20
 
-// DetailBody is the detail of an [*spec.Error] about a request body.
-const DetailBody = "The request body is invalid."
+// DetailBody is the detail of a [*spec.Error] about a request body.
+const DetailBody = reqcheck.DetailBody
 
 // FieldError returns an error of kind with detail, naming one field.
 func FieldError(kind error, detail, field, format string, a ...any) *spec.Error {
@@ -29,7 +29,7 @@ func FieldError(kind error, detail, field, format string, a ...any) *spec.Error 
 
 // InvalidBody returns a spec.ErrInvalid error naming one field of the body.
 func InvalidBody(field, format string, a ...any) *spec.Error {
-	return FieldError(spec.ErrInvalid, DetailBody, field, format, a...)
+	return reqcheck.Invalid(field, format, a...)
 }
 
 // ReadJSON reads the body of r, which must be sent as Content-Type
@@ -86,24 +86,8 @@ func DecodeJSON(schema string, body []byte, v any) error {
 	if err := checkSingleJSON(body); err != nil {
 		return err
 	}
-	findings, err := spec.Validate(schema, body)
-	if err != nil {
-		return InvalidBody("body", "is not valid JSON")
-	}
-	if !spec.Valid(findings) {
-		e := &spec.Error{Kind: spec.ErrInvalid, Detail: DetailBody}
-		for _, f := range findings {
-			if f.Level != spec.LevelError {
-				continue
-			}
-			field, where := fieldOf(f.Pointer)
-			msg := f.Message
-			if where != "" {
-				msg = where + ": " + msg
-			}
-			e.Fields = append(e.Fields, spec.ProblemField{Field: field, Message: msg})
-		}
-		return e
+	if err := reqcheck.JSON(schema, body); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		// The schema accepted the body, so this is a value the Go types
@@ -133,31 +117,6 @@ func checkSingleJSON(body []byte) error {
 		return InvalidBody("body", "has data after the JSON value (at byte %d)", dec.InputOffset())
 	}
 	return nil
-}
-
-// fieldOf turns a JSON pointer into the dotted name of the field
-// ("/trigger/pattern" -> "trigger.pattern") and the array positions on the
-// way ("/usedBy/2" -> "usedBy", "item 2").
-func fieldOf(ptr string) (field, where string) {
-	if ptr == "" {
-		return "body", ""
-	}
-	var names, idx []string
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		if tok == "" {
-			tok = `""` // a property with an empty name
-		}
-		if _, err := strconv.Atoi(tok); err == nil && len(names) > 0 {
-			idx = append(idx, tok)
-			continue
-		}
-		names = append(names, tok)
-	}
-	if len(idx) > 0 {
-		where = "item " + strings.Join(idx, ", ")
-	}
-	return strings.Join(names, "."), where
 }
 
 // WriteJSON writes v as a JSON body with status. It encodes into a buffer

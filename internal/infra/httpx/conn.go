@@ -3,9 +3,10 @@ package httpx
 import (
 	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/aiusage/kit/internal/infra/ident"
 )
 
 // Default bounds of [ConnLimits].
@@ -85,28 +86,6 @@ func (c ConnLimits) Listener(ln net.Listener) net.Listener {
 	return l
 }
 
-// AddressKey returns the key by which [ConnLimits] counts the client at
-// addr, a "host:port" (http.Request.RemoteAddr, net.Conn.RemoteAddr): the
-// IPv4 address, or the /64 network of an IPv6 address ("2001:db8::/64");
-// an IPv4-mapped IPv6 address counts as its IPv4 address. An address that
-// is not an IP address counts as itself.
-func AddressKey(addr string) string {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap().WithZone("")
-	if ip.Is4() {
-		return ip.String()
-	}
-	p, _ := ip.Prefix(64)
-	return p.String()
-}
-
 type limitListener struct {
 	net.Listener
 	sem     chan struct{} // a token per open connection; nil: no total
@@ -138,7 +117,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.release()
 			return nil, err
 		}
-		key := AddressKey(c.RemoteAddr().String())
+		key := ident.AddressKey(c.RemoteAddr().String())
 		if !l.take(key) {
 			l.release()
 			reset(c)

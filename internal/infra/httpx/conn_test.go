@@ -142,21 +142,6 @@ func TestConnLimitsOff(t *testing.T) {
 	require.Same(t, ln, ConnLimits{}.Listener(ln), "no bound: the listener as it is")
 }
 
-func TestAddressKey(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"192.0.2.7:4431":                 "192.0.2.7",
-		"[::ffff:192.0.2.7]:80":          "192.0.2.7",
-		"[2001:db8:1:2:3:4:5:6]:443":     "2001:db8:1:2::/64",
-		"[2001:db8:1:2:ffff::1%eth0]:80": "2001:db8:1:2::/64",
-		"[::1]:8080":                     "::/64",
-		"192.0.2.7":                      "192.0.2.7",
-		"@":                              "@", // a Unix socket's peer
-	} {
-		require.Equal(t, want, AddressKey(in), in)
-	}
-}
-
 func TestDefaultMaxConnections(t *testing.T) {
 	t.Parallel()
 	n := DefaultMaxConnections()

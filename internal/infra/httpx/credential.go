@@ -31,26 +31,3 @@ func Credential(r *http.Request, bare bool) (credential string, present bool) {
 	}
 	return "", true
 }
-
-// CanonicalUUID returns s in lowercase when it is a UUID in the hyphenated
-// 8-4-4-4-12 form (any case), and false otherwise. Path parameters that name
-// records by UUID go through it, so any case names the same record.
-func CanonicalUUID(s string) (string, bool) {
-	if len(s) != 36 {
-		return "", false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return "", false
-			}
-			continue
-		}
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return "", false
-		}
-	}
-	return strings.ToLower(s), true
-}

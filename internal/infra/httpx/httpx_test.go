@@ -210,26 +210,6 @@ func TestDecodeJSON(t *testing.T) {
 	})
 }
 
-func TestFieldOf(t *testing.T) {
-	for _, c := range []struct{ ptr, field, where string }{
-		{"", "body", ""},
-		{"/title", "title", ""},
-		{"/trigger/pattern", "trigger.pattern", ""},
-		{"/usedBy/2", "usedBy", "item 2"},
-		{"/trigger/values/10", "trigger.values", "item 10"},
-		{"/a~1b~0c", "a/b~c", ""},
-		{"/0", "0", ""},
-		{"/", `""`, ""},
-	} {
-		t.Run(c.ptr, func(t *testing.T) {
-			field, where := fieldOf(c.ptr)
-			if field != c.field || where != c.where {
-				t.Errorf("fieldOf(%q) = %q, %q; want %q, %q", c.ptr, field, where, c.field, c.where)
-			}
-		})
-	}
-}
-
 func TestCredential(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -281,24 +261,6 @@ func TestWriteJSONAndProblem(t *testing.T) {
 	WriteProblem(w, spec.Problem{Status: 400, Extensions: map[string]any{"f": func() {}}})
 	if w.Code != 500 {
 		t.Fatalf("an unencodable problem answered %d", w.Code)
-	}
-}
-
-func TestCanonicalUUID(t *testing.T) {
-	for in, want := range map[string]string{
-		"0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B":  "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b":  "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
-		"0190a1b2c3d47e5f8a9b0c1d2e3f4a5b":      "",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5g":  "",
-		"0190a1b2-c3d4-7e5f-8a9b_0c1d2e3f4a5b":  "",
-		"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5bc": "",
-	} {
-		t.Run(in, func(t *testing.T) {
-			got, ok := CanonicalUUID(in)
-			if got != want || ok != (want != "") {
-				t.Fatalf("got %q, %v; want %q", got, ok, want)
-			}
-		})
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package sqldb is the storage base shared by every store of the kit
-// (provider/sqlsource, consumer/sqlstore, orgapi, reviewapi). It opens a
+// (provider/sqlsource, consumer/sqlstore, org, reviewapi). It opens a
 // database from a URL (or takes a pool opened elsewhere, see [Wrap]),
 // applies each component's embedded SQL migrations,
 // runs transactions and translates driver errors, on two dialects:

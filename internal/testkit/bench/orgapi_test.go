@@ -112,7 +112,7 @@ func BenchmarkInstructionList(b *testing.B) {
 		if i < 100*len(f.agents) {
 			usedBy = []string{f.agents[i%len(f.agents)].ID}
 		}
-		if _, err := f.store.CreateInstruction(ctx, f.org.ID, benchInstruction(i, usedBy), admin); err != nil {
+		if _, err := f.store.CreateInstruction(ctx, f.org.ID, org.InstructionCreate(benchInstruction(i, usedBy)), admin); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ func newReviewFixture(b *testing.B) *reviewFixture {
 		if c.Trigger.Type == spec.TriggerSemantic {
 			c.Trigger = spec.StringMatchTrigger([]string{fmt.Sprintf("codeword%d", i)}, false)
 		}
-		if _, err := orgs.CreateInstruction(ctx, o.ID, c, admin); err != nil {
+		if _, err := orgs.CreateInstruction(ctx, o.ID, org.InstructionCreate(c), admin); err != nil {
 			b.Fatal(err)
 		}
 	}
