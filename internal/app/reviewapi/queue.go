@@ -329,15 +329,45 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 	if len(ids) == 0 {
 		return items, nil
 	}
-	pg := s.db.Dialect == sqldb.Postgres
-	idArgs := func(lead ...any) []any {
-		out := append([]any{}, lead...)
-		for _, id := range ids {
-			out = append(out, id)
-		}
-		return out
+	if err := s.queueHeads(ctx, items, orgID, ids); err != nil || len(items) == 0 {
+		return items, err
 	}
-	// The tasks.
+	// Ids of another organisation are left out from here on.
+	ids = ids[:0]
+	for id := range items {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if messages > 0 {
+		if err := s.queueExcerpts(ctx, items, ids, chars, messages); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.queueReasons(ctx, items, ids); err != nil {
+		return nil, err
+	}
+	if semantic > 0 {
+		if err := s.queueSemantic(ctx, items, ids, semantic); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// idArgs returns lead followed by ids, the arguments of a query whose
+// list of ids follows its leading parameters.
+func idArgs(ids []string, lead ...any) []any {
+	out := append(make([]any, 0, len(lead)+len(ids)), lead...)
+	for _, id := range ids {
+		out = append(out, id)
+	}
+	return out
+}
+
+// queueHeads reads into items the tasks of organisation orgID named by ids:
+// their state, user, decision and the sizes of their request and proposal.
+func (s *Service) queueHeads(ctx context.Context, items map[string]*QueueItem, orgID string, ids []string) error {
+	pg := s.db.Dialect == sqldb.Postgres
 	head := `SELECT id, status, created_at, COALESCE(review_deadline, 0),
 		substr(COALESCE(json_extract(body, '$.user.email'), json_extract(body, '$.user.id'), ''), 1, 200),
 		COALESCE(json_extract(body, '$.decision.reason'), ''),
@@ -356,7 +386,7 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		CASE WHEN jsonb_typeof(b #> '{redactedRequest,messages}') = 'array' THEN jsonb_array_length(b #> '{redactedRequest,messages}') ELSE 0 END
 		FROM reviewapi_tasks CROSS JOIN LATERAL (SELECT body::jsonb AS b OFFSET 0) j WHERE org_id = $1 AND id IN (` + inList(2, len(ids)) + `)`
 	}
-	err := s.scanRows(ctx, head, idArgs(orgID), func(rows *sql.Rows) error {
+	return s.scanRows(ctx, head, idArgs(ids, orgID), func(rows *sql.Rows) error {
 		var it QueueItem
 		var created, deadline int64
 		if err := rows.Scan(&it.ID, &it.Status, &created, &deadline, &it.User, &it.DecisionReason, &it.DecisionComment,
@@ -370,64 +400,63 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		items[it.ID] = &it
 		return nil
 	})
-	if err != nil || len(items) == 0 {
-		return items, err
-	}
-	// Ids of another organisation are left out from here on.
-	ids = ids[:0]
-	for id := range items {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+}
 
-	// The first messages of the request and of its redacted copy.
-	if messages > 0 {
-		q := `SELECT t.id, 0, CAST(m.key AS INTEGER), substr(COALESCE(json_extract(m.value, '$.role'), ''), 1, 100),
-			substr(COALESCE(json_extract(m.value, '$.content'), ''), 1, $1), length(COALESCE(json_extract(m.value, '$.content'), ''))
-			FROM reviewapi_tasks t, json_each(t.body, '$.request.messages') m WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.key < $2
-			UNION ALL
-			SELECT t.id, 1, CAST(m.key AS INTEGER), substr(COALESCE(json_extract(m.value, '$.role'), ''), 1, 100),
-			substr(COALESCE(json_extract(m.value, '$.content'), ''), 1, $1), length(COALESCE(json_extract(m.value, '$.content'), ''))
-			FROM reviewapi_tasks t, json_each(t.body, '$.redactedRequest.messages') m WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.key < $2
-			ORDER BY 1, 2, 3`
-		if pg {
-			q = `SELECT t.id, c.copy, (m.i - 1)::int, left(COALESCE(m.v ->> 'role', ''), 100),
-			left(COALESCE(m.v ->> 'content', ''), $1), length(COALESCE(m.v ->> 'content', ''))
-			FROM reviewapi_tasks t CROSS JOIN LATERAL (SELECT t.body::jsonb AS b OFFSET 0) j
-			CROSS JOIN LATERAL (VALUES (0, j.b #> '{request,messages}'), (1, j.b #> '{redactedRequest,messages}')) AS c(copy, msgs)
-			CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.msgs) = 'array' THEN c.msgs ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
-			WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.i <= $2
-			ORDER BY 1, 2, 3`
+// queueExcerpts reads into items the first messages of each task's
+// request and of its redacted copy, at most chars characters of each, with
+// the spans of the matches in the request's.
+func (s *Service) queueExcerpts(ctx context.Context, items map[string]*QueueItem, ids []string, chars, messages int) error {
+	pg := s.db.Dialect == sqldb.Postgres
+	q := `SELECT t.id, 0, CAST(m.key AS INTEGER), substr(COALESCE(json_extract(m.value, '$.role'), ''), 1, 100),
+		substr(COALESCE(json_extract(m.value, '$.content'), ''), 1, $1), length(COALESCE(json_extract(m.value, '$.content'), ''))
+		FROM reviewapi_tasks t, json_each(t.body, '$.request.messages') m WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.key < $2
+		UNION ALL
+		SELECT t.id, 1, CAST(m.key AS INTEGER), substr(COALESCE(json_extract(m.value, '$.role'), ''), 1, 100),
+		substr(COALESCE(json_extract(m.value, '$.content'), ''), 1, $1), length(COALESCE(json_extract(m.value, '$.content'), ''))
+		FROM reviewapi_tasks t, json_each(t.body, '$.redactedRequest.messages') m WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.key < $2
+		ORDER BY 1, 2, 3`
+	if pg {
+		q = `SELECT t.id, c.copy, (m.i - 1)::int, left(COALESCE(m.v ->> 'role', ''), 100),
+		left(COALESCE(m.v ->> 'content', ''), $1), length(COALESCE(m.v ->> 'content', ''))
+		FROM reviewapi_tasks t CROSS JOIN LATERAL (SELECT t.body::jsonb AS b OFFSET 0) j
+		CROSS JOIN LATERAL (VALUES (0, j.b #> '{request,messages}'), (1, j.b #> '{redactedRequest,messages}')) AS c(copy, msgs)
+		CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.msgs) = 'array' THEN c.msgs ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
+		WHERE t.id IN (` + inList(3, len(ids)) + `) AND m.i <= $2
+		ORDER BY 1, 2, 3`
+	}
+	err := s.scanRows(ctx, q, idArgs(ids, chars, messages), func(rows *sql.Rows) error {
+		var id string
+		var copyOf int
+		var e Excerpt
+		if err := rows.Scan(&id, &copyOf, &e.Index, &e.Role, &e.Text, &e.Chars); err != nil {
+			return err
 		}
-		err = s.scanRows(ctx, q, idArgs(chars, messages), func(rows *sql.Rows) error {
-			var id string
-			var copyOf int
-			var e Excerpt
-			if err := rows.Scan(&id, &copyOf, &e.Index, &e.Role, &e.Text, &e.Chars); err != nil {
-				return err
-			}
-			if copyOf == 1 {
-				items[id].Proposal = append(items[id].Proposal, e)
-			} else {
-				items[id].Messages = append(items[id].Messages, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if copyOf == 1 {
+			items[id].Proposal = append(items[id].Proposal, e)
+		} else {
+			items[id].Messages = append(items[id].Messages, e)
 		}
-		spans, err := s.matchSpans(ctx, ids, 0, messages-1, chars, MaxExcerptSpans)
-		if err != nil {
-			return nil, err
-		}
-		for id, it := range items {
-			for i := range it.Messages {
-				it.Messages[i].Spans = clipSpans(spans[id][it.Messages[i].Index], 0, utf8Len(it.Messages[i].Text))
-			}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	spans, err := s.matchSpans(ctx, ids, 0, messages-1, chars, MaxExcerptSpans)
+	if err != nil {
+		return err
+	}
+	for id, it := range items {
+		for i := range it.Messages {
+			it.Messages[i].Spans = clipSpans(spans[id][it.Messages[i].Index], 0, utf8Len(it.Messages[i].Text))
 		}
 	}
+	return nil
+}
 
-	// The reasons, without their matches.
+// queueReasons reads into items each task's reasons, without their
+// matches.
+func (s *Service) queueReasons(ctx context.Context, items map[string]*QueueItem, ids []string) error {
+	pg := s.db.Dialect == sqldb.Postgres
 	q := `SELECT t.id, CAST(r.key AS INTEGER), COALESCE(json_extract(r.value, '$.instructionId'), ''),
 		substr(COALESCE(json_extract(r.value, '$.title'), ''), 1, 300), COALESCE(json_extract(r.value, '$.action'), ''),
 		COALESCE(json_extract(r.value, '$.criticality'), ''), COALESCE(json_array_length(r.value, '$.matches'), 0)
@@ -439,7 +468,7 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		FROM reviewapi_tasks t CROSS JOIN LATERAL jsonb_array_elements(t.body::jsonb -> 'reasons') WITH ORDINALITY AS r(v, i)
 		WHERE t.id IN (` + inList(1, len(ids)) + `) ORDER BY 1, 2`
 	}
-	err = s.scanRows(ctx, q, idArgs(), func(rows *sql.Rows) error {
+	return s.scanRows(ctx, q, idArgs(ids), func(rows *sql.Rows) error {
 		var id string
 		var idx int
 		var r QueueReason
@@ -449,45 +478,40 @@ func (s *Service) queueItems(ctx context.Context, orgID string, ids []string, ch
 		items[id].Reasons = append(items[id].Reasons, r)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
-	// The first sentences of each Semantic reason.
-	if semantic > 0 {
+// queueSemantic reads into items the first semantic sentences of each
+// Semantic reason, at most semantic of each.
+func (s *Service) queueSemantic(ctx context.Context, items map[string]*QueueItem, ids []string, semantic int) error {
+	pg := s.db.Dialect == sqldb.Postgres
+	q := `SELECT id, rk, tx, sim FROM (
+		SELECT t.id AS id, CAST(r.key AS INTEGER) AS rk, substr(json_extract(m.value, '$.text'), 1, $1) AS tx, COALESCE(json_extract(m.value, '$.similarity'), 0) AS sim,
+			ROW_NUMBER() OVER (PARTITION BY t.id, r.key ORDER BY m.key) AS n
+		FROM reviewapi_tasks t, json_each(t.body, '$.reasons') r, json_each(r.value, '$.matches') m
+		WHERE t.id IN (` + inList(3, len(ids)) + `) AND COALESCE(json_extract(m.value, '$.text'), '') <> ''
+	) WHERE n <= $2 ORDER BY id, rk, n`
+	if pg {
 		q = `SELECT id, rk, tx, sim FROM (
-			SELECT t.id AS id, CAST(r.key AS INTEGER) AS rk, substr(json_extract(m.value, '$.text'), 1, $1) AS tx, COALESCE(json_extract(m.value, '$.similarity'), 0) AS sim,
-				ROW_NUMBER() OVER (PARTITION BY t.id, r.key ORDER BY m.key) AS n
-			FROM reviewapi_tasks t, json_each(t.body, '$.reasons') r, json_each(r.value, '$.matches') m
-			WHERE t.id IN (` + inList(3, len(ids)) + `) AND COALESCE(json_extract(m.value, '$.text'), '') <> ''
-		) WHERE n <= $2 ORDER BY id, rk, n`
-		if pg {
-			q = `SELECT id, rk, tx, sim FROM (
-			SELECT t.id AS id, (r.i - 1)::int AS rk, left(m.v ->> 'text', $1) AS tx,
-				COALESCE((m.v ->> 'similarity')::float8, 0) AS sim,
-				ROW_NUMBER() OVER (PARTITION BY t.id, r.i ORDER BY m.i) AS n
-			FROM reviewapi_tasks t CROSS JOIN LATERAL jsonb_array_elements(t.body::jsonb -> 'reasons') WITH ORDINALITY AS r(v, i)
-			CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(r.v -> 'matches') = 'array' THEN r.v -> 'matches' ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
-			WHERE t.id IN (` + inList(3, len(ids)) + `) AND COALESCE(m.v ->> 'text', '') <> ''
-			) x WHERE n <= $2 ORDER BY id, rk, n`
-		}
-		err = s.scanRows(ctx, q, idArgs(MaxSemanticChars, semantic), func(rows *sql.Rows) error {
-			var id string
-			var rk int
-			var m spec.MatchSpan
-			if err := rows.Scan(&id, &rk, &m.Text, &m.Similarity); err != nil {
-				return err
-			}
-			if rs := items[id].Reasons; rk < len(rs) {
-				rs[rk].Semantic = append(rs[rk].Semantic, m)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		SELECT t.id AS id, (r.i - 1)::int AS rk, left(m.v ->> 'text', $1) AS tx,
+			COALESCE((m.v ->> 'similarity')::float8, 0) AS sim,
+			ROW_NUMBER() OVER (PARTITION BY t.id, r.i ORDER BY m.i) AS n
+		FROM reviewapi_tasks t CROSS JOIN LATERAL jsonb_array_elements(t.body::jsonb -> 'reasons') WITH ORDINALITY AS r(v, i)
+		CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(r.v -> 'matches') = 'array' THEN r.v -> 'matches' ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
+		WHERE t.id IN (` + inList(3, len(ids)) + `) AND COALESCE(m.v ->> 'text', '') <> ''
+		) x WHERE n <= $2 ORDER BY id, rk, n`
 	}
-	return items, nil
+	return s.scanRows(ctx, q, idArgs(ids, MaxSemanticChars, semantic), func(rows *sql.Rows) error {
+		var id string
+		var rk int
+		var m spec.MatchSpan
+		if err := rows.Scan(&id, &rk, &m.Text, &m.Similarity); err != nil {
+			return err
+		}
+		if rs := items[id].Reasons; rk < len(rs) {
+			rs[rk].Semantic = append(rs[rk].Semantic, m)
+		}
+		return nil
+	})
 }
 
 // matchSpans reads the spans of the tasks' matches in messages first to
