@@ -60,6 +60,13 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 		Review:    reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
 	svc, src := full.Review(), full.Sources()
+	// The scheduler's first run, at start, has looked for sources due while
+	// there were none: the sources a test adds wait for its own syncs.
+	require.Eventually(t, func() bool {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE kind = 'aiusage_source_schedule' AND state = 'completed'`).Scan(&n)
+		return err == nil && n > 0
+	}, 30*time.Second, 20*time.Millisecond)
 
 	e := &env{t: t, url: srv.URL, orgs: orgs, people: ppl, review: svc}
 	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
