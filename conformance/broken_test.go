@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/conformance"
+	"github.com/aiusage/kit/internal/testkit/race"
 )
 
 // These tests prove that the suite works: the reference provider of
@@ -227,7 +228,7 @@ func TestBrokenProviders(t *testing.T) {
 		// detector learns nothing more from the sixtieth than from the
 		// fifth, and it makes each about five times slower. With -race a
 		// quarter of the cases run; make test runs every one.
-		if raceEnabled && i%4 != 0 {
+		if race.Enabled && i%4 != 0 {
 			continue
 		}
 		t.Run(string(tc.defect), func(t *testing.T) {

@@ -102,6 +102,7 @@ var rules = map[string][]string{
 	"internal/testkit/faultproxy":  {},
 	"internal/testkit/webhooktest": {},
 	"internal/testkit/bench":       {},
+	"internal/testkit/race":        {},
 	"internal/testkit/embedtest":   {},
 	"internal/testkit/pagemem":     {"spec", "provider", "mcp"}, // the memory of one list request, for the page-size tests
 	"internal/testkit/servicetest": {"internal/app/server"},     // the whole service, for its features' tests

@@ -17,6 +17,7 @@ import (
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/internal/testkit/race"
 	"github.com/aiusage/kit/internal/testkit/webhooktest"
 	"github.com/aiusage/kit/spec"
 )
@@ -45,7 +46,7 @@ func chromium(t *testing.T) string {
 // returns a context for chromedp actions in one tab.
 func newBrowser(t *testing.T, width, height int) context.Context {
 	t.Helper()
-	if raceEnabled {
+	if race.Enabled {
 		// The browser drives the same handlers the HTTP tests drive under
 		// the race detector; instrumenting the server for the browser's
 		// slower walk adds minutes and finds nothing more.
