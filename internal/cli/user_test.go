@@ -58,7 +58,7 @@ func peopleOn(t *testing.T, dbURL string) *people.Store {
 	t.Cleanup(func() { _ = db.Close() })
 	orgs, err := org.NewStore(t.Context(), db)
 	require.NoError(t, err)
-	p, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs})
+	p, err := people.New(t.Context(), people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs})
 	require.NoError(t, err)
 	return p
 }

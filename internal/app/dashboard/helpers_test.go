@@ -61,7 +61,7 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 	// A day-long window of failed sign-ins (windows are fixed, aligned to
 	// UTC): the throttle tests' attempts, seconds apart under the race
 	// detector, once fell on both sides of a 15-minute boundary.
-	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
+	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
 	require.NoError(t, err)
 	// The test's requests come from loopback, trusted as a proxy (as
 	// --trusted-proxy 127.0.0.0/8 would): a test names a client's address

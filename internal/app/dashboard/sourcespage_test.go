@@ -48,7 +48,7 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
-	ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
+	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs})
 	require.NoError(t, err)
 	// The scheduler waits an hour: a test syncs when it means to.
 	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/", ScheduleInterval: time.Hour}

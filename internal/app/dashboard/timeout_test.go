@@ -53,7 +53,7 @@ func TestPageOutOfTime(t *testing.T) {
 		ctx := t.Context()
 		orgs, err := org.NewStore(ctx, db)
 		require.NoError(t, err)
-		ppl, err := people.New(ctx, people.Config{DB: db, Orgs: orgs})
+		ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs})
 		require.NoError(t, err)
 		var logs lockedBuffer
 		full := servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,

@@ -87,7 +87,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 	if !ok {
 		return User{}, invalid("currentPassword", "is wrong")
 	}
-	hash, err := hashPassword(ctx, next, params)
+	hash, err := hashPassword(ctx, next, s.cfg.HashCost.params())
 	if err != nil {
 		return User{}, err
 	}
@@ -143,7 +143,7 @@ func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password strin
 	}
 	// Hashed outside the transaction, which would otherwise hold SQLite's
 	// write lock for the time of the hash.
-	hash, err := hashPassword(ctx, password, params)
+	hash, err := hashPassword(ctx, password, s.cfg.HashCost.params())
 	if err != nil {
 		return User{}, err
 	}

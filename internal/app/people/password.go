@@ -29,9 +29,37 @@ type hashParams struct {
 // server).
 var strongParams = hashParams{memory: 64 * 1024, time: 3, threads: 2, saltLen: 16, keyLen: 32}
 
-// params are the parameters new hashes are made with. Only the package's
-// tests change them, to cheap ones.
+// testParams cost well under a millisecond a hash: 64 KiB, 1 pass, 1
+// lane. Full strength costs about 100 ms on one core, and several seconds
+// under the race detector.
+var testParams = hashParams{memory: 64, time: 1, threads: 1, saltLen: 16, keyLen: 32}
+
+// params are the parameters HashStrong makes hashes with. Only the
+// package's tests change them, to testParams.
 var params = strongParams
+
+// HashCost is the cost of the argon2id password hashes a [Store] makes. A
+// stored hash names its own parameters, so hashes of either cost are
+// verified alike.
+type HashCost int
+
+const (
+	// HashStrong makes hashes of 64 MiB, 3 passes and 2 lanes: the
+	// default, and the only cost for real passwords.
+	HashStrong HashCost = iota
+	// HashTest makes hashes of 64 KiB and 1 pass, which anyone can brute
+	// force: for the tests of the packages that sign people in, which
+	// make hundreds of hashes.
+	HashTest
+)
+
+// params returns the parameters of new hashes of cost c.
+func (c HashCost) params() hashParams {
+	if c == HashTest {
+		return testParams
+	}
+	return params
+}
 
 // Bounds of the parameters read back from a stored hash, so that a
 // corrupted or planted one cannot make a sign-in take all the memory or
@@ -158,10 +186,17 @@ func verifyPassword(ctx context.Context, password, stored string) (bool, error) 
 	return subtle.ConstantTimeCompare(key, h.key) == 1, nil
 }
 
-// dummyHash is the hash a sign-in with an unknown email is checked against,
-// so that it takes as long as one with a wrong password. It is made on first
-// use, with the parameters of new hashes.
-var dummyHash = sync.OnceValue(func() string {
-	s, _ := hashPassword(context.Background(), "not the password of anyone", params) // no context to end
-	return s
-})
+// dummyHashes are the hashes, by cost, a sign-in with an unknown email is
+// checked against, so that it takes as long as one with a wrong password.
+// Each is made on first use.
+var dummyHashes = [...]func() string{HashStrong: dummyHashOf(HashStrong), HashTest: dummyHashOf(HashTest)}
+
+func dummyHashOf(c HashCost) func() string {
+	return sync.OnceValue(func() string {
+		s, _ := hashPassword(context.Background(), "not the password of anyone", c.params()) // no context to end
+		return s
+	})
+}
+
+// dummyHash returns the dummy hash of cost c.
+func dummyHash(c HashCost) string { return dummyHashes[c]() }

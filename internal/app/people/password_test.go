@@ -8,12 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cheapParams make the tests' hashes cost well under a millisecond; full
-// strength costs about 100 ms a hash, on one of the two cores. The tests of
-// the format use strongParams explicitly.
-var cheapParams = hashParams{memory: 64, time: 1, threads: 1, saltLen: 16, keyLen: 32}
-
-func init() { params = cheapParams }
+// The package's tests make cheap hashes whatever their Config says; the
+// tests of the format use strongParams explicitly.
+func init() { params = testParams }
 
 func TestHashPasswordFormatRoundTrip(t *testing.T) {
 	t.Parallel()

@@ -161,7 +161,7 @@ func (s *Store) SignIn(ctx context.Context, email, password string, c Client) (S
 		return Session{}, User{}, err
 	}
 	if !found {
-		hash = dummyHash()
+		hash = dummyHash(s.cfg.HashCost)
 	}
 	ok := false
 	if len(password) <= MaxPasswordBytes { // longer, it is nobody's password

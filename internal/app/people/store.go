@@ -90,6 +90,9 @@ type Config struct {
 	// OneTimePasswordTTL is how long a one-time password (an invitation or
 	// a reset) may be signed in with. Default 72 h.
 	OneTimePasswordTTL time.Duration
+	// HashCost is the cost of the password hashes the store makes.
+	// Default HashStrong; HashTest is for tests alone.
+	HashCost HashCost
 }
 
 // Store keeps the people of organisations, their sessions and the throttle
@@ -108,6 +111,8 @@ func New(ctx context.Context, c Config) (*Store, error) {
 		return nil, errors.New("people: Config.DB is required")
 	case c.Orgs == nil:
 		return nil, errors.New("people: Config.Orgs is required")
+	case c.HashCost != HashStrong && c.HashCost != HashTest:
+		return nil, fmt.Errorf("people: Config.HashCost %d is neither HashStrong nor HashTest", c.HashCost)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

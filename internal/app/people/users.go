@@ -143,7 +143,7 @@ func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor org.Actor) (
 	}
 	// Hashed outside the transaction, which would otherwise hold SQLite's
 	// write lock for the time of the hash.
-	hash, err := hashPassword(ctx, c.Password, params)
+	hash, err := hashPassword(ctx, c.Password, s.cfg.HashCost.params())
 	if err != nil {
 		return User{}, err
 	}

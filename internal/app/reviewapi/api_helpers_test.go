@@ -64,7 +64,7 @@ func startHarness(t *testing.T, db *sqldb.DB, mutate func(*reviewapi.Config)) *h
 	clk := &clock{now: apiEpoch}
 	orgs, err := org.NewStore(t.Context(), db, org.WithNow(clk.Now))
 	require.NoError(t, err)
-	ppl, err := people.New(t.Context(), people.Config{DB: db, Orgs: orgs, Now: clk.Now})
+	ppl, err := people.New(t.Context(), people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, Now: clk.Now})
 	require.NoError(t, err)
 	h := &harness{t: t, db: db, orgs: orgs, people: ppl, clock: clk}
 	h.cfg = reviewapi.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl, AllowPrivateWebhooks: true, Now: clk.Now,

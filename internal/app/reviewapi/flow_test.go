@@ -148,7 +148,7 @@ func TestReviewFlow(t *testing.T) {
 		timesOut := f.submit("Project Falcon again")
 		require.Equal(t, spec.StatusRequiresIntervention, timesOut.Status)
 
-		ppl, err := people.New(t.Context(), people.Config{DB: f.db, Orgs: f.orgs})
+		ppl, err := people.New(t.Context(), people.Config{HashCost: people.HashTest, DB: f.db, Orgs: f.orgs})
 		require.NoError(t, err)
 		alice, err := ppl.CreateUser(t.Context(), people.UserCreate{OrganisationID: f.org.ID, Email: "alice@acme.test",
 			Role: people.RoleReviewer, Password: "correct horse battery staple"}, admin)
