@@ -56,7 +56,7 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 		o(&cfg)
 	}
 	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
-		PollInterval: 20 * time.Millisecond, Sources: cfg,
+		PollInterval: 100 * time.Millisecond, Sources: cfg,
 		Review:    reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
 	svc, src := full.Review(), full.Sources()
