@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -24,53 +25,26 @@ const (
 	MaxDailyRange     = 366 * 24 * time.Hour
 )
 
-// params reads the known query parameters of a request. Unknown parameters
-// are ignored; a known one given twice, or empty, is an error naming it.
-type params struct{ v url.Values }
-
-func (p params) get(name string) (string, bool, error) {
-	vs, ok := p.v[name]
-	if !ok {
-		return "", false, nil
-	}
-	if len(vs) > 1 {
-		return "", false, Invalid(name, "is given %d times; give it once", len(vs))
-	}
-	if vs[0] == "" {
-		return "", false, Invalid(name, "is empty; give a value or leave the parameter out")
-	}
-	return vs[0], true, nil
-}
-
-func (p params) limit() (int, error) {
-	s, ok, err := p.get("limit")
-	if err != nil || !ok {
-		return DefaultLimit, err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > MaxLimit {
-		return 0, Invalid("limit", "must be an integer from 1 to %d, got %q", MaxLimit, truncate(s))
-	}
-	return n, nil
-}
-
-func (p params) time(name string) (time.Time, error) {
-	s, ok, err := p.get(name)
-	if err != nil || !ok {
-		return time.Time{}, err
-	}
-	t, err := spec.ParseTime(s)
-	if err != nil {
-		hint := ""
-		if strings.Contains(s, " ") {
-			hint = ` (a "+" in a query string means a space: send an offset's + as %2B)`
+// queryStyle is how every endpoint reads its query parameters: unknown
+// ones are ignored; a known one given twice, or empty, is an error naming
+// it; a client's value is quoted cut short ([truncate]), and a choice of
+// two is worded "must be hour or day". A value that is not UTF-8 reaches
+// the checks, which quote it.
+var queryStyle = httpx.QueryStyle{
+	Invalid:          func(param, message string) error { return Invalid(param, "%s", message) },
+	RejectEmpty:      true,
+	AllowInvalidUTF8: true,
+	Quote:            func(v string) string { return strconv.Quote(truncate(v)) },
+	BadEnum: func(allowed []string, v string) string {
+		if len(allowed) == 2 {
+			return fmt.Sprintf("must be %s or %s, got %q", allowed[0], allowed[1], truncate(v))
 		}
-		return time.Time{}, Invalid(name, "must be an RFC 3339 timestamp such as 2026-01-02T03:04:05Z, got %q%s", truncate(s), hint)
-	}
-	return t, nil
+		return fmt.Sprintf("must be one of %s, got %q", strings.Join(allowed, ", "), truncate(v))
+	},
 }
 
-func (p params) cursor() (string, bool, error) { return p.get("cursor") }
+// readQuery returns the reader of a request's parameters v.
+func readQuery(v url.Values) *httpx.QueryReader { return httpx.NewQueryReader(v, queryStyle) }
 
 // conversationParams are the parameters of GET /conversations.
 type conversationParams struct {
@@ -79,21 +53,16 @@ type conversationParams struct {
 	cursor                     string
 }
 
-func parseConversationParams(v url.Values) (q conversationParams, err error) {
-	p := params{v}
-	if q.updatedSince, err = p.time("updatedSince"); err != nil {
-		return q, err
-	}
+func parseConversationParams(v url.Values) (conversationParams, error) {
+	q := conversationParams{limit: DefaultLimit}
+	r := readQuery(v)
+	r.Time("updatedSince", &q.updatedSince)
 	q.updatedSince = ceil(q.updatedSince, time.Millisecond)
-	if q.startedAfter, err = p.time("startedAfter"); err != nil {
-		return q, err
-	}
+	r.Time("startedAfter", &q.startedAfter)
 	q.startedAfter = floor(q.startedAfter, time.Millisecond)
-	if q.limit, err = p.limit(); err != nil {
-		return q, err
-	}
-	q.cursor, _, err = p.cursor()
-	return q, err
+	r.Int("limit", &q.limit, 1, MaxLimit)
+	q.cursor, _ = r.String("cursor")
+	return q, r.Err()
 }
 
 func (q conversationParams) digest() [12]byte {
@@ -107,17 +76,14 @@ type assistantParams struct {
 	cursor       string
 }
 
-func parseAssistantParams(v url.Values) (q assistantParams, err error) {
-	p := params{v}
-	if q.updatedSince, err = p.time("updatedSince"); err != nil {
-		return q, err
-	}
+func parseAssistantParams(v url.Values) (assistantParams, error) {
+	q := assistantParams{limit: DefaultLimit}
+	r := readQuery(v)
+	r.Time("updatedSince", &q.updatedSince)
 	q.updatedSince = ceil(q.updatedSince, time.Millisecond)
-	if q.limit, err = p.limit(); err != nil {
-		return q, err
-	}
-	q.cursor, _, err = p.cursor()
-	return q, err
+	r.Int("limit", &q.limit, 1, MaxLimit)
+	q.cursor, _ = r.String("cursor")
+	return q, r.Err()
 }
 
 func (q assistantParams) digest() [12]byte {
@@ -132,25 +98,15 @@ type eventParams struct {
 	cursor        string
 }
 
-func parseEventParams(v url.Values) (q eventParams, err error) {
-	p := params{v}
-	if q.occurredAfter, err = p.time("occurredAfter"); err != nil {
-		return q, err
-	}
+func parseEventParams(v url.Values) (eventParams, error) {
+	q := eventParams{limit: DefaultLimit}
+	r := readQuery(v)
+	r.Time("occurredAfter", &q.occurredAfter)
 	q.occurredAfter = floor(q.occurredAfter, time.Millisecond)
-	c, ok, err := p.get("category")
-	if err != nil {
-		return q, err
-	}
-	if ok && !slices.Contains(spec.EventCategories, c) {
-		return q, Invalid("category", "must be one of %s, got %q", strings.Join(spec.EventCategories, ", "), truncate(c))
-	}
-	q.category = c
-	if q.limit, err = p.limit(); err != nil {
-		return q, err
-	}
-	q.cursor, _, err = p.cursor()
-	return q, err
+	r.Enum("category", &q.category, spec.EventCategories...)
+	r.Int("limit", &q.limit, 1, MaxLimit)
+	q.cursor, _ = r.String("cursor")
+	return q, r.Err()
 }
 
 func (q eventParams) digest() [12]byte {
@@ -169,41 +125,16 @@ type usageParams struct {
 	cursor           string
 }
 
-func parseUsageParams(v url.Values, now time.Time) (q usageParams, err error) {
-	p := params{v}
-	q.granularity = spec.GranularityDay
-	if g, ok, err := p.get("granularity"); err != nil {
-		return q, err
-	} else if ok {
-		if g != spec.GranularityHour && g != spec.GranularityDay {
-			return q, Invalid("granularity", "must be hour or day, got %q", truncate(g))
-		}
-		q.granularity = g
+func parseUsageParams(v url.Values, now time.Time) (usageParams, error) {
+	q := usageParams{granularity: spec.GranularityDay, limit: DefaultLimit}
+	r := readQuery(v)
+	r.Enum("granularity", &q.granularity, spec.GranularityHour, spec.GranularityDay)
+	if g, ok := r.String("groupBy"); ok {
+		q.groupBy = parseGroupBy(r, g)
 	}
-	if g, ok, err := p.get("groupBy"); err != nil {
-		return q, err
-	} else if ok {
-		seen := map[string]bool{}
-		for _, d := range strings.Split(g, ",") {
-			d = strings.TrimSpace(d)
-			if !slices.Contains(spec.Dimensions, d) {
-				return q, Invalid("groupBy", "must be a comma-separated subset of %s, got %q", strings.Join(spec.Dimensions, ","), truncate(d))
-			}
-			if seen[d] {
-				return q, Invalid("groupBy", "names %s twice", d)
-			}
-			seen[d] = true
-		}
-		for _, d := range spec.Dimensions { // canonical order
-			if seen[d] {
-				q.groupBy = append(q.groupBy, d)
-			}
-		}
-	}
-	if q.start, err = p.time("startAt"); err != nil {
-		return q, err
-	}
-	if q.end, err = p.time("endAt"); err != nil {
+	r.Time("startAt", &q.start)
+	r.Time("endAt", &q.end)
+	if err := r.Err(); err != nil {
 		return q, err
 	}
 	q.startSet, q.endSet = !q.start.IsZero(), !q.end.IsZero()
@@ -229,11 +160,35 @@ func parseUsageParams(v url.Values, now time.Time) (q usageParams, err error) {
 		return q, Invalid("endAt", "the range from startAt to endAt is %.4g days; at most %d days for granularity %s",
 			q.end.Sub(q.start).Hours()/24, int(max.Hours()/24), q.granularity)
 	}
-	if q.limit, err = p.limit(); err != nil {
-		return q, err
+	r.Int("limit", &q.limit, 1, MaxLimit)
+	q.cursor, _ = r.String("cursor")
+	return q, r.Err()
+}
+
+// parseGroupBy reads g, the value of groupBy: dimensions separated by
+// commas, each at most once. It returns them in the canonical order of
+// [spec.Dimensions], or records the error in r.
+func parseGroupBy(r *httpx.QueryReader, g string) []string {
+	seen := map[string]bool{}
+	for _, d := range strings.Split(g, ",") {
+		d = strings.TrimSpace(d)
+		if !slices.Contains(spec.Dimensions, d) {
+			r.Fail("groupBy", "must be a comma-separated subset of %s, got %q", strings.Join(spec.Dimensions, ","), truncate(d))
+			return nil
+		}
+		if seen[d] {
+			r.Fail("groupBy", "names %s twice", d)
+			return nil
+		}
+		seen[d] = true
 	}
-	q.cursor, _, err = p.cursor()
-	return q, err
+	var out []string
+	for _, d := range spec.Dimensions { // canonical order
+		if seen[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (q usageParams) digest() [12]byte {

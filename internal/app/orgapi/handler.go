@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -336,89 +336,43 @@ func (h *Handler) listInstructions(w http.ResponseWriter, r *http.Request) error
 	}{list.TotalCount, list.Page, list.PageSize})
 }
 
+// instructionQueryStyle is how the instruction list words a bad parameter:
+// a message about the field it names, under the detail [detailQuery].
+var instructionQueryStyle = httpx.QueryStyle{
+	Invalid: func(param, message string) error {
+		return httpx.FieldError(spec.ErrInvalid, detailQuery, param, "%s", message)
+	},
+	BadInt: func(lo, hi int, v string) string {
+		if hi == math.MaxInt {
+			return fmt.Sprintf("must be an integer of at least %d, got %q", lo, v)
+		}
+		return fmt.Sprintf("must be between %d and %d, got %q", lo, hi, v)
+	},
+}
+
 // ParseInstructionQuery parses the query string of the instruction list. A
 // parameter given twice, or a known parameter with a bad value, is an
 // [*spec.Error] of kind spec.ErrInvalid naming it; unknown parameters are ignored.
 func ParseInstructionQuery(rawQuery string) (org.InstructionQuery, error) {
 	q := org.InstructionQuery{Page: 1, PageSize: org.DefaultPageSize}
-	bad := func(field, format string, a ...any) error {
-		return httpx.FieldError(spec.ErrInvalid, detailQuery, field, format, a...)
-	}
-	values, err := httpx.ParseQuery(rawQuery)
-	if err != nil {
-		qe := err.(*httpx.QueryError)
-		return q, bad(qe.Param, "%s", qe.Message)
-	}
-	get := func(name string) (string, bool, error) {
-		v, ok := values[name]
-		switch {
-		case !ok:
-			return "", false, nil
-		case len(v) > 1:
-			return "", false, bad(name, "is given %d times; give it once", len(v))
-		case !utf8.ValidString(v[0]):
-			return "", false, bad(name, "is not valid UTF-8")
+	r := httpx.ReadQuery(rawQuery, instructionQueryStyle)
+	r.Enum("triggerType", &q.TriggerType, spec.TriggerSemantic, spec.TriggerRegex, spec.TriggerStringMatch)
+	r.Enum("action", &q.Action, spec.ActionAllow, spec.ActionBlock)
+	r.Enum("agentType", &q.AgentType, spec.AgentTypeDataProtection)
+	if v, ok := r.String("agentId"); ok && v != "" {
+		if id, valid := ident.CanonicalUUID(v); valid {
+			q.AgentID = id
+		} else {
+			r.Fail("agentId", "must be a UUID, got %q", v)
 		}
-		return v[0], true, nil
 	}
-	enum := func(name string, dst *string, allowed ...string) error {
-		v, ok, err := get(name)
-		if err != nil || !ok || v == "" {
-			return err
-		}
-		for _, a := range allowed {
-			if v == a {
-				*dst = v
-				return nil
-			}
-		}
-		return bad(name, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
-	}
-	integer := func(name string, dst *int, lo, hi int) error {
-		v, ok, err := get(name)
-		if err != nil || !ok {
-			return err
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			if hi == int(^uint(0)>>1) {
-				return bad(name, "must be an integer of at least %d, got %q", lo, v)
-			}
-			return bad(name, "must be between %d and %d, got %q", lo, hi, v)
-		}
-		*dst = n
-		return nil
-	}
-	if err := enum("triggerType", &q.TriggerType, spec.TriggerSemantic, spec.TriggerRegex, spec.TriggerStringMatch); err != nil {
-		return q, err
-	}
-	if err := enum("action", &q.Action, spec.ActionAllow, spec.ActionBlock); err != nil {
-		return q, err
-	}
-	if err := enum("agentType", &q.AgentType, spec.AgentTypeDataProtection); err != nil {
-		return q, err
-	}
-	if v, ok, err := get("agentId"); err != nil {
-		return q, err
-	} else if ok && v != "" {
-		id, valid := ident.CanonicalUUID(v)
-		if !valid {
-			return q, bad("agentId", "must be a UUID, got %q", v)
-		}
-		q.AgentID = id
-	}
-	if v, _, err := get("search"); err != nil {
-		return q, err
-	} else if n := utf8.RuneCountInString(v); n > org.MaxSearchLength {
-		return q, bad("search", "is %d characters; at most %d", n, org.MaxSearchLength)
+	search, _ := r.String("search")
+	if n := utf8.RuneCountInString(search); n > org.MaxSearchLength {
+		r.Fail("search", "is %d characters; at most %d", n, org.MaxSearchLength)
 	} else {
-		q.Search = v
+		q.Search = search
 	}
-	if err := integer("page", &q.Page, 1, int(^uint(0)>>1)); err != nil {
-		return q, err
-	}
-	if err := integer("pageSize", &q.PageSize, 1, org.MaxPageSize); err != nil {
-		return q, err
-	}
-	return q, nil
+	r.Int("page", &q.Page, 1, math.MaxInt)
+	r.Int("pageSize", &q.PageSize, 1, org.MaxPageSize)
+	return q, r.Err()
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -185,88 +185,50 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	}{page.items, page.total, q.Limit, q.Offset, page.nextOffset})
 }
 
+// taskQueryStyle is how GET /review-tasks words a bad parameter: a message
+// that starts with the parameter's name, in an error naming it.
+var taskQueryStyle = httpx.QueryStyle{
+	Invalid:    func(param, message string) error { return spec.Invalid(param, "%s", message) },
+	NamePrefix: true,
+	BadInt: func(lo, hi int, v string) string {
+		if hi == math.MaxInt {
+			return fmt.Sprintf("must be an integer of %d or more, got %q", lo, v)
+		}
+		return fmt.Sprintf("must be an integer from %d to %d, got %q", lo, hi, v)
+	},
+	BadEnum: func(allowed []string, v string) string {
+		return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
+	},
+	BadTime: func(v string) string {
+		return fmt.Sprintf("must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", v)
+	},
+}
+
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
-// parameter is INVALID_REQUEST naming it; unknown ones are ignored.
+// parameter is INVALID_REQUEST naming it; unknown ones are ignored. An empty
+// status, include, from or to is no filter.
 func ParseTaskQuery(raw string) (TaskQuery, error) {
 	q := TaskQuery{Limit: 20}
-	values, err := httpx.ParseQuery(raw)
-	if err != nil {
-		qe := err.(*httpx.QueryError)
-		return q, spec.Invalid(qe.Param, "%s", qe.Message)
-	}
-	get := func(name string) (string, bool, error) {
-		v, ok := values[name]
-		switch {
-		case !ok:
-			return "", false, nil
-		case len(v) > 1:
-			return "", false, spec.Invalid(name, "%s is given %d times; give it once", name, len(v))
-		case !utf8.ValidString(v[0]):
-			return "", false, spec.Invalid(name, "%s is not valid UTF-8", name)
-		}
-		return v[0], true, nil
-	}
-	if v, ok, err := get("status"); err != nil {
-		return q, err
-	} else if ok && v != "" {
-		switch v {
-		case spec.StatusPending, spec.StatusProcessing, spec.StatusApproved, spec.StatusRequiresIntervention,
-			spec.StatusRejected, spec.StatusChangeRequested:
-			q.Status = v
-		default:
-			return q, spec.Invalid("status", "status must be one of pending, processing, approved, requires_intervention, rejected, change_requested; got %q", v)
-		}
-	}
-	if v, ok, err := get("limit"); err != nil {
-		return q, err
-	} else if ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return q, spec.Invalid("limit", "limit must be an integer from 1 to 100, got %q", v)
-		}
-		q.Limit = n
-	}
-	if v, ok, err := get("offset"); err != nil {
-		return q, err
-	} else if ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return q, spec.Invalid("offset", "offset must be an integer of 0 or more, got %q", v)
-		}
-		q.Offset = n
-	}
-	if v, ok, err := get("include"); err != nil {
-		return q, err
-	} else if ok && v != "" {
+	r := httpx.ReadQuery(raw, taskQueryStyle)
+	r.Enum("status", &q.Status, spec.StatusPending, spec.StatusProcessing, spec.StatusApproved,
+		spec.StatusRequiresIntervention, spec.StatusRejected, spec.StatusChangeRequested)
+	r.Int("limit", &q.Limit, 1, 100)
+	r.Int("offset", &q.Offset, 0, math.MaxInt)
+	if v, ok := r.String("include"); ok && v != "" {
+		q.IncludeRequest = true
 		for _, part := range strings.Split(v, ",") {
 			if strings.TrimSpace(part) != "request" {
-				return q, spec.Invalid("include", "include may only be request (each task's request and redactedRequest), got %q", v)
+				r.Fail("include", "may only be request (each task's request and redactedRequest), got %q", v)
+				break
 			}
 		}
-		q.IncludeRequest = true
 	}
-	for _, name := range []string{"from", "to"} {
-		v, ok, err := get(name)
-		if err != nil {
-			return q, err
-		}
-		if !ok || v == "" {
-			continue
-		}
-		t, err := spec.ParseTime(v)
-		if err != nil {
-			return q, spec.Invalid(name, "%s must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", name, v)
-		}
-		if name == "from" {
-			q.From = t
-		} else {
-			q.To = t
-		}
-	}
+	r.Time("from", &q.From)
+	r.Time("to", &q.To)
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
-		return q, spec.Invalid("to", "to must be after from")
+		r.Fail("to", "must be after from")
 	}
-	return q, nil
+	return q, r.Err()
 }
 
 func (s *Service) createWebhook(w http.ResponseWriter, r *http.Request) error {
