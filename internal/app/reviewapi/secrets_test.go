@@ -74,13 +74,22 @@ func TestWebhookSecretsAtRest(t *testing.T) {
 
 		// A row without a key id is corrupt: the service starts all the same
 		// and leaves the row as it is (reading it is an error, see
-		// TestOpenSecretWithoutKeyID).
+		// TestOpenSecretWithoutKeyID); a rotation neither reseals nor counts
+		// it.
 		_, err = db.ExecContext(t.Context(), `UPDATE reviewapi_webhooks SET secret = $1, secret_key_id = NULL WHERE id = $2`, hook.Secret, hook.ID)
 		require.NoError(t, err)
 		h.stopService()
 		h.startService()
 		stored, keyID = rawWebhook(t, db, hook.ID)
 		require.Equal(t, hook.Secret, stored)
+		require.False(t, keyID.Valid)
+		n, err = h.service().ResealSecrets(t.Context())
+		require.NoError(t, err)
+		require.Zero(t, n)
+		ids, err = h.service().SecretKeyIDs(t.Context())
+		require.NoError(t, err)
+		require.Empty(t, ids)
+		_, keyID = rawWebhook(t, db, hook.ID)
 		require.False(t, keyID.Valid)
 	})
 }

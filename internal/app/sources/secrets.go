@@ -52,11 +52,11 @@ func (s *Service) openSecret(keyID sql.NullString, column, id, stored string) (s
 // returns how many rows it changed. See [keyring.Table.Reseal]: each row
 // changes on its own, so an interrupted run is resumed by running it again.
 func (s *Service) ResealSecrets(ctx context.Context) (int, error) {
-	return secretTable.Reseal(ctx, s.db.DB, s.cfg.Secrets, false)
+	return secretTable.Reseal(ctx, s.db.DB, s.cfg.Secrets)
 }
 
 // SecretKeyIDs counts the sources by the id of the key that sealed their
-// secrets ([keyring.Unsealed] for rows in plaintext).
+// secrets; a corrupt row without a key id is not counted.
 func (s *Service) SecretKeyIDs(ctx context.Context) (map[string]int, error) {
 	return secretTable.KeyIDs(ctx, s.db.DB)
 }

@@ -107,7 +107,8 @@ func TestSecretsNotStoredInPlaintext(t *testing.T) {
 // TestSecretsWithoutKeyID: a source whose secret_key_id is NULL, sealed by
 // no key, is corrupt. A start leaves it as it is; reading it is an error
 // naming the source, never the stored value nor an empty secret; a push
-// signed with the stored value is not accepted.
+// signed with the stored value is not accepted; a rotation neither reseals
+// nor counts it.
 func TestSecretsWithoutKeyID(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -143,6 +144,24 @@ func TestSecretsWithoutKeyID(t *testing.T) {
 		body := delivery(t, "conversations")
 		code, answer := post(t, srv.URL+sources.PushPath(push.ID), signed(t, push.PushSecret, "msg_1", time.Now(), body), body)
 		require.Equal(t, http.StatusServiceUnavailable, code, answer)
+
+		// A sound row beside them is resealed; they are passed by.
+		sound, err := again.Add(ctx, org.ID, sources.SourceCreate{Name: "sound", URL: "https://vendor.example", Token: restToken + "sound"})
+		require.NoError(t, err)
+		newKey := keyring.NewKey()
+		both, err := keyring.New(append([]keyring.Key{newKey}, ring.Keys()...)...)
+		require.NoError(t, err)
+		rotating := newSources(t, db, orgs, both)
+		n, err := rotating.ResealSecrets(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		keys, err := rotating.SecretKeyIDs(ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{newKey.ID: 1}, keys)
+		require.Equal(t, newKey.ID, readRaw(t, db, sound.ID).keyID.String)
+		for _, id := range []string{rest.ID, push.ID} {
+			require.False(t, readRaw(t, db, id).keyID.Valid, "a rotation leaves the row as it is")
+		}
 	})
 }
 
