@@ -284,7 +284,7 @@ func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *keyring.Keyring) (ro
 	}
 	if demo {
 		tables = append(tables, table{demoSecretTable.Name,
-			func(ctx context.Context) (int, error) { return demoSecretTable.Reseal(ctx, db.DB, ring, false) },
+			func(ctx context.Context) (int, error) { return demoSecretTable.Reseal(ctx, db.DB, ring) },
 			func(ctx context.Context) (map[string]int, error) { return demoSecretTable.KeyIDs(ctx, db.DB) }})
 	}
 	for _, t := range tables {

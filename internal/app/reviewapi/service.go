@@ -220,9 +220,6 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, err
 	}
-	if _, err := secretTable.Reseal(ctx, cfg.DB.DB, cfg.Secrets, true); err != nil {
-		return nil, fmt.Errorf("reviewapi: encrypt the webhook secrets stored in plaintext: %w", err)
-	}
 	if err := secretTable.Check(ctx, cfg.DB.DB, cfg.Secrets); err != nil {
 		return nil, fmt.Errorf("reviewapi: the key of the stored secrets: %w", err)
 	}

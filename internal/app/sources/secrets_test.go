@@ -2,11 +2,9 @@ package sources_test
 
 import (
 	"database/sql"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -106,49 +104,64 @@ func TestSecretsNotStoredInPlaintext(t *testing.T) {
 	})
 }
 
-// TestSecretsMigratePlaintext: sources stored in plaintext by a release
-// before encryption are encrypted when the service starts, and read back.
-func TestSecretsMigratePlaintext(t *testing.T) {
+// TestSecretsWithoutKeyID: a source whose secret_key_id is NULL, sealed by
+// no key, is corrupt. A start leaves it as it is; reading it is an error
+// naming the source, never the stored value nor an empty secret; a push
+// signed with the stored value is not accepted; a rotation neither reseals
+// nor counts it.
+func TestSecretsWithoutKeyID(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		dir := string(db.Dialect)
-		before := fstest.MapFS{}
-		for _, name := range []string{"0001_init.sql", "0002_push.sql", "0003_export.sql", "0004_push_usage_versions.sql"} {
-			b, err := fs.ReadFile(sources.Migrations(), dir+"/"+name)
-			require.NoError(t, err)
-			before[dir+"/"+name] = &fstest.MapFile{Data: b}
-		}
-		require.NoError(t, db.Migrate(ctx, sources.Component, before))
-		orgs, err := org.NewStore(ctx, db)
-		require.NoError(t, err)
-		org, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, org.Actor{Type: org.ActorAdmin, Name: "t"})
-		require.NoError(t, err)
-		const restID, pushID = "7d1c2a52-9f51-4c55-8d7a-5e3a8f4c0001", "7d1c2a52-9f51-4c55-8d7a-5e3a8f4c0002"
-		_, err = db.ExecContext(ctx, `INSERT INTO sources (id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, push_secret)
-			VALUES ($1, $2, 'rest', 'https://vendor.example', $3, 'rest', 60000, 1, 2, NULL),
-			       ($4, $2, 'push', '', '', 'push', 60000, 1, 2, 'whsec_legacy')`, restID, org.ID, restToken, pushID)
-		require.NoError(t, err)
-
 		ring := keyring.Ephemeral()
-		src := newSources(t, db, orgs, ring)
-		for _, id := range []string{restID, pushID} {
-			raw := readRaw(t, db, id)
-			require.Equal(t, ring.Current(), raw.keyID.String)
-			require.NotContains(t, raw.token, restToken)
-			require.NotContains(t, raw.push.String, "whsec_legacy")
-		}
-		require.False(t, readRaw(t, db, restID).push.Valid, "a NULL push secret stays NULL")
-		got, err := src.Get(ctx, org.ID, restID)
+		orgs, org, src := secretsEnv(t, db, ring)
+		rest, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "rest", URL: "https://vendor.example", Token: restToken})
 		require.NoError(t, err)
-		require.Equal(t, restToken, got.Token)
-		ids, err := src.SecretKeyIDs(ctx)
+		push, err := src.Add(ctx, org.ID, sources.SourceCreate{Name: "push", Transport: sources.TransportPush})
 		require.NoError(t, err)
-		require.Equal(t, map[string]int{ring.Current(): 2}, ids)
+		_, err = db.ExecContext(ctx, `UPDATE sources SET token = $1, secret_key_id = NULL WHERE id = $2`, restToken, rest.ID)
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE sources SET push_secret = $1, secret_key_id = NULL WHERE id = $2`, push.PushSecret, push.ID)
+		require.NoError(t, err)
 
-		// A second start (another process) finds nothing to migrate.
-		newSources(t, db, orgs, ring)
-		require.Equal(t, ring.Current(), readRaw(t, db, restID).keyID.String)
+		again := newSources(t, db, orgs, ring)
+		for _, id := range []string{rest.ID, push.ID} {
+			require.False(t, readRaw(t, db, id).keyID.Valid, "a start leaves the row as it is")
+		}
+		require.Equal(t, restToken, readRaw(t, db, rest.ID).token)
+
+		got, err := again.Get(ctx, org.ID, rest.ID)
+		require.ErrorContains(t, err, rest.ID)
+		require.ErrorContains(t, err, "token")
+		require.Empty(t, got.Token)
+		_, err = again.List(ctx, org.ID)
+		require.Error(t, err)
+
+		r := chi.NewRouter()
+		again.PushRoutes(r)
+		srv := httptest.NewServer(r)
+		t.Cleanup(srv.Close)
+		body := delivery(t, "conversations")
+		code, answer := post(t, srv.URL+sources.PushPath(push.ID), signed(t, push.PushSecret, "msg_1", time.Now(), body), body)
+		require.Equal(t, http.StatusServiceUnavailable, code, answer)
+
+		// A sound row beside them is resealed; they are passed by.
+		sound, err := again.Add(ctx, org.ID, sources.SourceCreate{Name: "sound", URL: "https://vendor.example", Token: restToken + "sound"})
+		require.NoError(t, err)
+		newKey := keyring.NewKey()
+		both, err := keyring.New(append([]keyring.Key{newKey}, ring.Keys()...)...)
+		require.NoError(t, err)
+		rotating := newSources(t, db, orgs, both)
+		n, err := rotating.ResealSecrets(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		keys, err := rotating.SecretKeyIDs(ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{newKey.ID: 1}, keys)
+		require.Equal(t, newKey.ID, readRaw(t, db, sound.ID).keyID.String)
+		for _, id := range []string{rest.ID, push.ID} {
+			require.False(t, readRaw(t, db, id).keyID.Valid, "a rotation leaves the row as it is")
+		}
 	})
 }
 

@@ -257,9 +257,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sources: migrate: %w", err)
 	}
-	if _, err := secretTable.Reseal(ctx, cfg.DB.DB, cfg.Secrets, true); err != nil {
-		return nil, fmt.Errorf("sources: encrypt the secrets stored in plaintext: %w", err)
-	}
 	if err := secretTable.Check(ctx, cfg.DB.DB, cfg.Secrets); err != nil {
 		return nil, fmt.Errorf("sources: the key of the stored secrets: %w", err)
 	}

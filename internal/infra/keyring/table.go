@@ -17,15 +17,13 @@ type Table struct {
 	// Binding.
 	ID string
 	// KeyID is the column holding the id of the key that sealed the row's
-	// values; NULL in a row written before encryption, whose values are
-	// plaintext.
+	// values. A row whose KeyID is NULL was sealed by no key: it is corrupt,
+	// [Table.Reseal], [Table.KeyIDs] and [Table.Check] pass it by, and
+	// reading it is an error naming the row.
 	KeyID string
 	// Columns are the sealed columns (TEXT). A NULL stays NULL.
 	Columns []string
 }
-
-// Unsealed is the key id KeyIDs reports for rows still in plaintext.
-const Unsealed = "(plaintext)"
 
 // resealBatch is how many rows Reseal reads per query.
 const resealBatch = 100
@@ -35,30 +33,24 @@ func (t Table) Binding(column, id string) Binding {
 	return Binding{Table: t.Name, Column: column, Row: id}
 }
 
-// Reseal seals under ring's current key the values of every row of t that
-// are not sealed under it: rows in plaintext (KeyID NULL) and, unless
-// onlyPlaintext, rows sealed under an older key of ring. Each row is
-// updated on its own, by one UPDATE that applies only if the row is still
-// as it was read, so an interrupted run leaves every row either as it was
-// or resealed, and a run after it picks up where it stopped; a row changed
-// meanwhile is left for the next run. It returns how many rows it resealed.
-// A row that does not open (a key ring lacking its key, a corrupted value)
-// stops it with an error naming the row.
+// Reseal seals under ring's current key the values of every row of t
+// sealed under another key of ring; a row whose KeyID is NULL is corrupt
+// and left as it is. Each row is updated on its own, by one UPDATE that
+// applies only if the row is still as it was read, so an interrupted run
+// leaves every row either as it was or resealed, and a run after it picks
+// up where it stopped; a row changed meanwhile is left for the next run.
+// It returns how many rows it resealed. A row that does not open (a key
+// ring lacking its key, a corrupted value) stops it with an error naming
+// the row.
 //
 // db takes "$n" placeholders (SQLite and PostgreSQL both do).
-func (t Table) Reseal(ctx context.Context, db *sql.DB, ring *Keyring, onlyPlaintext bool) (int, error) {
+func (t Table) Reseal(ctx context.Context, db *sql.DB, ring *Keyring) (int, error) {
 	cols := strings.Join(t.Columns, ", ")
-	where := t.KeyID + " IS NULL"
-	args := []any{}
-	if !onlyPlaintext {
-		where = "(" + t.KeyID + " IS NULL OR " + t.KeyID + " <> $2)"
-		args = append(args, ring.Current())
-	}
-	q := fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE %s > $1 AND %s ORDER BY %s LIMIT %d`,
-		t.ID, t.KeyID, cols, t.Name, t.ID, where, t.ID, resealBatch)
+	q := fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE %s > $1 AND %s IS NOT NULL AND %s <> $2 ORDER BY %s LIMIT %d`,
+		t.ID, t.KeyID, cols, t.Name, t.ID, t.KeyID, t.KeyID, t.ID, resealBatch)
 	done, last := 0, ""
 	for {
-		rows, err := t.batch(ctx, db, q, append([]any{last}, args...))
+		rows, err := t.batch(ctx, db, q, []any{last, ring.Current()})
 		if err != nil {
 			return done, fmt.Errorf("keyring: reseal %s: %w", t.Name, err)
 		}
@@ -80,7 +72,7 @@ func (t Table) Reseal(ctx context.Context, db *sql.DB, ring *Keyring, onlyPlaint
 
 type row struct {
 	id     string
-	keyID  sql.NullString
+	keyID  string
 	values []sql.NullString
 }
 
@@ -120,12 +112,9 @@ func (t Table) resealRow(ctx context.Context, db *sql.DB, ring *Keyring, r row) 
 			cond = append(cond, col+" IS NULL")
 			continue
 		}
-		plain := v.String
-		if r.keyID.Valid {
-			var err error
-			if plain, err = ring.Open(r.keyID.String, v.String, t.Binding(col, r.id)); err != nil {
-				return false, err
-			}
+		plain, err := ring.Open(r.keyID, v.String, t.Binding(col, r.id))
+		if err != nil {
+			return false, err
 		}
 		id, sealed, err := ring.Seal(plain, t.Binding(col, r.id))
 		if err != nil {
@@ -139,11 +128,7 @@ func (t Table) resealRow(ctx context.Context, db *sql.DB, ring *Keyring, r row) 
 		newID = ring.Current() // every value NULL: mark the row sealed all the same
 	}
 	set = append(set, t.KeyID+" = "+arg(newID))
-	if r.keyID.Valid {
-		cond = append(cond, t.KeyID+" = "+arg(r.keyID.String))
-	} else {
-		cond = append(cond, t.KeyID+" IS NULL")
-	}
+	cond = append(cond, t.KeyID+" = "+arg(r.keyID))
 	cond = append(cond, t.ID+" = "+arg(r.id))
 	res, err := db.ExecContext(ctx, `UPDATE `+t.Name+` SET `+strings.Join(set, ", ")+` WHERE `+strings.Join(cond, " AND "), args...)
 	if err != nil {
@@ -153,25 +138,22 @@ func (t Table) resealRow(ctx context.Context, db *sql.DB, ring *Keyring, r row) 
 	return n == 1, err
 }
 
-// KeyIDs counts the rows of t by the key that sealed them, the rows in
-// plaintext under [Unsealed].
+// KeyIDs counts the rows of t by the key that sealed them. A row whose
+// KeyID is NULL, sealed by no key, is not counted.
 func (t Table) KeyIDs(ctx context.Context, db *sql.DB) (map[string]int, error) {
-	rs, err := db.QueryContext(ctx, `SELECT `+t.KeyID+`, COUNT(*) FROM `+t.Name+` GROUP BY `+t.KeyID)
+	rs, err := db.QueryContext(ctx, `SELECT `+t.KeyID+`, COUNT(*) FROM `+t.Name+` WHERE `+t.KeyID+` IS NOT NULL GROUP BY `+t.KeyID)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: count %s: %w", t.Name, err)
 	}
 	defer rs.Close()
 	out := map[string]int{}
 	for rs.Next() {
-		var id sql.NullString
+		var id string
 		var n int
 		if err := rs.Scan(&id, &n); err != nil {
 			return nil, err
 		}
-		if !id.Valid {
-			id.String = Unsealed
-		}
-		out[id.String] += n
+		out[id] += n
 	}
 	return out, rs.Err()
 }
@@ -189,9 +171,6 @@ func (t Table) Check(ctx context.Context, db *sql.DB, ring *Keyring) error {
 		return err
 	}
 	for id := range ids {
-		if id == Unsealed {
-			continue
-		}
 		if !ring.Has(id) {
 			return fmt.Errorf("keyring: %d rows of %s are sealed under key id %q, which the keyring does not hold: %w",
 				ids[id], t.Name, id, ErrUnknownKey)
