@@ -52,6 +52,12 @@ func (s *syncBuffer) String() string {
 // the database's pool, so each request's database work waits until its
 // deadline.
 func TestViewsOutOfTime(t *testing.T) {
+	if race.Enabled {
+		// Every answer here races a 600 ms read deadline against a held
+		// pool; the race detector's slowdown moves which step the deadline
+		// cuts (in CI one held request was answered 503 and the rest 200).
+		t.Skip("a deadline test; make test runs it without the race detector")
+	}
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
@@ -104,9 +110,7 @@ func TestViewsOutOfTime(t *testing.T) {
 			} else {
 				want[p] = "503 with Retry-After"
 			}
-			if !race.Enabled { // several times slower under the race detector
-				require.Less(t, a.took, read+time.Second, p)
-			}
+			require.Less(t, a.took, read+time.Second, p)
 		}
 		release()
 		require.Equal(t, want, got)
