@@ -45,18 +45,26 @@ func (r *logRec) hashKey(kind string) string { return hashKey(kind, r.res, r.sco
 // eventName returns the record's event name: the eventName field, else the
 // event.name attribute. Claude Code sends event.name without its prefix and
 // the full name as the body, so a name without a dot that the string body
-// ends with is replaced by the body.
-func eventName(lr *logspb.LogRecord, a attrs) string {
+// ends with is replaced by the body, and one from claude-code without a
+// body is given Claude Code's prefix.
+func eventName(lr *logspb.LogRecord, a attrs, tool string) string {
 	name := lr.GetEventName()
 	if name == "" {
 		name = a.str("event.name")
 	}
-	body := lr.GetBody().GetStringValue()
-	if name != "" && !strings.Contains(name, ".") && strings.HasSuffix(body, "."+name) {
+	if name == "" || strings.Contains(name, ".") {
+		return name
+	}
+	if body := lr.GetBody().GetStringValue(); strings.HasSuffix(body, "."+name) {
 		return body
+	}
+	if tool == claudeCode {
+		return "claude_code." + name
 	}
 	return name
 }
+
+const claudeCode = "claude-code"
 
 func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, lr *logspb.LogRecord) {
 	a := merge(res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
@@ -64,7 +72,8 @@ func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.Instrumen
 	if t.IsZero() {
 		t = unixNano(lr.GetObservedTimeUnixNano())
 	}
-	r := &logRec{res: res, scope: scope, lr: lr, a: a, id: identOf(a), name: eventName(lr, a)}
+	id := identOf(a)
+	r := &logRec{res: res, scope: scope, lr: lr, a: a, id: id, name: eventName(lr, a, id.tool)}
 	r.time = eventTime(a, t)
 	bd.seen(r.id, r.time)
 	if r.name == "" {
