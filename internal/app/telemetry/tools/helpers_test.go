@@ -16,7 +16,7 @@ import (
 )
 
 // load decodes the OTLP/JSON fixture testdata/name into m.
-func load[M proto.Message](t *testing.T, name string, m M) M {
+func load[M proto.Message](t testing.TB, name string, m M) M {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)

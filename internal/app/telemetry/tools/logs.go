@@ -21,8 +21,9 @@ func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 	var bd builder
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
+			var from string // the hash of the resource and scope, computed once for their records
 			for _, lr := range sl.GetLogRecords() {
-				bd.logRecord(rl.GetResource(), sl.GetScope(), lr)
+				bd.logRecord(rl.GetResource(), sl.GetScope(), lr, &from)
 			}
 		}
 	}
@@ -33,6 +34,7 @@ func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 type logRec struct {
 	res   *resourcepb.Resource
 	scope *commonpb.InstrumentationScope
+	from  *string // the hash of res and scope, "" until computed
 	lr    *logspb.LogRecord
 	a     attrs
 	id    ident
@@ -40,7 +42,14 @@ type logRec struct {
 	time  time.Time
 }
 
-func (r *logRec) hashKey(kind string) string { return hashKey(kind, r.res, r.scope, r.lr) }
+// hashKey returns a key from a hash of the record with its resource and
+// scope.
+func (r *logRec) hashKey(kind string) string {
+	if *r.from == "" {
+		*r.from = hashKey("from", r.res, r.scope)
+	}
+	return key(kind, *r.from, hashKey("record", r.lr))
+}
 
 // eventName returns the record's event name: the eventName field, else the
 // event.name attribute. Claude Code sends event.name without its prefix and
@@ -66,14 +75,14 @@ func eventName(lr *logspb.LogRecord, a attrs, tool string) string {
 
 const claudeCode = "claude-code"
 
-func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, lr *logspb.LogRecord) {
+func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, lr *logspb.LogRecord, from *string) {
 	a := merge(res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
 	t := unixNano(lr.GetTimeUnixNano())
 	if t.IsZero() {
 		t = unixNano(lr.GetObservedTimeUnixNano())
 	}
 	id := identOf(a)
-	r := &logRec{res: res, scope: scope, lr: lr, a: a, id: id, name: eventName(lr, a, id.tool)}
+	r := &logRec{res: res, scope: scope, from: from, lr: lr, a: a, id: id, name: eventName(lr, a, id.tool)}
 	r.time = eventTime(a, t)
 	bd.seen(r.id, r.time)
 	if r.name == "" {
