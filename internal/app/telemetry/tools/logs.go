@@ -144,15 +144,16 @@ var eventKinds = map[string]eventKind{
 // contentKeys are attributes left out of an event's payload: prompt,
 // response and tool content, which only Prompts may carry.
 var contentKeys = map[string]bool{
-	"prompt": true, "response": true, "tool_input": true, "tool_output": true, "output": true,
+	"prompt": true, "response": true, "tool_input": true, "tool_output": true, "output": true, "arguments": true,
 	"function_args": true, "gen_ai.input.messages": true, "gen_ai.output.messages": true,
 	"gen_ai.system_instructions": true, "gen_ai.tool.definitions": true,
 }
 
 // redacted reports whether prompt text is the placeholder of a tool that
-// was not allowed to send it.
+// was not allowed to send it: Claude Code's "<REDACTED>", Codex CLI's
+// "[REDACTED]".
 func redacted(s string) bool {
-	return s == "" || strings.HasPrefix(s, "<REDACTED")
+	return s == "" || strings.HasPrefix(s, "<REDACTED") || strings.HasPrefix(s, "[REDACTED")
 }
 
 // eventKey returns the key of a record: session.id and event.sequence where

@@ -105,6 +105,7 @@ func TestCodex(t *testing.T) {
 	for _, e := range logs.Events {
 		types, actions = append(types, e.Type), append(actions, e.Action)
 		require.NotContains(t, string(e.Payload), "permission denied")
+		require.NotContains(t, string(e.Payload), "command")
 	}
 	require.Equal(t, []string{"codex.conversation_starts", "codex.user_prompt", "codex.tool_decision", "codex.tool_result"}, types)
 	require.Equal(t, []string{"start", "prompt", "approved", "failure"}, actions)
