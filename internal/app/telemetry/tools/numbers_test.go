@@ -76,3 +76,27 @@ func TestMergeRecordWins(t *testing.T) {
 	// Without the string body, Claude Code's short event name is still its own.
 	require.Equal(t, "claude_code.api_request", u.Source)
 }
+
+func TestGenAIDetailsEvent(t *testing.T) {
+	t.Parallel()
+	req := oneRecord([]*commonpb.KeyValue{str("service.name", "copilot-chat"), str("user.email", "h@example.com")},
+		str("gen_ai.response.model", "gpt-4.1"), str("gen_ai.conversation.id", "cv"),
+		str("gen_ai.usage.input_tokens", "120"), str("gen_ai.usage.cache_read.input_tokens", "20"),
+		str("gen_ai.usage.output_tokens", "9"), str("gen_ai.input.messages", `[{"role":"user"}]`))
+	req.ResourceLogs[0].ScopeLogs[0].LogRecords[0].EventName = "gen_ai.client.inference.operation.details"
+	b := tools.Logs(req)
+	require.Len(t, b.Usage, 1)
+	u := b.Usage[0]
+	require.Equal(t, tools.Tokens{Input: 100, CacheRead: 20, Output: 9}, u.Tokens)
+	require.Equal(t, "gpt-4.1", u.Model)
+	require.Equal(t, "cv", u.SessionID)
+	require.Equal(t, tools.OriginEvent, u.Origin)
+	require.Len(t, b.Prompts, 1)
+	require.Equal(t, u.Key, b.Prompts[0].Key)
+	require.Equal(t, `[{"role":"user"}]`, b.Prompts[0].Text)
+	require.Zero(t, b.Unmapped.Total())
+
+	// A record without an event name maps to nothing.
+	b = tools.Logs(oneRecord(nil, str("message", "hello")))
+	require.Equal(t, tools.Unmapped{LogRecords: 1, Reasons: map[tools.Reason]int{tools.ReasonNoName: 1}}, b.Unmapped)
+}
