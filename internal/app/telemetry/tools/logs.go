@@ -144,7 +144,7 @@ var eventKinds = map[string]eventKind{
 // contentKeys are attributes left out of an event's payload: prompt,
 // response and tool content, which only Prompts may carry.
 var contentKeys = map[string]bool{
-	"prompt": true, "response": true, "tool_input": true, "tool_output": true, "output": true, "arguments": true,
+	"prompt": true, "response": true, "tool_input": true, "tool_output": true, "output": true, "arguments": true, "tool_parameters": true,
 	"function_args": true, "gen_ai.input.messages": true, "gen_ai.output.messages": true,
 	"gen_ai.system_instructions": true, "gen_ai.tool.definitions": true,
 }
