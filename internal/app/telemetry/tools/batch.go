@@ -39,8 +39,9 @@ func (o Origin) rank() int {
 // reasoning (thinking) tokens, which are billed as output.
 //
 // A single metric point may carry a negative Input: Gemini CLI's "cache"
-// point moves its tokens from the input point (which includes them) to
-// CacheRead, so that the points of one request sum to the right numbers.
+// point and Codex CLI's "cached_input" point move their tokens from the input
+// point (which includes them) to CacheRead, so that the points of one
+// request sum to the right numbers.
 type Tokens struct {
 	Input      int64 `json:"input"`
 	CacheRead  int64 `json:"cacheRead"`

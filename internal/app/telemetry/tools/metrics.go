@@ -143,6 +143,16 @@ func metricValue(tool, name string, a attrs, v float64) (Tokens, *float64, Reaso
 			"output":  func(n int64) Tokens { return Tokens{Output: n} },
 			"thought": func(n int64) Tokens { return Tokens{Output: n} },
 		})
+	case "codex.turn.token_usage":
+		// A histogram of one value per turn by token_type; input includes
+		// cached_input, as in the events. total, non_cached_input and
+		// reasoning_output repeat the others.
+		return typed(a.str("token_type"), n, map[string]func(int64) Tokens{
+			"input":             func(n int64) Tokens { return Tokens{Input: n} },
+			"cached_input":      func(n int64) Tokens { return Tokens{Input: -n, CacheRead: n} },
+			"cache_write_input": func(n int64) Tokens { return Tokens{CacheWrite: n} },
+			"output":            func(n int64) Tokens { return Tokens{Output: n} },
+		})
 	case "gen_ai.client.token.usage":
 		if tool == geminiCLI {
 			return Tokens{}, nil, ReasonCountedElsewhere

@@ -5,6 +5,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/aiusage/kit/internal/app/telemetry/tools"
 )
@@ -89,4 +93,33 @@ func TestGenAITraces(t *testing.T) {
 		tools.ReasonAggregate: 1, tools.ReasonNoTokens: 1}}, tr.Unmapped)
 	require.Equal(t, keys(tr), keys(tracesOf(t, "genai_traces.json")))
 	require.NotEqual(t, tr.Usage[0].Key, tr.Usage[1].Key)
+}
+
+func TestCodexTurnTokenUsage(t *testing.T) {
+	t.Parallel()
+	point := func(typ string, sum float64, at uint64) *metricspb.HistogramDataPoint {
+		return &metricspb.HistogramDataPoint{Attributes: []*commonpb.KeyValue{str("token_type", typ), str("model", "gpt-5-codex")},
+			StartTimeUnixNano: 1795774500000000000, TimeUnixNano: at, Count: 1, Sum: &sum}
+	}
+	req := func(at uint64, in, cached, write, out, total float64) *colmetricspb.ExportMetricsServiceRequest {
+		return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{
+			Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "codex-cli"), str("user.email", "dave@example.com")}},
+			ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{
+				Name: "codex.turn.token_usage",
+				Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{
+					AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE,
+					DataPoints: []*metricspb.HistogramDataPoint{point("input", in, at), point("cached_input", cached, at),
+						point("cache_write_input", write, at), point("output", out, at), point("total", total, at)},
+				}},
+			}}}},
+		}}}
+	}
+	m1 := tools.Metrics(req(1795774560000000000, 1200, 1000, 0, 300, 1500))
+	m2 := tools.Metrics(req(1795774620000000000, 1700, 1000, 25, 340, 2040))
+	var s store
+	s.add(m2, m1, m2)
+	require.Equal(t, map[bucket]total{
+		{"codex-cli", "gpt-5-codex", "dave@example.com", "2026-11-27T10"}: {Tokens: tools.Tokens{Input: 700, CacheRead: 1000, CacheWrite: 25, Output: 340}},
+	}, s.totals())
+	require.Equal(t, tools.Unmapped{DataPoints: 1, Reasons: map[tools.Reason]int{tools.ReasonNotCounted: 1}}, m1.Unmapped)
 }
