@@ -78,6 +78,8 @@ var rules = map[string][]string{
 	"internal/app/dashboard": {"spec", "internal/app/org", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
 		"internal/app/sources", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
+	// The mapping of AI tools' OpenTelemetry: pure functions over the OTLP types.
+	"internal/app/telemetry/tools": {"spec"},
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/org", "internal/infra/"},
 
