@@ -15,7 +15,9 @@ import (
 // without an error and make garbage of it. It returns b shortened (base64 is
 // shorter than hex), or a *spec.Error of kind spec.ErrInvalid naming the id
 // that is no hexadecimal of its size. A string followed by a colon is a key
-// in any valid JSON; b not being valid JSON is left to protojson to say.
+// in any valid JSON; b not being valid JSON is left to protojson to say. An id
+// key is judged wherever it is, in an unknown field too, which protojson
+// then discards: OTLP has no other use for the names.
 func rewriteIDs(b []byte) ([]byte, error) {
 	w, i := 0, 0
 	for i < len(b) {
