@@ -27,10 +27,9 @@ func rewriteIDs(b []byte) ([]byte, error) {
 			continue
 		}
 		end := stringEnd(b, i)
-		key := b[i:end]
-		w += copy(b[w:], key)
+		size, field := idKey(b[i:end]) // before the copy, which may overwrite it
+		w += copy(b[w:], b[i:end])
 		i = end
-		size, field := idKey(key)
 		if size == 0 {
 			continue
 		}
