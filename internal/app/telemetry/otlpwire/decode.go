@@ -142,27 +142,27 @@ func name(m proto.Message) string {
 	return string(m.ProtoReflect().Descriptor().Name())
 }
 
-// readAll reads r to its end into one buffer of at most limit bytes, growing
-// it by doubling from hint+1 bytes (64 KiB when hint is unknown, negative),
-// so that the allocations of a body over the limit stay under twice the
-// limit. A body over limit is errTooLarge.
+// readAll reads r to its end into one buffer of at most limit bytes,
+// growing it by doubling from hint+1 bytes (64 KiB when hint is unknown,
+// negative) up to limit, so that the allocations of a body over the limit
+// stay under twice the limit. A body over limit is errTooLarge.
 func readAll(r io.Reader, limit, hint int64) ([]byte, error) {
 	n := int64(64 << 10)
 	if hint >= 0 {
 		n = max(hint+1, 512)
 	}
-	buf := make([]byte, 0, min(n, limit+1))
+	buf := make([]byte, 0, min(n, limit))
 	for {
 		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			if int64(len(buf)) >= limit {
+				return buf, atEOF(r)
+			}
+			nb := make([]byte, len(buf), min(2*int64(cap(buf)), limit))
 			copy(nb, buf)
 			buf = nb
 		}
 		k, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+k]
-		if int64(len(buf)) > limit {
-			return nil, errTooLarge
-		}
 		if errors.Is(err, io.EOF) {
 			return buf, nil
 		}
@@ -170,6 +170,24 @@ func readAll(r io.Reader, limit, hint int64) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// atEOF returns nil when r has nothing left to read, errTooLarge when it
+// has, or the error of reading it.
+func atEOF(r io.Reader) error {
+	var one [1]byte
+	for range 100 {
+		k, err := r.Read(one[:])
+		switch {
+		case k > 0:
+			return errTooLarge
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	return io.ErrNoProgress
 }
 
 // capReader reads r, and fails with errTooLarge past n bytes.
