@@ -244,6 +244,12 @@ func TestHandlerSuccess(t *testing.T) {
 				require.Zero(t, r.PartialSuccess.RejectedSpans)
 				require.Equal(t, "names unknown", r.PartialSuccess.ErrorMessage)
 			}},
+		{name: "message of invalid UTF-8", signal: Logs, ct: typeJSON, body: []byte(`{}`), partial: Partial{Message: "bad \xff"},
+			check: func(t *testing.T, body []byte) {
+				r := &collogs.ExportLogsServiceResponse{}
+				require.NoError(t, protojson.Unmarshal(body, r))
+				require.Equal(t, "bad \uFFFD", r.PartialSuccess.GetErrorMessage())
+			}},
 		{name: "partial protobuf metrics", signal: Metrics, ct: typeProtobuf, partial: Partial{Rejected: 1},
 			check: func(t *testing.T, body []byte) {
 				r := &colmetrics.ExportMetricsServiceResponse{}

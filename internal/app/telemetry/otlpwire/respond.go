@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aiusage/kit/spec"
@@ -36,7 +37,8 @@ func statusOf(err error) int {
 // detail; an error of no kind is logged and answered with a generic message.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encoding, err error) int {
 	st := statusOf(err)
-	s := &status.Status{Code: int32(rpcCode(st)), Message: messageOf(err, st)}
+	// A protobuf string is UTF-8, or neither encoding marshals it.
+	s := &status.Status{Code: int32(rpcCode(st)), Message: strings.ToValidUTF8(messageOf(err, st), "\uFFFD")}
 	if st == http.StatusInternalServerError {
 		h.cfg.Logger.ErrorContext(r.Context(), "otlp ingest failed", "signal", h.signal.String(), "error", err)
 	}
@@ -44,10 +46,10 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encodin
 	if st == http.StatusBadRequest && errors.As(err, &e) {
 		br := &errdetails.BadRequest{}
 		if e.Field != "" {
-			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: e.Field, Description: e.Detail})
+			br.FieldViolations = append(br.FieldViolations, violation(e.Field, e.Detail))
 		}
 		for _, f := range e.Fields {
-			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: f.Field, Description: f.Message})
+			br.FieldViolations = append(br.FieldViolations, violation(f.Field, f.Message))
 		}
 		if len(br.FieldViolations) > 0 {
 			s.Details = appendAny(s.Details, br)
@@ -70,6 +72,12 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encodin
 	}
 	writeBody(w, enc, st, body)
 	return st
+}
+
+// violation returns the BadRequest violation of field, in valid UTF-8.
+func violation(field, description string) *errdetails.BadRequest_FieldViolation {
+	return &errdetails.BadRequest_FieldViolation{Field: strings.ToValidUTF8(field, "\uFFFD"),
+		Description: strings.ToValidUTF8(description, "\uFFFD")}
 }
 
 // messageOf returns what the client reads of err, whose status is st.

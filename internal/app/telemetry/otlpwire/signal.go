@@ -2,6 +2,7 @@ package otlpwire
 
 import (
 	"fmt"
+	"strings"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -62,6 +63,7 @@ func (s Signal) newRequest() proto.Message {
 // partial_success is unset when nothing was rejected and there is no message.
 func (s Signal) response(p Partial) proto.Message {
 	set := p.Rejected != 0 || p.Message != ""
+	p.Message = strings.ToValidUTF8(p.Message, "\uFFFD") // a protobuf string is UTF-8
 	switch s {
 	case Metrics:
 		r := &colmetrics.ExportMetricsServiceResponse{}
