@@ -27,6 +27,15 @@
 //     naming the field to blame, and Retry-After plus a RetryInfo detail on
 //     429 and 503.
 //
+// One handler serves one signal, behind the authentication (see
+// Example_handler):
+//
+//	h, err := otlpwire.Handler(otlpwire.Logs, otlpwire.Config{Ingest: ingest})
+//	if err != nil {
+//		return err
+//	}
+//	r.Post(otlpwire.Logs.Path(), authenticate(h).ServeHTTP)
+//
 // The error of an ingest function is answered as the kit's errors are: a
 // *spec.Error's kind gives the status and its Detail the message; an error of
 // no kind is a 500 whose words stay in the log.

@@ -31,7 +31,9 @@ type Partial struct {
 // rejected, or an error answered with the HTTP status of its kind
 // (spec.StatusOf): a *spec.Error's Detail (and Field) reach the client, the
 // words of an error of no kind never do. An error with a method
-// RetryAfter() time.Duration sets the Retry-After of a 429 or 503.
+// RetryAfter() time.Duration sets the Retry-After of a 429 or 503. It is
+// called concurrently, once per request, with the request's context; the
+// message shares no memory with the body and is the function's to keep.
 type IngestFunc func(ctx context.Context, req proto.Message) (Partial, error)
 
 // Result is what one request to a [Handler] came to, for metrics.
