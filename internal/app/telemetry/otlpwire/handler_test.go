@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -307,4 +308,32 @@ func TestHandlerConfig(t *testing.T) {
 	}
 	require.Equal(t, "/v1/traces", Traces.Path())
 	require.Equal(t, "Signal(9)", Signal(9).String())
+}
+
+// TestHandlerLogs checks that a failure of the server is logged once, with
+// its own words, and a client's error is not.
+func TestHandlerLogs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("secret table exploded"), "secret table exploded"},
+		{&spec.Error{Kind: spec.ErrUnavailable, Detail: "busy", Err: errors.New("pool exhausted")}, "pool exhausted"},
+		{spec.Invalid("body", "odd"), ""},
+		{spec.ErrUnavailable, ""},
+	} {
+		var logs bytes.Buffer
+		h := newHandler(t, Logs, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Ingest: func(context.Context, proto.Message) (Partial, error) { return Partial{}, c.err }})
+		req := httptest.NewRequest(http.MethodPost, "/v1/logs", nil)
+		req.Header.Set("Content-Type", typeProtobuf)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if c.want == "" {
+			require.Empty(t, logs.String())
+			continue
+		}
+		require.Equal(t, 1, strings.Count(logs.String(), "\n"), logs.String())
+		require.Contains(t, logs.String(), c.want)
+	}
 }

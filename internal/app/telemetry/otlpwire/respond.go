@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -34,15 +35,18 @@ func statusOf(err error) int {
 // writeError answers err as a google.rpc.Status in encoding enc, with the
 // HTTP status of its kind, and returns that status. A 429 or 503 carries
 // Retry-After and a RetryInfo detail; a 400 naming a field a BadRequest
-// detail; an error of no kind is logged and answered with a generic message.
+// detail. An error of no kind is answered with a generic message and logged,
+// as is a 5xx carrying the failure behind it (spec.Error.Err), unless the
+// client went away.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encoding, err error) int {
 	st := statusOf(err)
 	// A protobuf string is UTF-8, or neither encoding marshals it.
 	s := &status.Status{Code: int32(rpcCode(st)), Message: strings.ToValidUTF8(messageOf(err, st), "\uFFFD")}
-	if st == http.StatusInternalServerError {
+	var e *spec.Error
+	gone := errors.Is(err, context.Canceled) && r.Context().Err() != nil
+	if !gone && (st == http.StatusInternalServerError || st >= 500 && errors.As(err, &e) && e.Err != nil) {
 		h.cfg.Logger.ErrorContext(r.Context(), "otlp ingest failed", "signal", h.signal.String(), "error", err)
 	}
-	var e *spec.Error
 	if st == http.StatusBadRequest && errors.As(err, &e) {
 		br := &errdetails.BadRequest{}
 		if e.Field != "" {
