@@ -83,7 +83,7 @@ var rules = map[string][]string{
 
 	// The OTLP/HTTP wire layer of the telemetry endpoint: decoding and
 	// answering, with no knowledge of keys or of the data's meaning.
-	"internal/app/telemetry/otlpwire": {"spec", "internal/infra/httpx"},
+	"internal/app/telemetry/otlpwire": {"spec"},
 
 	// The composition root wires every feature: it may import them all.
 	"internal/app/server": {"internal/app/", "internal/infra/",

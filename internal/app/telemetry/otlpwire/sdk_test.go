@@ -70,7 +70,7 @@ func TestSDKTraces(t *testing.T) {
 	t.Parallel()
 	for _, enc := range []otlptracehttp.Encoding{otlptracehttp.EncodingProtobuf, otlptracehttp.EncodingJSON} {
 		for _, comp := range []otlptracehttp.Compression{otlptracehttp.NoCompression, otlptracehttp.GzipCompression} {
-			t.Run(fmt.Sprintf("encoding %v gzip %v", enc, comp), func(t *testing.T) {
+			t.Run(fmt.Sprintf("json=%v gzip=%v", enc == otlptracehttp.EncodingJSON, comp == otlptracehttp.GzipCompression), func(t *testing.T) {
 				t.Parallel()
 				c := newCollector(t)
 				ctx := t.Context()
@@ -110,7 +110,7 @@ func TestSDKTraces(t *testing.T) {
 func TestSDKMetrics(t *testing.T) {
 	t.Parallel()
 	for _, comp := range []otlpmetrichttp.Compression{otlpmetrichttp.NoCompression, otlpmetrichttp.GzipCompression} {
-		t.Run(fmt.Sprintf("gzip %v", comp), func(t *testing.T) {
+		t.Run(fmt.Sprintf("gzip=%v", comp == otlpmetrichttp.GzipCompression), func(t *testing.T) {
 			t.Parallel()
 			c := newCollector(t)
 			ctx := t.Context()
@@ -137,7 +137,7 @@ func TestSDKMetrics(t *testing.T) {
 func TestSDKLogs(t *testing.T) {
 	t.Parallel()
 	for _, comp := range []otlploghttp.Compression{otlploghttp.NoCompression, otlploghttp.GzipCompression} {
-		t.Run(fmt.Sprintf("gzip %v", comp), func(t *testing.T) {
+		t.Run(fmt.Sprintf("gzip=%v", comp == otlploghttp.GzipCompression), func(t *testing.T) {
 			t.Parallel()
 			c := newCollector(t)
 			ctx := t.Context()
