@@ -80,7 +80,7 @@ func decodeRequest(signal Signal, r *http.Request, enc encoding, limit int64) (p
 	var body []byte
 	var err error
 	switch ce {
-	case "", "identity":
+	case "", "identity", "none": // none: the OTLP exporters' name for no compression
 		body, err = readAll(&capReader{r: r.Body, n: limit}, limit, r.ContentLength)
 		if err != nil {
 			err = bodyError(err, limit, "")

@@ -9,7 +9,7 @@
 //
 //   - a POST whose body is an Export{Metrics,Logs,Trace}ServiceRequest, as
 //     Content-Type application/x-protobuf or application/json (parameters
-//     such as charset are allowed), with Content-Encoding none, identity or
+//     such as charset are allowed), with Content-Encoding absent, none, identity or
 //     gzip; any other type or encoding is 415, any other method 405 with
 //     Allow: POST;
 //   - OTLP/JSON's deviations from protobuf JSON: traceId, spanId and

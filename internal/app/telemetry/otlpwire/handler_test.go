@@ -251,6 +251,9 @@ func TestHandlerSuccess(t *testing.T) {
 				require.NoError(t, protojson.Unmarshal(body, r))
 				require.Equal(t, "bad \uFFFD", r.PartialSuccess.GetErrorMessage())
 			}},
+		{name: "encoding none", signal: Logs, ct: typeProtobuf, ce: "none", body: logsProto(t, "hi"), check: func(t *testing.T, body []byte) {
+			require.Empty(t, body)
+		}},
 		{name: "partial protobuf metrics", signal: Metrics, ct: typeProtobuf, partial: Partial{Rejected: 1},
 			check: func(t *testing.T, body []byte) {
 				r := &colmetrics.ExportMetricsServiceResponse{}
