@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -338,5 +339,44 @@ func TestHandlerLogs(t *testing.T) {
 		}
 		require.Equal(t, 1, strings.Count(logs.String(), "\n"), logs.String())
 		require.Contains(t, logs.String(), c.want)
+	}
+}
+
+// TestHandlerLimitEdge checks a body of exactly the limit, plain (with and
+// without Content-Length) and after decompression, and one byte more.
+func TestHandlerLimitEdge(t *testing.T) {
+	t.Parallel()
+	body := logsProto(t, strings.Repeat("x", 1000))
+	limit := int64(len(body))
+	over := logsProto(t, strings.Repeat("x", 1001))
+	h := newHandler(t, Logs, Config{MaxBytes: limit})
+	for _, c := range []struct {
+		name       string
+		body       []byte
+		gzip       bool
+		unknownLen bool
+		status     int
+	}{
+		{"exact", body, false, false, 200},
+		{"exact, no length", body, false, true, 200},
+		{"exact after gzip", body, true, true, 200},
+		{"over", over, false, false, 413},
+		{"over, no length", over, false, true, 413},
+		{"over after gzip", over, true, true, 413},
+	} {
+		sent := c.body
+		req := httptest.NewRequest(http.MethodPost, "/v1/logs", nil)
+		if c.gzip {
+			sent = gz(t, c.body)
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(sent)), int64(len(sent))
+		if c.unknownLen {
+			req.ContentLength = -1
+		}
+		req.Header.Set("Content-Type", typeProtobuf)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, c.status, rec.Code, c.name)
 	}
 }
