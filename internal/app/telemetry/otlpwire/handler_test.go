@@ -31,8 +31,10 @@ import (
 // retry.
 type retryErr struct{ after time.Duration }
 
-func (e retryErr) Error() string              { return "slow down" }
-func (e retryErr) Unwrap() error              { return spec.Errorf(spec.ErrRateLimited, "too many records from this key") }
+func (e retryErr) Error() string { return "slow down" }
+func (e retryErr) Unwrap() error {
+	return spec.Errorf(spec.ErrRateLimited, "too many records from this key")
+}
 func (e retryErr) RetryAfter() time.Duration { return e.after }
 
 // gz returns b compressed with gzip.
