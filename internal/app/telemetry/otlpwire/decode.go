@@ -76,17 +76,21 @@ func decodeRequest(signal Signal, r *http.Request, enc encoding, limit int64) (p
 	if r.ContentLength > limit {
 		return nil, 0, tooLarge(limit, "")
 	}
+	src := r.Body
+	if src == nil {
+		src = http.NoBody // a request built by hand, not by a server
+	}
 	ce := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	var body []byte
 	var err error
 	switch ce {
 	case "", "identity", "none": // none: the OTLP exporters' name for no compression
-		body, err = readAll(&capReader{r: r.Body, n: limit}, limit, r.ContentLength)
+		body, err = readAll(&capReader{r: src, n: limit}, limit, r.ContentLength)
 		if err != nil {
 			err = bodyError(err, limit, "")
 		}
 	case "gzip":
-		body, err = readGzip(r.Body, limit)
+		body, err = readGzip(src, limit)
 	default:
 		return nil, 0, &spec.Error{Kind: errUnsupportedMedia, Field: "Content-Encoding",
 			Detail: fmt.Sprintf("%s is not supported; send the body as it is or with gzip", cut(ce))}

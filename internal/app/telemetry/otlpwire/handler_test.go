@@ -382,3 +382,16 @@ func TestHandlerLimitEdge(t *testing.T) {
 		require.Equal(t, c.status, rec.Code, c.name)
 	}
 }
+
+// TestHandlerNilBody checks a request built by hand with no body: an empty
+// protobuf request.
+func TestHandlerNilBody(t *testing.T) {
+	t.Parallel()
+	req, err := http.NewRequest(http.MethodPost, "/v1/traces", nil)
+	require.NoError(t, err)
+	require.Nil(t, req.Body)
+	req.Header.Set("Content-Type", typeProtobuf)
+	rec := httptest.NewRecorder()
+	newHandler(t, Traces, Config{}).ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
