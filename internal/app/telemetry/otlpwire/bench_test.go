@@ -1,9 +1,13 @@
 package otlpwire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -117,4 +121,46 @@ func TestHexJSON(t *testing.T) {
 	got, err := unmarshal(Logs, encJSON, js)
 	require.NoError(t, err)
 	require.True(t, proto.Equal(m, got))
+}
+
+// BenchmarkHandlerMaxBody sends a request of log records just under the
+// default limit (20 MiB) through the handler, protobuf and JSON, and
+// reports the bytes allocated per request as a multiple of the body
+// (alloc/body): the body buffer, the JSON rewrite done in place and the
+// decoded message.
+func BenchmarkHandlerMaxBody(b *testing.B) {
+	h := newHandler(b, Logs, Config{})
+	m := logsRequest(1000)
+	pb, err := proto.Marshal(m)
+	require.NoError(b, err)
+	m = logsRequest(int(int64(1000) * (DefaultMaxBytes - 1<<20) / int64(len(pb))))
+	for _, c := range []struct{ name, ct string }{{"protobuf", typeProtobuf}, {"json", typeJSON}} {
+		var body []byte
+		if c.ct == typeProtobuf {
+			body, err = proto.Marshal(m)
+			require.NoError(b, err)
+		} else {
+			body = hexJSON(b, m)
+			if len(body) > DefaultMaxBytes {
+				n := len(m.ResourceLogs[0].ScopeLogs[0].LogRecords) * (DefaultMaxBytes - 1<<20) / len(body)
+				body = hexJSON(b, logsRequest(n))
+			}
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/logs", bytes.NewReader(body))
+				req.Header.Set("Content-Type", c.ct)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code, rec.Body.String())
+				}
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(len(body))/(1<<20), "MiB/body")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(body)), "alloc/body")
+		})
+	}
 }
