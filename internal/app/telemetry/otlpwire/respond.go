@@ -47,25 +47,11 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encodin
 	if !gone && (st == http.StatusInternalServerError || st >= 500 && errors.As(err, &e) && e.Err != nil) {
 		h.cfg.Logger.ErrorContext(r.Context(), "otlp ingest failed", "signal", h.signal.String(), "error", err)
 	}
-	if st == http.StatusBadRequest && errors.As(err, &e) {
-		br := &errdetails.BadRequest{}
-		if e.Field != "" {
-			br.FieldViolations = append(br.FieldViolations, violation(e.Field, e.Detail))
-		}
-		for _, f := range e.Fields {
-			br.FieldViolations = append(br.FieldViolations, violation(f.Field, f.Message))
-		}
-		if len(br.FieldViolations) > 0 {
-			s.Details = appendAny(s.Details, br)
-		}
+	if br := badRequestOf(err, st); br != nil {
+		s.Details = appendAny(s.Details, br)
 	}
 	if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
-		d := h.cfg.RetryAfter
-		var ra interface{ RetryAfter() time.Duration }
-		if errors.As(err, &ra) && ra.RetryAfter() > 0 {
-			d = ra.RetryAfter()
-		}
-		secs := int64(math.Ceil(d.Seconds()))
+		secs := int64(math.Ceil(retryDelay(err, h.cfg.RetryAfter).Seconds()))
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		s.Details = appendAny(s.Details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)})
 	}
@@ -76,6 +62,37 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, enc encodin
 	}
 	writeBody(w, enc, st, body)
 	return st
+}
+
+// badRequestOf returns the BadRequest detail of err, whose status is st:
+// the fields a 400 names, or nil when it names none.
+func badRequestOf(err error, st int) *errdetails.BadRequest {
+	var e *spec.Error
+	if st != http.StatusBadRequest || !errors.As(err, &e) {
+		return nil
+	}
+	br := &errdetails.BadRequest{}
+	if e.Field != "" {
+		br.FieldViolations = append(br.FieldViolations, violation(e.Field, e.Detail))
+	}
+	for _, f := range e.Fields {
+		br.FieldViolations = append(br.FieldViolations, violation(f.Field, f.Message))
+	}
+	if len(br.FieldViolations) == 0 {
+		return nil
+	}
+	return br
+}
+
+// retryDelay returns the time a client should wait before retrying after
+// err: what its RetryAfter() method says when it has one that is positive,
+// else def.
+func retryDelay(err error, def time.Duration) time.Duration {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
+		return ra.RetryAfter()
+	}
+	return def
 }
 
 // violation returns the BadRequest violation of field, in valid UTF-8.
