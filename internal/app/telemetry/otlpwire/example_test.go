@@ -5,11 +5,18 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 
 	"github.com/aiusage/kit/internal/app/telemetry/otlpwire"
+	"github.com/aiusage/kit/spec"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -53,4 +60,51 @@ func Example_handler() {
 	// Output:
 	// log records: 1
 	// 200 application/json {}
+}
+
+// Example_grpc serves the three OTLP/gRPC services with an authenticate
+// function that takes one key and an ingest function that counts log
+// records, and exports one request with the generated client.
+func Example_grpc() {
+	s := grpc.NewServer(otlpwire.GRPCMaxRecvMsgSize(0))
+	err := otlpwire.RegisterGRPC(s, otlpwire.GRPCConfig{
+		Authenticate: func(ctx context.Context, key string) (context.Context, error) {
+			if key != "ik_example" {
+				return nil, spec.Errorf(spec.ErrUnauthorized, "unknown key")
+			}
+			return ctx, nil // a real service carries the key's principal
+		},
+		Ingest: func(_ context.Context, req proto.Message) (otlpwire.Partial, error) {
+			if logs, ok := req.(*collogs.ExportLogsServiceRequest); ok {
+				fmt.Println("resource logs:", len(logs.ResourceLogs))
+			}
+			return otlpwire.Partial{}, nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = s.Serve(lis) }()
+	defer s.Stop()
+
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Close()
+	client := collogs.NewLogsServiceClient(cc)
+	req := &collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{}}}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer ik_example")
+	resp, err := client.Export(ctx, req)
+	fmt.Println(resp.GetPartialSuccess() == nil, err)
+	_, err = client.Export(context.Background(), req)
+	fmt.Println(status.Code(err))
+	// Output:
+	// resource logs: 1
+	// true <nil>
+	// Unauthenticated
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -61,10 +62,10 @@ type GRPCConfig struct {
 // answers a larger request ResourceExhausted, without RetryInfo, so the
 // client does not retry it.
 func GRPCMaxRecvMsgSize(maxBytes int64) grpc.ServerOption {
-	if maxBytes <= 0 || maxBytes > int64(^uint32(0)>>1) {
+	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	return grpc.MaxRecvMsgSize(int(maxBytes))
+	return grpc.MaxRecvMsgSize(int(min(maxBytes, math.MaxInt)))
 }
 
 // RegisterGRPC registers on s the three OTLP collector services

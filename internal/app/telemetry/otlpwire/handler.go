@@ -31,7 +31,8 @@ type Partial struct {
 // rejected, or an error answered with the HTTP status of its kind
 // (spec.StatusOf): a *spec.Error's Detail (and Field) reach the client, the
 // words of an error of no kind never do. An error with a method
-// RetryAfter() time.Duration sets the Retry-After of a 429 or 503. It is
+// RetryAfter() time.Duration sets the Retry-After of a 429 or 503 (over
+// gRPC, with the code the package doc lists, the RetryInfo of Unavailable). It is
 // called concurrently, once per request, with the request's context; the
 // message shares no memory with the body and is the function's to keep.
 type IngestFunc func(ctx context.Context, req proto.Message) (Partial, error)
@@ -40,7 +41,8 @@ type IngestFunc func(ctx context.Context, req proto.Message) (Partial, error)
 type Result struct {
 	// Signal is the handler's signal.
 	Signal Signal
-	// Status is the HTTP status answered.
+	// Status is the HTTP status answered; over gRPC, the HTTP status of
+	// the same outcome.
 	Status int
 	// Bytes is the size of the body after decompression, 0 when it was not
 	// read to its end.
