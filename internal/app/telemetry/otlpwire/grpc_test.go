@@ -531,6 +531,32 @@ func TestGRPCLimit(t *testing.T) {
 	}
 	got, _ := col.received()
 	require.Len(t, got, 2)
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	require.Len(t, col.results, 2) // the server refused the others before the service
+	for _, r := range col.results {
+		require.Equal(t, Result{Signal: Logs, Status: 200, Bytes: int64(limit)}, r)
+	}
+}
+
+// TestGRPCGzipBomb checks that a small gzip request that expands far past
+// the limit is ResourceExhausted, refused after decompression.
+func TestGRPCGzipBomb(t *testing.T) {
+	t.Parallel()
+	col := newGRPCCollector(t, 1<<20)
+	ctx := metadata.NewOutgoingContext(t.Context(), metadata.Pairs("authorization", "Bearer "+testKey))
+	bomb := &collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{
+			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat("\x00", 16<<20)}},
+		}}}},
+	}}}
+	_, err := collogs.NewLogsServiceClient(col.conn(t)).Export(ctx, bomb, grpc.UseCompressor(gzip.Name))
+	st := status.Convert(err)
+	require.Equal(t, codes.ResourceExhausted, st.Code(), st.Message())
+	require.Contains(t, st.Message(), "decompression")
+	require.Empty(t, st.Details())
+	got, _ := col.received()
+	require.Empty(t, got)
 }
 
 func TestGRPCMaxRecvMsgSizeDefault(t *testing.T) {
