@@ -171,7 +171,9 @@ func (g *grpcServer) serve(ctx context.Context, signal Signal, req proto.Message
 	if actx == nil {
 		actx = ctx
 	}
-	res.Bytes = int64(proto.Size(req))
+	if g.cfg.Observe != nil {
+		res.Bytes = int64(proto.Size(req))
+	}
 	p, err := g.cfg.Ingest(actx, req)
 	if err != nil {
 		return nil, err

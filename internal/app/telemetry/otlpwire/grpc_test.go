@@ -590,3 +590,38 @@ func TestRegisterGRPCConfig(t *testing.T) {
 	require.ErrorContains(t, RegisterGRPC(nil, GRPCConfig{Authenticate: auth, Ingest: ingest}), "nil")
 	require.NoError(t, RegisterGRPC(grpc.NewServer(), GRPCConfig{Authenticate: auth, Ingest: ingest}))
 }
+
+// TestGRPCClientGone checks that an ingest that fails because the client
+// went away is answered Canceled and not logged.
+func TestGRPCClientGone(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	started := make(chan struct{})
+	s := grpc.NewServer(grpc.WaitForHandlers(true))
+	require.NoError(t, RegisterGRPC(s, GRPCConfig{
+		Authenticate: func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil },
+		Ingest: func(ctx context.Context, _ proto.Message) (Partial, error) {
+			close(started)
+			<-ctx.Done()
+			return Partial{}, fmt.Errorf("storing: %w", ctx.Err())
+		},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	}))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+
+	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(t.Context(), "x-api-key", testKey))
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err = collogs.NewLogsServiceClient(cc).Export(ctx, &collogs.ExportLogsServiceRequest{})
+	require.Equal(t, codes.Canceled, status.Code(err))
+	s.Stop() // waits for the handler to return, so its log (if any) is written
+	require.Empty(t, logs.String())
+}
