@@ -46,7 +46,8 @@ type GRPCConfig struct {
 	// says none. Default: 1 second.
 	RetryAfter time.Duration
 	// Observe, when set, is called with the result of every request that
-	// reaches the services, after Ingest; Result.Status is the HTTP status
+	// reaches the services, after Ingest, with the context Authenticate
+	// returned when it accepted the key; Result.Status is the HTTP status
 	// the same outcome has over OTLP/HTTP. A request the gRPC server itself
 	// refuses (over the size limit, not decodable) never reaches it.
 	// Default: none.
@@ -145,12 +146,12 @@ func (t traceService) Export(ctx context.Context, req *coltrace.ExportTraceServi
 // response of the signal or a gRPC status error.
 func (g *grpcServer) export(ctx context.Context, signal Signal, req proto.Message) (proto.Message, error) {
 	res := Result{Signal: signal, Status: http.StatusOK}
-	resp, err := g.serve(ctx, signal, req, &res)
+	resp, actx, err := g.serve(ctx, signal, req, &res)
 	if err != nil {
 		res.Status = statusOf(err)
 	}
 	if g.cfg.Observe != nil {
-		g.cfg.Observe(ctx, res)
+		g.cfg.Observe(actx, res)
 	}
 	if err != nil {
 		return nil, g.statusError(ctx, signal, err)
@@ -158,15 +159,16 @@ func (g *grpcServer) export(ctx context.Context, signal Signal, req proto.Messag
 	return resp, nil
 }
 
-// serve authenticates and ingests req, filling res.
-func (g *grpcServer) serve(ctx context.Context, signal Signal, req proto.Message, res *Result) (proto.Message, error) {
+// serve authenticates and ingests req, filling res. It returns the context
+// Authenticate returned, or ctx when it accepted no key.
+func (g *grpcServer) serve(ctx context.Context, signal Signal, req proto.Message, res *Result) (proto.Message, context.Context, error) {
 	key := keyOf(ctx)
 	if key == "" {
-		return nil, spec.Errorf(spec.ErrUnauthorized, "no key: send authorization: Bearer KEY or x-api-key as metadata")
+		return nil, ctx, spec.Errorf(spec.ErrUnauthorized, "no key: send authorization: Bearer KEY or x-api-key as metadata")
 	}
 	actx, err := g.cfg.Authenticate(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, ctx, err
 	}
 	if actx == nil {
 		actx = ctx
@@ -176,10 +178,10 @@ func (g *grpcServer) serve(ctx context.Context, signal Signal, req proto.Message
 	}
 	p, err := g.cfg.Ingest(actx, req)
 	if err != nil {
-		return nil, err
+		return nil, actx, err
 	}
 	res.Rejected = p.Rejected
-	return signal.response(p), nil
+	return signal.response(p), actx, nil
 }
 
 // keyOf returns the key of the request's metadata: the token of the first

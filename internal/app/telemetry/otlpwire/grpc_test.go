@@ -54,6 +54,7 @@ type grpcCollector struct {
 	got        []proto.Message
 	principals []string
 	results    []Result
+	observed   []string // the principal of each Observe's context
 	partial    Partial
 	err        error
 	authErr    error
@@ -114,10 +115,12 @@ func newGRPCCollector(t *testing.T, maxBytes int64) *grpcCollector {
 			c.principals = append(c.principals, p)
 			return c.partial, c.err
 		},
-		Observe: func(_ context.Context, r Result) {
+		Observe: func(ctx context.Context, r Result) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
+			p, _ := ctx.Value(principalKey{}).(string)
 			c.results = append(c.results, r)
+			c.observed = append(c.observed, p)
 		},
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{&c.mu, &c.logs}, nil)),
 	})
@@ -447,8 +450,14 @@ func TestGRPCCodes(t *testing.T) {
 			require.Equal(t, c.badRequest, fields)
 			require.Equal(t, c.retry, retry)
 			col.mu.Lock()
-			logs := col.logs.String()
+			logs, observed := col.logs.String(), col.observed
 			col.mu.Unlock()
+			// Observe sees the principal once the key is accepted.
+			want := ""
+			if c.code == codes.OK || c.err != nil {
+				want = "source of " + testKey
+			}
+			require.Equal(t, []string{want}, observed)
 			if c.logged == "" {
 				require.Empty(t, logs)
 			} else {
