@@ -83,6 +83,10 @@ var rules = map[string][]string{
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/org", "internal/infra/"},
 
+	// The OTLP/HTTP and OTLP/gRPC wire layer of the telemetry endpoint: decoding and
+	// answering, with no knowledge of what a key opens or of the data's meaning.
+	"internal/app/telemetry/otlpwire": {"spec"},
+
 	// The composition root wires every feature: it may import them all.
 	"internal/app/server": {"internal/app/", "internal/infra/",
 		"consumer/sqlstore"}, // its migrations, for /readyz
