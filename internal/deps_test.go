@@ -83,6 +83,10 @@ var rules = map[string][]string{
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"internal/app/org", "internal/infra/"},
 
+	// The OTLP/HTTP wire layer of the telemetry endpoint: decoding and
+	// answering, with no knowledge of keys or of the data's meaning.
+	"internal/app/telemetry/otlpwire": {"spec", "internal/infra/httpx"},
+
 	// The composition root wires every feature: it may import them all.
 	"internal/app/server": {"internal/app/", "internal/infra/",
 		"consumer/sqlstore"}, // its migrations, for /readyz
