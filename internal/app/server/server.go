@@ -148,6 +148,7 @@ type Server struct {
 	people  *people.Store
 	review  *reviewapi.Service
 	sources *sources.Service
+	tel     *telemetry.Service
 	metrics *ops.Metrics
 	jobs    riverjobs.Client
 	handler http.Handler
@@ -209,7 +210,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		src.Close()
 		return nil, err
 	}
-	s := &Server{people: ppl, review: review, sources: src, metrics: metrics, jobs: q.client}
+	s := &Server{people: ppl, review: review, sources: src, tel: tel, metrics: metrics, jobs: q.client}
 	s.handler = s.router(c, orgAPI, tel, features)
 	return s, nil
 }
@@ -321,6 +322,9 @@ func (s *Server) Review() *reviewapi.Service { return s.review }
 
 // Sources returns the sources' service.
 func (s *Server) Sources() *sources.Service { return s.sources }
+
+// Telemetry returns the telemetry endpoint's service.
+func (s *Server) Telemetry() *telemetry.Service { return s.tel }
 
 // Start starts working jobs in the background; it returns at once. Stop or
 // cancelling ctx stops it.

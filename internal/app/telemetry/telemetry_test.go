@@ -1,0 +1,235 @@
+package telemetry_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/aiusage/kit/internal/app/org"
+	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/telemetry"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+)
+
+// TestAuth: missing, unknown, revoked and expired keys get one 401; an API
+// key 403; an Ingestion key 200; a key revoked between two requests 401 on
+// the second. Refusals are google.rpc.Status in the request's encoding.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db, nil)
+		revoked := e.key(t, "old", org.KeyTypeIngestion)
+		_, err := e.orgs.RevokeKey(ctx, e.org.ID, revoked.ID, admin)
+		require.NoError(t, err)
+		// Expired: its expiry moved into the past in the database, which
+		// the store reads on the key's first request.
+		expired := e.key(t, "short", org.KeyTypeIngestion)
+		_, err = db.ExecContext(ctx, `UPDATE orgapi_api_keys SET expires_at = $1 WHERE id = $2`, time.Now().Add(-time.Hour).UnixMilli(), expired.ID)
+		require.NoError(t, err)
+
+		const name = "claude_logs.json"
+		for _, asProto := range []bool{false, true} {
+			var first []byte
+			for label, h := range map[string]http.Header{
+				"none":    nil,
+				"unknown": bearer(org.SecretPrefix + "unknownunknownunknownunknownunknownunknownunkn"),
+				"revoked": bearer(revoked.Secret),
+				"expired": bearer(expired.Secret),
+				"x-api-key": {"X-Api-Key": {"nope"}},
+				"scheme":  {"Authorization": {"Basic " + e.ingest.Secret}},
+			} {
+				code, body := post(t, e.url, name, asProto, h)
+				require.Equal(t, http.StatusUnauthorized, code, label)
+				if first == nil {
+					first = body
+				}
+				require.Equal(t, first, body, "%s: every 401 is the same", label)
+			}
+			var st status.Status
+			if asProto {
+				require.NoError(t, proto.Unmarshal(first, &st))
+			} else {
+				require.NoError(t, json.Unmarshal(first, &struct{ Code, Message any }{}))
+				require.Contains(t, string(first), `"code":16`)
+			}
+			code, body := post(t, e.url, name, asProto, bearer(e.api.Secret))
+			require.Equal(t, http.StatusForbidden, code)
+			require.Contains(t, string(body), "API keys cannot send telemetry")
+		}
+		code, body := post(t, e.url, name, false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code, string(body))
+		code, body = post(t, e.url, name, true, http.Header{"X-Api-Key": {e.ingest.Secret}})
+		require.Equal(t, http.StatusOK, code, string(body))
+		_, err = e.orgs.RevokeKey(ctx, e.org.ID, e.ingest.ID, admin)
+		require.NoError(t, err)
+		code, _ = post(t, e.url, name, false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusUnauthorized, code)
+
+		// The organisation API still refuses the Ingestion key, and the
+		// endpoint is not behind its authentication.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/organisations/"+e.org.ID+"/usage", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+e.key(t, "other", org.KeyTypeIngestion).Secret)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	})
+}
+
+// sequence is what the end-to-end tests send: Claude Code's logs and
+// metrics in both encodings, each twice; Gemini CLI's cumulative metrics
+// re-sent and out of order; Codex CLI's and Gemini CLI's logs.
+var sequence = []struct {
+	name    string
+	asProto bool
+}{
+	{"claude_logs.json", false}, {"claude_metrics.json", true}, {"claude_logs.json", true}, {"claude_metrics.json", false},
+	{"gemini_metrics_1.json", false}, {"gemini_metrics_3.json", true}, {"gemini_metrics_2.json", false},
+	{"gemini_metrics_1.json", true}, {"gemini_metrics_3.json", false},
+	{"codex_logs.json", true}, {"gemini_logs.json", false}, {"codex_logs.json", false},
+}
+
+func sequenceNames() []string {
+	var out []string
+	for _, s := range sequence {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// TestEndToEnd: the fixtures posted as OTLP/JSON and protobuf, re-sent and
+// reordered, become exact totals in the organisation-wide usage; the key's
+// source is listed, with the tools and events in its view.
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db, nil)
+		for _, s := range sequence {
+			code, body := post(t, e.url, s.name, s.asProto, bearer(e.ingest.Secret))
+			require.Equal(t, http.StatusOK, code, "%s: %s", s.name, body)
+		}
+		require.NoError(t, e.srv.Telemetry().RollupAll(ctx))
+		got := e.orgUsage(t)
+		want := reference(t, sequenceNames()...)
+		t.Logf("totals %+v", got)
+		require.InDelta(t, want.Cost, got.Cost, 1e-9)
+		got.Cost, want.Cost = 0, 0
+		require.Equal(t, want, got)
+
+		// Claude Code alone, by the numbers of package tools' test: input
+		// is uncached + cache read + cache write.
+		claude := reference(t, "claude_logs.json", "claude_metrics.json")
+		require.Equal(t, int64(1300+10+5+8+822), claude.Input)
+		require.Equal(t, int64(250+20+7+2+60), claude.Output)
+
+		// Everything again, in another order: nothing changes.
+		for i := len(sequence) - 1; i >= 0; i-- {
+			code, _ := post(t, e.url, sequence[i].name, !sequence[i].asProto, bearer(e.ingest.Secret))
+			require.Equal(t, http.StatusOK, code)
+		}
+		require.NoError(t, e.srv.Telemetry().RollupAll(ctx))
+		again := e.orgUsage(t)
+		again.Cost = 0
+		require.Equal(t, got, again)
+
+		list, err := e.srv.Sources().List(ctx, e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, telemetry.SourceID(e.ingest.ID), list[0].ID)
+		require.Equal(t, sources.TransportTelemetry, list[0].Transport)
+		require.Equal(t, "laptops", list[0].Name)
+	})
+}
+
+// TestPartialSuccess: records that map to nothing are accepted and
+// counted in the answer's message.
+func TestPartialSuccess(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db, nil)
+		code, body := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code)
+		require.JSONEq(t, `{"partialSuccess":{"errorMessage":"accepted; 1 records carry nothing counted (1 unknown event)"}}`, string(body))
+	})
+}
+
+// TestJobs: with the job queue working, the rollup runs by itself.
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db, nil)
+		require.NoError(t, e.srv.Start(t.Context()))
+		t.Cleanup(func() { _ = e.srv.Stop(t.Context()) })
+		code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code)
+		want := reference(t, "claude_logs.json")
+		want.Cost = 0
+		eventually(t, func() bool {
+			got := e.orgUsage(t)
+			got.Cost = 0
+			return got == want
+		})
+	})
+}
+
+// TestTwoProcesses: two service instances on one PostgreSQL database
+// ingest the same payloads at once and roll up at once: nothing is counted
+// twice.
+func TestTwoProcesses(t *testing.T) {
+	t.Parallel()
+	u := sqldbtest.URL(t, sqldb.Postgres)
+	open := func() *sqldb.DB {
+		db, err := sqldb.Open(t.Context(), u)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	a := newEnv(t, open(), nil)
+	b := newEnv(t, open(), &a.org)
+	b.api = a.api
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	fail := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, s)
+	}
+	for _, e := range []*env{a, b} {
+		for range 2 {
+			wg.Go(func() {
+				for _, s := range sequence {
+					if code, body := post(t, e.url, s.name, s.asProto, bearer(a.ingest.Secret)); code != http.StatusOK {
+						fail(s.name + ": " + string(body))
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			for range 5 {
+				if err := e.srv.Telemetry().RollupAll(t.Context()); err != nil {
+					fail(err.Error())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, failures)
+	require.NoError(t, a.srv.Telemetry().RollupAll(t.Context()))
+	require.NoError(t, b.srv.Telemetry().RollupAll(t.Context()))
+	got := a.orgUsage(t)
+	want := reference(t, sequenceNames()...)
+	require.InDelta(t, want.Cost, got.Cost, 1e-9)
+	got.Cost, want.Cost = 0, 0
+	require.Equal(t, want, got)
+}
