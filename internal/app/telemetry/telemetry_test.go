@@ -39,12 +39,12 @@ func TestAuth(t *testing.T) {
 		for _, asProto := range []bool{false, true} {
 			var first []byte
 			for label, h := range map[string]http.Header{
-				"none":    nil,
-				"unknown": bearer(org.SecretPrefix + "unknownunknownunknownunknownunknownunknownunkn"),
-				"revoked": bearer(revoked.Secret),
-				"expired": bearer(expired.Secret),
+				"none":      nil,
+				"unknown":   bearer(org.SecretPrefix + "unknownunknownunknownunknownunknownunknownunkn"),
+				"revoked":   bearer(revoked.Secret),
+				"expired":   bearer(expired.Secret),
 				"x-api-key": {"X-Api-Key": {"nope"}},
-				"scheme":  {"Authorization": {"Basic " + e.ingest.Secret}},
+				"scheme":    {"Authorization": {"Basic " + e.ingest.Secret}},
 			} {
 				code, body := post(t, e.url, name, asProto, h)
 				require.Equal(t, http.StatusUnauthorized, code, label)
