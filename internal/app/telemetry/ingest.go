@@ -58,8 +58,39 @@ func (s *Service) ingest(signal otlpwire.Signal) otlpwire.IngestFunc {
 		if err := s.Ingest(ctx, p, b); err != nil {
 			return otlpwire.Partial{}, err
 		}
+		s.observe(signal, b)
 		return otlpwire.Partial{Message: unmappedMessage(b.Unmapped)}, nil
 	}
+}
+
+// observe counts the records of an accepted request in the service's
+// metrics: those mapped (to usage, events or prompts), and the others by
+// reason.
+func (s *Service) observe(signal otlpwire.Signal, b tools.Batch) {
+	if s.cfg.Metrics == nil {
+		return
+	}
+	reasons := make(map[string]int, len(b.Unmapped.Reasons))
+	for r, n := range b.Unmapped.Reasons {
+		reasons[string(r)] = n
+	}
+	s.cfg.Metrics.ObserveTelemetry(signal.String(), mappedCount(b), reasons)
+}
+
+// mappedCount is how many records of b mapped to something: a usage, an
+// event, or a prompt not already counted with its event.
+func mappedCount(b tools.Batch) int {
+	keys := map[string]bool{}
+	for _, u := range b.Usage {
+		keys[u.Key] = true
+	}
+	for _, e := range b.Events {
+		keys[e.ID] = true
+	}
+	for _, p := range b.Prompts {
+		keys[p.Key] = true
+	}
+	return len(keys)
 }
 
 // unmappedMessage says what of a request mapped to nothing, by reason, or

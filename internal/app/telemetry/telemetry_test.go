@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -160,6 +161,9 @@ func TestPartialSuccess(t *testing.T) {
 		code, body := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
 		require.Equal(t, http.StatusOK, code)
 		require.JSONEq(t, `{"partialSuccess":{"errorMessage":"accepted; 1 records carry nothing counted (1 unknown event)"}}`, string(body))
+		rec := httptest.NewRecorder()
+		e.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		require.Contains(t, rec.Body.String(), `aiusage_telemetry_records_total{result="unknown event",signal="logs"} 1`)
 	})
 }
 
