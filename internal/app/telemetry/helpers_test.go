@@ -50,13 +50,17 @@ type env struct {
 // newEnv builds the service on db without working its jobs (the tests
 // roll up with RollupAll), and creates the organisation and its keys; with
 // o set, it uses that organisation and creates no keys.
-func newEnv(t *testing.T, db *sqldb.DB, o *org.Organisation) *env {
+func newEnv(t *testing.T, db *sqldb.DB, o *org.Organisation, opts ...func(*server.Config)) *env {
 	t.Helper()
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
 	e := &env{db: db, orgs: orgs}
-	e.srv = servicetest.New(t, server.Config{DB: db, Orgs: orgs, Secrets: testRing})
+	c := server.Config{DB: db, Orgs: orgs, Secrets: testRing}
+	for _, f := range opts {
+		f(&c)
+	}
+	e.srv = servicetest.New(t, c)
 	ts := httptest.NewServer(e.srv.Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL

@@ -2,8 +2,10 @@ package telemetry_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/aiusage/kit/internal/app/org"
+	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/app/telemetry"
+	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -236,4 +240,59 @@ func TestTwoProcesses(t *testing.T) {
 	require.InDelta(t, want.Cost, got.Cost, 1e-9)
 	got.Cost, want.Cost = 0, 0
 	require.Equal(t, want, got)
+}
+
+// TestConcurrencyBound: a key with a request in flight at its bound gets
+// 429 with Retry-After; another key of another organisation does not.
+func TestConcurrencyBound(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db, nil, func(c *server.Config) { c.Concurrency = httpx.NewLimiter(1, 1) })
+		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
+		require.NoError(t, err)
+		otherKey, err := e.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: other.ID, Name: "k", Type: org.KeyTypeIngestion}, admin)
+		require.NoError(t, err)
+
+		// A request whose body never ends holds the key's one slot.
+		pr, pw := io.Pipe()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/logs", pr)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+e.ingest.Secret)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		_, err = pw.Write([]byte(`{"resourceLogs":[`))
+		require.NoError(t, err)
+
+		eventually(t, func() bool {
+			code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+			return code == http.StatusTooManyRequests
+		})
+		path, _ := signalOf("claude_logs.json")
+		r2, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		r2.Header.Set("Content-Type", "application/json")
+		r2.Header.Set("Authorization", "Bearer "+e.ingest.Secret)
+		resp, err := http.DefaultClient.Do(r2)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+		code, body := post(t, e.url, "claude_logs.json", false, bearer(otherKey.Secret))
+		require.Equal(t, http.StatusOK, code, string(body))
+
+		require.NoError(t, pw.CloseWithError(io.ErrUnexpectedEOF))
+		<-done
+		eventually(t, func() bool {
+			code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+			return code == http.StatusOK
+		})
+	})
 }
