@@ -147,9 +147,21 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // /v1/traces, each behind the Ingestion key's authentication. Register them
 // where the organisation API's authentication does not run.
 func (s *Service) Routes(r chi.Router) {
-	for path, h := range s.handlers {
-		r.Handle(path, s.authenticate(h))
-	}
+	r.Group(func(r chi.Router) {
+		// The common answers of the service's APIs: security headers, a
+		// request id, the access log, and a panic answered 500.
+		r.Use(httpx.SecurityHeaders, httpx.RequestID, httpx.AccessLog(s.log), httpx.Recover(s.writePanic))
+		for path, h := range s.handlers {
+			r.Handle(path, s.authenticate(h))
+		}
+	})
+}
+
+// writePanic answers a request whose handler panicked: a 500 whose cause
+// stays in the log.
+func (s *Service) writePanic(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "telemetry: request failed", "error", err, "request_id", httpx.RequestIDFrom(r.Context()))
+	writeStatus(w, r, http.StatusInternalServerError, "internal error; the failure is logged on the server")
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
