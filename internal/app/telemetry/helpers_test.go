@@ -182,6 +182,35 @@ func (e *env) orgUsage(t *testing.T) totals {
 	return out
 }
 
+// orgIDs returns the ids of the organisation-wide list of resource
+// (events, assistants), read with the API key.
+func (e *env) orgIDs(t *testing.T, resource string) map[string]bool {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/organisations/"+e.org.ID+"/"+resource+"?limit=1000", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.api.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		HasMore bool `json:"hasMore"`
+	}
+	require.NoError(t, json.Unmarshal(b, &page))
+	require.False(t, page.HasMore)
+	out := map[string]bool{}
+	for _, d := range page.Data {
+		require.False(t, out[d.ID], "%s %s listed twice", resource, d.ID)
+		out[d.ID] = true
+	}
+	return out
+}
+
 // reference computes the totals of fixtures sent in order with package
 // tools' in-memory semantics: one usage per key, the one-source rule, and
 // cumulative runs turned into deltas in arrival order.

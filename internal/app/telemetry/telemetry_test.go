@@ -126,7 +126,6 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, e.srv.Telemetry().RollupAll(ctx))
 		got := e.orgUsage(t)
 		want := reference(t, sequenceNames()...)
-		t.Logf("totals %+v", got)
 		require.InDelta(t, want.Cost, got.Cost, 1e-9)
 		got.Cost, want.Cost = 0, 0
 		require.Equal(t, want, got)
@@ -146,6 +145,22 @@ func TestEndToEnd(t *testing.T) {
 		again := e.orgUsage(t)
 		again.Cost = 0
 		require.Equal(t, got, again)
+
+		// The events and the tools are in the organisation's view too, once
+		// each.
+		wantEvents := map[string]bool{}
+		wantTools := map[string]bool{}
+		for _, n := range sequenceNames() {
+			b := batchOf(t, n)
+			for _, ev := range b.Events {
+				wantEvents[ev.ID] = true
+			}
+			for _, a := range b.Assistants {
+				wantTools[a.ID] = true
+			}
+		}
+		require.Equal(t, wantEvents, e.orgIDs(t, "events"))
+		require.Equal(t, wantTools, e.orgIDs(t, "assistants"))
 
 		list, err := e.srv.Sources().List(ctx, e.org.ID)
 		require.NoError(t, err)
