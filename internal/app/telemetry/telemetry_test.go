@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -191,8 +192,12 @@ func TestJobs(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		e := newEnv(t, db, nil)
-		require.NoError(t, e.srv.Start(t.Context()))
-		t.Cleanup(func() { _ = e.srv.Stop(t.Context()) })
+		require.NoError(t, e.srv.Start(context.WithoutCancel(t.Context())))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, e.srv.Stop(ctx))
+		})
 		code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
 		require.Equal(t, http.StatusOK, code)
 		want := reference(t, "claude_logs.json")
