@@ -2,7 +2,6 @@ package telemetry_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	rpccode "google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/aiusage/kit/internal/app/org"
@@ -63,9 +64,9 @@ func TestAuth(t *testing.T) {
 			if asProto {
 				require.NoError(t, proto.Unmarshal(first, &st))
 			} else {
-				require.NoError(t, json.Unmarshal(first, &struct{ Code, Message any }{}))
-				require.Contains(t, string(first), `"code":16`)
+				require.NoError(t, protojson.Unmarshal(first, &st))
 			}
+			require.Equal(t, int32(rpccode.Code_UNAUTHENTICATED), st.Code)
 			code, body := post(t, e.url, name, asProto, bearer(e.api.Secret))
 			require.Equal(t, http.StatusForbidden, code)
 			require.Contains(t, string(body), "API keys cannot send telemetry")
@@ -262,57 +263,43 @@ func TestTwoProcesses(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
-// TestConcurrencyBound: a key with a request in flight at its bound gets
-// 429 with Retry-After; another key of another organisation does not.
+// TestConcurrencyBound: a key at its bound of requests in flight gets 429
+// with Retry-After, before its body is read; a key of another organisation
+// does not.
 func TestConcurrencyBound(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		e := newEnv(t, db, nil, func(c *server.Config) { c.Concurrency = httpx.NewLimiter(1, 1) })
+		lim := httpx.NewLimiter(1, 1)
+		e := newEnv(t, db, nil, func(c *server.Config) { c.Concurrency = lim })
 		other, err := e.orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Other"}, admin)
 		require.NoError(t, err)
 		otherKey, err := e.orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: other.ID, Name: "k", Type: org.KeyTypeIngestion}, admin)
 		require.NoError(t, err)
 
-		// A request whose body never ends holds the key's one slot.
-		pr, pw := io.Pipe()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/logs", pr)
+		// A request of the key in flight holds its one slot.
+		release, err := lim.Acquire(e.ingest.ID, e.org.ID)
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/logs", strings.NewReader(`{}`))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+e.ingest.Secret)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		_, err = pw.Write([]byte(`{"resourceLogs":[`))
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-
-		eventually(t, func() bool {
-			code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
-			return code == http.StatusTooManyRequests
-		})
-		path, _ := signalOf("claude_logs.json")
-		r2, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, strings.NewReader("{}"))
-		require.NoError(t, err)
-		r2.Header.Set("Content-Type", "application/json")
-		r2.Header.Set("Authorization", "Bearer "+e.ingest.Secret)
-		resp, err := http.DefaultClient.Do(r2)
+		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		var st status.Status
+		require.NoError(t, protojson.Unmarshal(b, &st))
+		require.Equal(t, int32(rpccode.Code_RESOURCE_EXHAUSTED), st.Code)
 
 		code, body := post(t, e.url, "claude_logs.json", false, bearer(otherKey.Secret))
 		require.Equal(t, http.StatusOK, code, string(body))
 
-		require.NoError(t, pw.CloseWithError(io.ErrUnexpectedEOF))
-		<-done
-		eventually(t, func() bool {
-			code, _ := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
-			return code == http.StatusOK
-		})
+		release()
+		code, body = post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code, string(body))
 	})
 }
