@@ -103,7 +103,7 @@ func unmappedMessage(u tools.Unmapped) string {
 	for _, r := range slices.Sorted(maps.Keys(u.Reasons)) {
 		parts = append(parts, fmt.Sprintf("%d %s", u.Reasons[r], r))
 	}
-	return fmt.Sprintf("accepted; %d records carry nothing counted (%s)", u.Total(), strings.Join(parts, ", "))
+	return "accepted; records that map to nothing: " + strings.Join(parts, ", ")
 }
 
 // Ingest stores batch b, sent with the Ingestion key p, in the key's

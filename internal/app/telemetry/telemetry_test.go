@@ -181,7 +181,7 @@ func TestPartialSuccess(t *testing.T) {
 		e := newEnv(t, db, nil)
 		code, body := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
 		require.Equal(t, http.StatusOK, code)
-		require.JSONEq(t, `{"partialSuccess":{"errorMessage":"accepted; 1 records carry nothing counted (1 unknown event)"}}`, string(body))
+		require.JSONEq(t, `{"partialSuccess":{"errorMessage":"accepted; records that map to nothing: 1 unknown event"}}`, string(body))
 		rec := httptest.NewRecorder()
 		e.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		require.Contains(t, rec.Body.String(), `aiusage_telemetry_records_total{result="unknown event",signal="logs"} 1`)
