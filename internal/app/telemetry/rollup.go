@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -240,6 +241,9 @@ func (s *Service) rollupHours(ctx context.Context, sid string, hours []int64) er
 		if err != nil {
 			return err
 		}
+		if us, err = withSessionOrigins(ctx, q, sid, h, us); err != nil {
+			return err
+		}
 		bs, err := buckets(time.UnixMilli(h).UTC(), us, st)
 		if err != nil {
 			return err
@@ -305,6 +309,36 @@ func hourUsage(ctx context.Context, q queryer, sid string, h int64) ([]tools.Usa
 	return us, rows.Err()
 }
 
+// phantomKey starts the key of the stand-ins of [withSessionOrigins]; no
+// stored key starts with it.
+const phantomKey = "\x00session-origin:"
+
+// withSessionOrigins returns us with, for each tool and session of hour h,
+// a stand-in of no tokens for each origin the session has in any hour of
+// source sid, so that the one-source rule applied to the hour sees the
+// session whole: metrics exported in the hour after the session's last
+// request are not counted beside its events. [buckets] leaves the
+// stand-ins out.
+func withSessionOrigins(ctx context.Context, q queryer, sid string, h int64, us []tools.Usage) ([]tools.Usage, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT u.tool, u.session_id, u.origin FROM telemetry_usage u
+		WHERE u.source_id = $1 AND u.session_id <> '' AND u.hour_ms <> $2 AND EXISTS (SELECT 1 FROM telemetry_usage o
+			WHERE o.source_id = $1 AND o.hour_ms = $2 AND o.tool = u.tool AND o.session_id = u.session_id)`, sid, h)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: rollup: session origins: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u tools.Usage
+		var origin string
+		if err := rows.Scan(&u.Tool, &u.SessionID, &origin); err != nil {
+			return nil, fmt.Errorf("telemetry: rollup: session origins: %w", err)
+		}
+		u.Origin, u.Key = tools.Origin(origin), phantomKey+origin
+		us = append(us, u)
+	}
+	return us, rows.Err()
+}
+
 // dimensions are the values of a bucket's dimensions, in the order of
 // spec.Dimensions: model, assistantId, userId, department.
 type dimensions [4]string
@@ -357,6 +391,9 @@ func buckets(start time.Time, us []tools.Usage, st *hourState) ([]json.RawMessag
 	}
 	groups := map[dimensions]*agg{}
 	for _, u := range tools.Dedup(us) {
+		if strings.HasPrefix(u.Key, phantomKey) {
+			continue
+		}
 		d := dimensions{u.Model, u.Tool, userOf(u), u.Department}
 		a := groups[d]
 		if a == nil {

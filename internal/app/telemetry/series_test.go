@@ -76,3 +76,33 @@ func TestZeroBucket(t *testing.T) {
 		require.Equal(t, totals{Requests: 1, Input: 35, Output: 3}, e.orgUsage(t))
 	})
 }
+
+// TestSessionAcrossHours: metrics of a session exported in the hour after
+// its last request are not counted beside its events, whichever comes first.
+func TestSessionAcrossHours(t *testing.T) {
+	t.Parallel()
+	ev := tools.Usage{Key: "e", Time: time.Date(2026, 11, 27, 10, 59, 40, 0, time.UTC), Tool: "claude-code", Model: "m",
+		Email: "alice@example.com", SessionID: "s", Tokens: tools.Tokens{Input: 30, Output: 3}, Origin: tools.OriginEvent}
+	metric := ev
+	metric.Key, metric.Time, metric.Origin = "p", time.Date(2026, 11, 27, 11, 0, 20, 0, time.UTC), tools.OriginMetric
+	other := metric // another session's metrics in the same hour count
+	other.Key, other.SessionID, other.Tokens = "q", "s2", tools.Tokens{Input: 7}
+	for name, order := range map[string][][]tools.Usage{
+		"events first":  {{ev}, {metric, other}},
+		"metrics first": {{metric, other}, {ev}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+				ctx := t.Context()
+				e := newEnv(t, db, nil)
+				p := org.Principal{KeyID: e.ingest.ID, KeyName: "laptops", OrganisationID: e.org.ID, Type: org.KeyTypeIngestion}
+				for _, us := range order {
+					require.NoError(t, e.srv.Telemetry().Ingest(ctx, p, tools.Batch{Usage: us}))
+					require.NoError(t, e.srv.Telemetry().RollupAll(ctx))
+				}
+				require.Equal(t, totals{Requests: 1, Input: 37, Output: 3}, e.orgUsage(t))
+			})
+		})
+	}
+}

@@ -37,6 +37,7 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 			return err
 		}
 		hours := map[int64]bool{}
+		sessions := map[toolSession]bool{}
 		for _, u := range us {
 			if u.Cumulative {
 				d, ok, err := delta(ctx, tx, sid, u)
@@ -55,6 +56,16 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 			if ok {
 				added++
 				hours[hourOf(u.Time)] = true
+				if u.Origin != tools.OriginMetric && u.SessionID != "" {
+					sessions[toolSession{u.Tool, u.SessionID}] = true
+				}
+			}
+		}
+		// An event or span can outrank the metrics or spans of its session
+		// in other hours: those hours are computed again too.
+		for ts := range sessions {
+			if err := sessionHours(ctx, tx, sid, ts, hours); err != nil {
+				return err
 			}
 		}
 		for _, h := range slices.Sorted(maps.Keys(hours)) {
@@ -66,6 +77,27 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 		return nil
 	})
 	return added, err
+}
+
+// toolSession is a session of a tool, the scope of the one-source rule.
+type toolSession struct{ tool, session string }
+
+// sessionHours adds to hours those in which source sid has usage of ts.
+func sessionHours(ctx context.Context, q queryer, sid string, ts toolSession, hours map[int64]bool) error {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
+		sid, ts.tool, ts.session)
+	if err != nil {
+		return fmt.Errorf("telemetry: session hours: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return fmt.Errorf("telemetry: session hours: %w", err)
+		}
+		hours[h] = true
+	}
+	return rows.Err()
 }
 
 // hourOf returns t's UTC hour in Unix milliseconds.

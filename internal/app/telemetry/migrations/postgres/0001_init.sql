@@ -29,6 +29,10 @@ CREATE TABLE telemetry_usage (
     PRIMARY KEY (source_id, key)
 );
 CREATE INDEX telemetry_usage_hour ON telemetry_usage (source_id, hour_ms);
+-- The one-source rule (events over spans over metrics) holds per tool and
+-- session across hours: a session's metrics exported after the hour of its
+-- last request are not counted again.
+CREATE INDEX telemetry_usage_session ON telemetry_usage (source_id, tool, session_id);
 
 -- The last point counted of each run of a cumulative metric series: a run
 -- is a series (resource, scope, metric and attributes) from one start time.
