@@ -182,9 +182,9 @@ func (e *env) orgUsage(t *testing.T) totals {
 	return out
 }
 
-// orgIDs returns the ids of the organisation-wide list of resource
-// (events, assistants), read with the API key.
-func (e *env) orgIDs(t *testing.T, resource string) map[string]bool {
+// orgList returns the organisation-wide list of resource (events,
+// assistants), read with the API key.
+func (e *env) orgList(t *testing.T, resource string) []json.RawMessage {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"/organisations/"+e.org.ID+"/"+resource+"?limit=1000", nil)
 	require.NoError(t, err)
@@ -196,15 +196,24 @@ func (e *env) orgIDs(t *testing.T, resource string) map[string]bool {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	var page struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-		HasMore bool `json:"hasMore"`
+		Data    []json.RawMessage `json:"data"`
+		HasMore bool              `json:"hasMore"`
 	}
 	require.NoError(t, json.Unmarshal(b, &page))
 	require.False(t, page.HasMore)
+	return page.Data
+}
+
+// orgIDs returns the ids of the organisation-wide list of resource, each
+// listed once.
+func (e *env) orgIDs(t *testing.T, resource string) map[string]bool {
+	t.Helper()
 	out := map[string]bool{}
-	for _, d := range page.Data {
+	for _, raw := range e.orgList(t, resource) {
+		var d struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &d))
 		require.False(t, out[d.ID], "%s %s listed twice", resource, d.ID)
 		out[d.ID] = true
 	}

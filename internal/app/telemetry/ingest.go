@@ -152,7 +152,11 @@ func (s *Service) saveRecords(ctx context.Context, sid string, now time.Time, b 
 		events = append(events, raw)
 	}
 	for _, a := range b.Assistants {
-		sa := spec.Assistant{ID: a.ID, Name: a.Name, CreatedAt: spec.NewTime(a.LastSeen), UpdatedAt: spec.NewTime(a.LastSeen)}
+		first, err := s.firstSeen(ctx, sid, a.ID, a.LastSeen)
+		if err != nil {
+			return err
+		}
+		sa := spec.Assistant{ID: a.ID, Name: a.Name, CreatedAt: spec.NewTime(first), UpdatedAt: spec.NewTime(a.LastSeen)}
 		if a.Version != "" {
 			sa.Description = "version " + a.Version
 		}
@@ -166,6 +170,21 @@ func (s *Service) saveRecords(ctx context.Context, sid string, now time.Time, b 
 		return err
 	}
 	return s.savePushed(ctx, sid, consumer.Assistants, assistants, now)
+}
+
+// firstSeen records that source sid saw tool id at seen and returns the
+// earliest time it saw it.
+func (s *Service) firstSeen(ctx context.Context, sid, id string, seen time.Time) (time.Time, error) {
+	var ms int64
+	err := s.db.QueryRowContext(ctx, `INSERT INTO telemetry_assistants (source_id, assistant_id, first_seen_ms) VALUES ($1, $2, $3)
+		ON CONFLICT (source_id, assistant_id) DO UPDATE SET first_seen_ms = CASE
+			WHEN excluded.first_seen_ms < telemetry_assistants.first_seen_ms THEN excluded.first_seen_ms
+			ELSE telemetry_assistants.first_seen_ms END
+		RETURNING first_seen_ms`, sid, id, seen.UnixMilli()).Scan(&ms)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("telemetry: assistant %s: %w", id, err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // savePushed writes records of resource r into source sid's collected view,

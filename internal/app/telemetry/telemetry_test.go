@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/spec"
 )
 
 // TestAuth: missing, unknown, revoked and expired keys get one 401; an API
@@ -163,6 +165,20 @@ func TestEndToEnd(t *testing.T) {
 		}
 		require.Equal(t, wantEvents, e.orgIDs(t, "events"))
 		require.Equal(t, wantTools, e.orgIDs(t, "assistants"))
+		// A tool's createdAt is when it was first seen, whatever came after.
+		first := map[string]time.Time{}
+		for _, n := range sequenceNames() {
+			for _, a := range batchOf(t, n).Assistants {
+				if f, ok := first[a.ID]; !ok || a.LastSeen.Before(f) {
+					first[a.ID] = a.LastSeen
+				}
+			}
+		}
+		for _, raw := range e.orgList(t, "assistants") {
+			var a spec.Assistant
+			require.NoError(t, json.Unmarshal(raw, &a))
+			require.True(t, first[a.ID].Equal(a.CreatedAt.Time), "%s created %s, first seen %s", a.ID, a.CreatedAt, first[a.ID])
+		}
 
 		list, err := e.srv.Sources().List(ctx, e.org.ID)
 		require.NoError(t, err)

@@ -70,3 +70,12 @@ CREATE TABLE telemetry_hours (
     dimensions TEXT    NOT NULL,
     PRIMARY KEY (source_id, hour_ms)
 );
+
+-- The first time each tool (service.name) of a source was seen, the
+-- createdAt of its assistant record, which every later batch repeats.
+CREATE TABLE telemetry_assistants (
+    source_id     TEXT    NOT NULL,
+    assistant_id  TEXT    NOT NULL,
+    first_seen_ms INTEGER  NOT NULL,
+    PRIMARY KEY (source_id, assistant_id)
+);
