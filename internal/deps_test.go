@@ -86,10 +86,16 @@ var rules = map[string][]string{
 	// The OTLP/HTTP and OTLP/gRPC wire layer of the telemetry endpoint: decoding and
 	// answering, with no knowledge of what a key opens or of the data's meaning.
 	"internal/app/telemetry/otlpwire": {"spec"},
+	// The telemetry endpoint: Ingestion keys, the mapping and the wire layer
+	// above, its tables, and the consumer's store it writes the sources'
+	// collected views through.
+	"internal/app/telemetry": {"spec", "consumer", "internal/app/org", "internal/app/telemetry/tools",
+		"internal/app/telemetry/otlpwire", "internal/infra/"},
 
 	// The composition root wires every feature: it may import them all.
 	"internal/app/server": {"internal/app/", "internal/infra/",
-		"consumer/sqlstore"}, // its migrations, for /readyz
+		"consumer/sqlstore", // its migrations, for /readyz
+		"consumer"},         // the sources' store, given to the telemetry endpoint
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
@@ -125,7 +131,7 @@ var rootImporters = []string{"internal/cli", "internal/testkit/servicetest"}
 // uses of the others through its Config. The dashboard is not among them: it
 // draws the pages of the review and sources services, and keeps importing
 // reviewapi and sources for them.
-var features = []string{"internal/app/orgapi", "internal/app/reviewapi", "internal/app/sources"}
+var features = []string{"internal/app/orgapi", "internal/app/reviewapi", "internal/app/sources", "internal/app/telemetry"}
 
 // testOnly are packages no test of the module may import except where
 // listed: the command tree is the binary's alone.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aiusage/kit/internal/app/dashboard"
@@ -294,5 +295,23 @@ func TestSourcesPage(t *testing.T) {
 		got, err = e.src.Get(ctx, e.org.ID, again.ID)
 		require.NoError(t, err)
 		require.Nil(t, got.LastSyncStartedAt, "a cross-origin form started a sync")
+	})
+}
+
+// TestSourcesPageTelemetry: a telemetry source is shown as such, with no
+// URL, schedule nor sync button.
+func TestSourcesPageTelemetry(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newSourcesEnv(t, db)
+		id := uuid.NewString()
+		require.NoError(t, e.src.EnsureTelemetry(t.Context(), e.org.ID, id, "laptops"))
+		adm := e.browser()
+		adm.signIn(t, "ada@acme.test", "/")
+		p := adm.get(t, "/sources")
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "Receives telemetry")
+		require.Contains(t, p.Body, "what the AI tools send with an Ingestion key")
+		require.NotContains(t, p.Body, "/sources/"+id+"/sync")
+		require.NotContains(t, p.Body, "receives pushes only")
 	})
 }

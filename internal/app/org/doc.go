@@ -19,7 +19,8 @@
 // the API: [Store.CreateOrganisation], [Store.CreateAgent], [Store.CreateKey]
 // (the aiusage admin commands call them). A key's secret is returned once and
 // stored only as its SHA-256 digest; [Store.Authenticate] looks the digest up
-// on every request, so a revoked key fails on its next request.
+// on every request, so a revoked key fails on its next request;
+// [Store.AuthenticateIngestion] is its mirror for the telemetry endpoint.
 //
 // The limit of 100 instructions per agent holds under concurrency: each
 // agent row counts its instructions, and a place is taken with a conditional

@@ -199,6 +199,24 @@ const maxSecretLength = 256
 // or log the key; an unknown secret returns an empty principal. A caller must
 // therefore treat any error as a refusal, whatever the principal holds.
 func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	return s.authenticate(ctx, secret, KeyTypeAPI)
+}
+
+// AuthenticateIngestion returns the principal of an Ingestion key secret,
+// for the telemetry endpoint: the mirror of [Store.Authenticate]. A secret
+// that is missing, unknown, revoked or expired is spec.ErrUnauthorized, the
+// same for all; a valid key of type API is spec.ErrForbidden. It shares
+// Authenticate's key cache, so a revocation made with this store has effect
+// on the next request, one made by another process within the cache time,
+// and the principal of a revoked or expired key comes with its error as
+// there.
+func (s *Store) AuthenticateIngestion(ctx context.Context, secret string) (Principal, error) {
+	return s.authenticate(ctx, secret, KeyTypeIngestion)
+}
+
+// authenticate returns the principal of secret if it is a valid key of
+// type want.
+func (s *Store) authenticate(ctx context.Context, secret string, want KeyType) (Principal, error) {
 	if secret == "" || len(secret) > maxSecretLength {
 		return Principal{}, spec.ErrUnauthorized
 	}
@@ -212,7 +230,7 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 		}
 		s.keys.put(digest, k, now, gen)
 	}
-	return k.principal(now)
+	return k.principal(now, want)
 }
 
 // storedKey is what Authenticate reads of a key, found or not.
@@ -248,8 +266,9 @@ func (s *Store) lookupKey(ctx context.Context, digest []byte) (storedKey, error)
 	return k, nil
 }
 
-// principal is Authenticate's answer for the key k at now.
-func (k storedKey) principal(now time.Time) (Principal, error) {
+// principal is the answer for the key k at now, where a key of type want
+// is required.
+func (k storedKey) principal(now time.Time, want KeyType) (Principal, error) {
 	switch {
 	case !k.found:
 		return Principal{}, spec.ErrUnauthorized
@@ -258,10 +277,13 @@ func (k storedKey) principal(now time.Time) (Principal, error) {
 	}
 	p := k.p
 	p.Type = k.typ
-	if p.Type != KeyTypeAPI {
-		return p, &spec.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
+	switch {
+	case p.Type == want:
+		return p, nil
+	case want == KeyTypeIngestion:
+		return p, &spec.Error{Kind: spec.ErrForbidden, Detail: "API keys cannot send telemetry; use a key of type Ingestion."}
 	}
-	return p, nil
+	return p, &spec.Error{Kind: spec.ErrForbidden, Detail: "Ingestion keys cannot use this API; use a key of type API."}
 }
 
 // KeyCreators returns, for each key of the organisation, the name of who

@@ -11,7 +11,7 @@
 //     every feature's workers, queues and periodic jobs;
 //   - the metrics registry, given to the features that count.
 //
-// Each feature package (orgapi, reviewapi, sources, dashboard) does its
+// Each feature package (orgapi, reviewapi, sources, dashboard, telemetry) does its
 // one job and knows none of this. It is built from its Config, which names
 // what it uses of the others (the organisation store, the review service) and
 // of the root (a [riverjobs.Enqueuer] to queue its jobs, the *ops.Metrics to
@@ -45,6 +45,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
@@ -52,6 +53,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/telemetry"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/ops"
@@ -124,6 +126,9 @@ type Config struct {
 	Sources sources.Config
 	// Dashboard configures the dashboard's pages.
 	Dashboard dashboard.Config
+	// Telemetry configures the telemetry endpoint (OTLP over HTTP at
+	// /v1/metrics, /v1/logs and /v1/traces).
+	Telemetry telemetry.Config
 }
 
 // River's timeouts for the whole queue: jobTimeout bounds a job whose
@@ -143,6 +148,7 @@ type Server struct {
 	people  *people.Store
 	review  *reviewapi.Service
 	sources *sources.Service
+	tel     *telemetry.Service
 	metrics *ops.Metrics
 	jobs    riverjobs.Client
 	handler http.Handler
@@ -185,9 +191,17 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		src.Close()
 		return nil, err
 	}
+	tc := c.Telemetry
+	tc.DB, tc.Orgs, tc.Views, tc.Jobs, tc.Metrics, tc.Concurrency = c.DB, c.Orgs, views{src}, q, metrics, c.Concurrency
+	tc.Logger = cmp.Or(tc.Logger, c.Logger)
+	tel, err := telemetry.New(ctx, tc)
+	if err != nil {
+		src.Close()
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
 	features := []Feature{orgAPI, review, src, dash}
 	jobs := riverjobs.NewJobs(cmp.Or(c.Workers, 10))
-	for _, f := range features {
+	for _, f := range append(features, tel) {
 		if b, ok := f.(Background); ok {
 			b.Jobs(jobs)
 		}
@@ -196,8 +210,8 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		src.Close()
 		return nil, err
 	}
-	s := &Server{people: ppl, review: review, sources: src, metrics: metrics, jobs: q.client}
-	s.handler = s.router(c, orgAPI, features)
+	s := &Server{people: ppl, review: review, sources: src, tel: tel, metrics: metrics, jobs: q.client}
+	s.handler = s.router(c, orgAPI, tel, features)
 	return s, nil
 }
 
@@ -223,10 +237,10 @@ func newFeatures(ctx context.Context, c Config, q *queue, metrics *ops.Metrics, 
 
 // router is the service's router: the common middleware, operations, and
 // under "/" the features' routes with the 404 and 405 of each area.
-func (s *Server) router(c Config, orgAPI *orgapi.Handler, features []Feature) http.Handler {
+func (s *Server) router(c Config, orgAPI *orgapi.Handler, tel *telemetry.Service, features []Feature) http.Handler {
 	components := map[string]fs.FS{
 		org.Component: org.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
-		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(),
+		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(), telemetry.Component: telemetry.Migrations(),
 	}
 	for k, v := range c.Readiness {
 		components[k] = v
@@ -240,6 +254,10 @@ func (s *Server) router(c Config, orgAPI *orgapi.Handler, features []Feature) ht
 	if c.MetricsGuard != nil {
 		r.Method(http.MethodGet, "/metrics", c.MetricsGuard(s.metrics.Handler()))
 	}
+	// The telemetry endpoint authenticates Ingestion keys itself: its
+	// routes sit beside the area of the organisation API's middleware,
+	// which refuses every key but an API key.
+	tel.Routes(r)
 	api := chi.NewRouter()
 	api.Use(orgAPI.Middleware()...)
 	// The dashboard's pages sit at the root of the address, beside the
@@ -305,6 +323,9 @@ func (s *Server) Review() *reviewapi.Service { return s.review }
 // Sources returns the sources' service.
 func (s *Server) Sources() *sources.Service { return s.sources }
 
+// Telemetry returns the telemetry endpoint's service.
+func (s *Server) Telemetry() *telemetry.Service { return s.tel }
+
 // Start starts working jobs in the background; it returns at once. Stop or
 // cancelling ctx stops it.
 func (s *Server) Start(ctx context.Context) error { return s.jobs.Start(ctx) }
@@ -318,6 +339,16 @@ func (s *Server) Close() {
 	s.jobs.Close()
 	s.sources.Close()
 }
+
+// views gives the telemetry endpoint the sources' collected views: each
+// Ingestion key is a telemetry source.
+type views struct{ src *sources.Service }
+
+func (v views) EnsureTelemetry(ctx context.Context, orgID, sourceID, name string) error {
+	return v.src.EnsureTelemetry(ctx, orgID, sourceID, name)
+}
+
+func (v views) ConsumerStore() consumer.Store { return v.src.Store() }
 
 // queue is the [riverjobs.Enqueuer] the features are built with: it
 // forwards to the River client, which New opens once every feature has

@@ -70,14 +70,18 @@ const Component = "sources"
 
 // Limits and defaults of a source.
 const (
-	MaxNameLength    = 200
-	MinEvery         = 10 * time.Second
-	DefaultEvery     = 5 * time.Minute
-	TransportREST    = "rest"
-	TransportMCP     = "mcp"
-	TransportExport  = "export" // see export.go
-	TransportPush    = "push"   // see push.go
-	DefaultTransport = TransportREST
+	MaxNameLength   = 200
+	MinEvery        = 10 * time.Second
+	DefaultEvery    = 5 * time.Minute
+	TransportREST   = "rest"
+	TransportMCP    = "mcp"
+	TransportExport = "export" // see export.go
+	TransportPush   = "push"   // see push.go
+	// TransportTelemetry is an Ingestion key of the organisation: the
+	// telemetry endpoint creates it on the key's first accepted request
+	// ([Service.EnsureTelemetry]); it is never synced, added nor removed here.
+	TransportTelemetry = "telemetry"
+	DefaultTransport   = TransportREST
 )
 
 //go:embed migrations
@@ -337,6 +341,8 @@ func (s *Service) validate(ctx context.Context, org string, n *SourceCreate) err
 	}
 	switch n.Transport {
 	case TransportREST, TransportMCP, TransportExport, TransportPush:
+	case TransportTelemetry:
+		return fmt.Errorf("transport telemetry cannot be added: a telemetry source is an Ingestion key, created with the key's first telemetry; create an Ingestion key instead: %w", spec.ErrInvalid)
 	default:
 		return fmt.Errorf("transport must be rest, mcp, export or push, got %q: %w", n.Transport, spec.ErrInvalid)
 	}
@@ -479,6 +485,9 @@ func (s *Service) Remove(ctx context.Context, orgID, id string) (Source, error) 
 	if err != nil {
 		return Source{}, err
 	}
+	if src.Transport == TransportTelemetry {
+		return Source{}, errTelemetrySource(src.ID)
+	}
 	res, err := s.db.ExecContext(ctx, `DELETE FROM sources WHERE id = $1 AND org_id = $2`, src.ID, src.OrganisationID)
 	if err != nil {
 		return Source{}, fmt.Errorf("sources: remove: %w", err)
@@ -496,6 +505,9 @@ func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 	src, err := s.Get(ctx, orgID, id)
 	if err != nil {
 		return err
+	}
+	if src.Transport == TransportTelemetry {
+		return errTelemetrySource(src.ID)
 	}
 	if src.Transport == TransportExport {
 		if err := s.checkExportURL(ctx, src.OrganisationID, rawURL, src.Token); err != nil {
@@ -573,6 +585,9 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	src, err := s.get(ctx, id)
 	if err != nil {
 		return consumer.Result{}, err
+	}
+	if src.Transport == TransportTelemetry {
+		return consumer.Result{}, fmt.Errorf("source %s receives telemetry only; it has no address to walk: %w", src.ID, spec.ErrInvalid)
 	}
 	if src.URL == "" {
 		return consumer.Result{}, fmt.Errorf("source %s receives pushes only; it has no REST address to walk: %w", src.ID, spec.ErrInvalid)

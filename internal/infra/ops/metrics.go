@@ -56,6 +56,7 @@ const QueueDepthTimeout = 2 * time.Second
 //	aiusage_sync_records_total{resource}                   counter
 //	aiusage_sync_retries_total                             counter
 //	aiusage_webhook_deliveries_total{outcome}              counter (delivered, retry, failed)
+//	aiusage_telemetry_records_total{signal,result}         counter (mapped, or why a record maps to nothing)
 //	aiusage_queue_jobs{state}                              gauge, from [Metrics.SetQueueDepth]
 //
 // The route label is the chi route pattern ("/organisations/{organisationId}/agents"),
@@ -69,6 +70,7 @@ type Metrics struct {
 	syncRecords  *prometheus.CounterVec
 	syncRetries  prometheus.Counter
 	deliveries   *prometheus.CounterVec
+	telemetry    *prometheus.CounterVec
 	queue        *queueCollector
 }
 
@@ -104,6 +106,10 @@ func NewMetrics() *Metrics {
 			Name: "aiusage_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by outcome: delivered, retry (failed, will be retried) or failed (given up).",
 		}, []string{"outcome"}),
+		telemetry: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aiusage_telemetry_records_total",
+			Help: "OTLP records accepted by the telemetry endpoint (log records, data points, spans), by signal and result: mapped, or why they map to nothing.",
+		}, []string{"signal", "result"}),
 		queue: &queueCollector{desc: prometheus.NewDesc("aiusage_queue_jobs",
 			"Jobs in the job queue, by state, read at scrape time.", []string{"state"}, nil)},
 	}
@@ -117,7 +123,7 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.httpRequests, m.httpDuration,
 		m.syncRuns, m.syncRecords, m.syncRetries,
-		m.deliveries, m.queue,
+		m.deliveries, m.telemetry, m.queue,
 	)
 	return m
 }
@@ -166,6 +172,28 @@ func (m *Metrics) ObserveSyncRetry() {
 		return
 	}
 	m.syncRetries.Inc()
+}
+
+// TelemetryMapped is the result label of the telemetry records that mapped
+// to something stored.
+const TelemetryMapped = "mapped"
+
+// ObserveTelemetry counts one accepted export request of signal
+// ("metrics", "logs" or "traces"): under [TelemetryMapped] what it mapped
+// to (usage, events and prompts), and under each reason (a small, fixed set)
+// the records that map to nothing. Counts of zero or less are ignored.
+func (m *Metrics) ObserveTelemetry(signal string, mapped int, unmapped map[string]int) {
+	if m == nil {
+		return
+	}
+	if mapped > 0 {
+		m.telemetry.WithLabelValues(signal, TelemetryMapped).Add(float64(mapped))
+	}
+	for reason, n := range unmapped {
+		if n > 0 {
+			m.telemetry.WithLabelValues(signal, reason).Add(float64(n))
+		}
+	}
 }
 
 // ObserveDelivery counts one webhook delivery attempt by outcome:

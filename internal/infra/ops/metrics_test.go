@@ -256,3 +256,18 @@ func TestIndependentRegistries(t *testing.T) {
 	require.Contains(t, scrape(t, b), "aiusage_sync_retries_total 0")
 	require.NotSame(t, a.Registry(), b.Registry())
 }
+
+func TestObserveTelemetry(t *testing.T) {
+	t.Parallel()
+	m := ops.NewMetrics()
+	m.ObserveTelemetry("logs", 3, map[string]int{"unknown event": 2, "not counted": 0})
+	m.ObserveTelemetry("logs", 0, nil)
+	var nilM *ops.Metrics
+	nilM.ObserveTelemetry("logs", 1, nil)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	require.Contains(t, body, `aiusage_telemetry_records_total{result="mapped",signal="logs"} 3`)
+	require.Contains(t, body, `aiusage_telemetry_records_total{result="unknown event",signal="logs"} 2`)
+	require.NotContains(t, body, `not counted`)
+}

@@ -1,0 +1,121 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/aiusage/kit/internal/app/org"
+	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/spec"
+)
+
+// The messages of the refusals of the authentication. The 401 is one for
+// every reason (no key, an unknown, revoked or expired key), so that it
+// tells nothing of the keys that exist.
+const (
+	msgUnauthorized = "A valid Ingestion key is required, as Authorization: Bearer KEY or X-API-Key: KEY."
+	msgBusy         = "Too many requests of this key are in flight; retry when one has finished."
+	msgUnavailable  = "The service cannot authenticate the key now; retry shortly."
+)
+
+// principalKey is the context key of the authenticated Ingestion key.
+type principalKey struct{}
+
+// principalOf returns the Ingestion key that authenticated the request of
+// ctx.
+func principalOf(ctx context.Context) (org.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(org.Principal)
+	return p, ok
+}
+
+// secretOf returns the key a request sends: Authorization: Bearer, else
+// X-API-Key.
+func secretOf(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, rest, _ := strings.Cut(a, " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(rest)
+		}
+		return ""
+	}
+	return strings.TrimSpace(r.Header.Get("X-API-Key"))
+}
+
+// authenticate runs next for a request with a valid Ingestion key, with the
+// key's principal in its context, and within the key's bound of requests in
+// flight. It refuses the others before their body is read, with a
+// google.rpc.Status in the request's encoding: 401 for a missing, unknown,
+// revoked or expired key, 403 for an API key, 429 with Retry-After when the
+// key or its organisation has too many requests in flight.
+func (s *Service) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.cfg.Orgs.AuthenticateIngestion(r.Context(), secretOf(r))
+		var se *spec.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, spec.ErrUnauthorized):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="aiusage"`)
+			writeStatus(w, r, http.StatusUnauthorized, msgUnauthorized)
+			return
+		case errors.Is(err, spec.ErrForbidden) && errors.As(err, &se):
+			writeStatus(w, r, http.StatusForbidden, se.Detail)
+			return
+		default:
+			s.log.ErrorContext(r.Context(), "telemetry: authenticate", "error", err)
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, r, http.StatusServiceUnavailable, msgUnavailable)
+			return
+		}
+		release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
+		if err != nil {
+			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
+			writeStatus(w, r, http.StatusTooManyRequests, msgBusy)
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// writeStatus answers a refusal made before the body is read as a
+// google.rpc.Status, OTLP/JSON when the request's Content-Type is
+// application/json and protobuf otherwise, with the gRPC code of st. The
+// body is not read: the connection is closed after the answer.
+func writeStatus(w http.ResponseWriter, r *http.Request, st int, msg string) {
+	c := code.Code_INTERNAL
+	switch st {
+	case http.StatusUnauthorized:
+		c = code.Code_UNAUTHENTICATED
+	case http.StatusForbidden:
+		c = code.Code_PERMISSION_DENIED
+	case http.StatusTooManyRequests:
+		c = code.Code_RESOURCE_EXHAUSTED
+	case http.StatusServiceUnavailable:
+		c = code.Code_UNAVAILABLE
+	}
+	m := &status.Status{Code: int32(c), Message: msg}
+	ct := "application/x-protobuf"
+	marshal := proto.Marshal
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		ct, marshal = "application/json", protojson.Marshal
+	}
+	body, err := marshal(m)
+	if err != nil {
+		body = nil
+	}
+	httpx.CloseUnread(w, r)
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(st)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,234 @@
+package telemetry
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aiusage/kit/internal/app/telemetry/tools"
+	"github.com/aiusage/kit/internal/infra/sqldb"
+)
+
+// storeUsage stores us for source sid in one transaction and returns how
+// many rows it added: each usage under its key, once (a key stored already
+// changes nothing); a cumulative point as the delta it adds to its run
+// (see [tools.Accumulator], whose rules it applies durably), or not at all
+// when it adds nothing; and the hours that changed marked for the rollup.
+//
+// The runs of cumulative series are serialised: on PostgreSQL by an
+// advisory lock per run, taken in one order by every transaction; on
+// SQLite by its single writer.
+func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) (int, error) {
+	if len(us) == 0 {
+		return 0, nil
+	}
+	us = slices.Clone(us)
+	slices.SortStableFunc(us, func(a, b tools.Usage) int { return cmp.Compare(a.Key, b.Key) })
+	var added int
+	err := s.db.InTxRetry(ctx, func(tx *sql.Tx) error {
+		added = 0
+		if err := s.lockRuns(ctx, tx, sid, us); err != nil {
+			return err
+		}
+		hours := map[int64]bool{}
+		sessions := map[toolSession]bool{}
+		for _, u := range us {
+			if u.Cumulative {
+				d, ok, err := delta(ctx, tx, sid, u)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				u = d
+			}
+			ok, err := insertUsage(ctx, tx, sid, u)
+			if err != nil {
+				return err
+			}
+			if ok {
+				added++
+				hours[hourOf(u.Time)] = true
+				if u.Origin != tools.OriginMetric && u.SessionID != "" {
+					sessions[toolSession{u.Tool, u.SessionID}] = true
+				}
+			}
+		}
+		// An event or span can outrank the metrics or spans of its session
+		// in other hours: those hours are computed again too.
+		for ts := range sessions {
+			if err := sessionHours(ctx, tx, sid, ts, hours); err != nil {
+				return err
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(hours)) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO telemetry_dirty (source_id, hour_ms, mark) VALUES ($1, $2, 1)
+				ON CONFLICT (source_id, hour_ms) DO UPDATE SET mark = telemetry_dirty.mark + 1`, sid, h); err != nil {
+				return fmt.Errorf("telemetry: mark hour: %w", err)
+			}
+		}
+		return nil
+	})
+	return added, err
+}
+
+// toolSession is a session of a tool, the scope of the one-source rule.
+type toolSession struct{ tool, session string }
+
+// sessionHours adds to hours those in which source sid has usage of ts.
+func sessionHours(ctx context.Context, q queryer, sid string, ts toolSession, hours map[int64]bool) error {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
+		sid, ts.tool, ts.session)
+	if err != nil {
+		return fmt.Errorf("telemetry: session hours: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return fmt.Errorf("telemetry: session hours: %w", err)
+		}
+		hours[h] = true
+	}
+	return rows.Err()
+}
+
+// hourOf returns t's UTC hour in Unix milliseconds.
+func hourOf(t time.Time) int64 { return t.UTC().Truncate(time.Hour).UnixMilli() }
+
+// lockRuns takes, on PostgreSQL, the advisory transaction lock of every run
+// of a cumulative point of us, in the order of the locks' numbers.
+func (s *Service) lockRuns(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) error {
+	if s.db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	var locks []int64
+	for _, u := range us {
+		if u.Cumulative {
+			locks = append(locks, lockNumber("run", sid, u.Series, fmt.Sprint(u.Start.UnixNano())))
+		}
+	}
+	return advisoryLocks(ctx, tx, locks)
+}
+
+// advisoryLocks takes the PostgreSQL advisory transaction locks, each once,
+// in ascending order, so that two transactions never wait for each other in
+// a circle.
+func advisoryLocks(ctx context.Context, tx *sql.Tx, locks []int64) error {
+	slices.Sort(locks)
+	for _, l := range slices.Compact(locks) {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, l); err != nil {
+			return fmt.Errorf("telemetry: advisory lock: %w", err)
+		}
+	}
+	return nil
+}
+
+// lockNumber is the number of an advisory lock named by parts.
+func lockNumber(parts ...string) int64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		_, _ = h.Write([]byte(p))
+		_, _ = h.Write([]byte{0})
+	}
+	return int64(h.Sum64()) //nolint:gosec // a lock number, any 64 bits do
+}
+
+// delta returns what the cumulative point u adds to its run, stored in
+// telemetry_series, and records u as the run's last point. The second
+// result is false when u adds nothing.
+func delta(ctx context.Context, tx *sql.Tx, sid string, u tools.Usage) (tools.Usage, bool, error) {
+	var cost float64
+	if u.CostEstimate != nil {
+		cost = *u.CostEstimate
+	}
+	start, at := u.Start.UnixNano(), u.Time.UnixNano()
+	var last tools.Tokens
+	var lastAt int64
+	var lastCost float64
+	err := tx.QueryRowContext(ctx, `SELECT time_ns, input, cache_read, cache_write, output, cost FROM telemetry_series
+		WHERE source_id = $1 AND series = $2 AND start_ns = $3`, sid, u.Series, start).
+		Scan(&lastAt, &last.Input, &last.CacheRead, &last.CacheWrite, &last.Output, &lastCost)
+	found := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return tools.Usage{}, false, fmt.Errorf("telemetry: series: %w", err)
+	}
+	dTok, dCost := u.Tokens, cost
+	switch {
+	case !found:
+	case at <= lastAt:
+		return tools.Usage{}, false, nil // counted already, in this point or a later one
+	case lower(u.Tokens, last) || cost < lastCost:
+		// A reset: the run counts again from zero.
+	default:
+		dTok, dCost = u.Tokens.Sub(last), cost-lastCost
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO telemetry_series (source_id, series, start_ns, time_ns, input, cache_read, cache_write, output, cost)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (source_id, series, start_ns) DO UPDATE SET time_ns = excluded.time_ns, input = excluded.input,
+			cache_read = excluded.cache_read, cache_write = excluded.cache_write, output = excluded.output, cost = excluded.cost`,
+		sid, u.Series, start, at, u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output, cost); err != nil {
+		return tools.Usage{}, false, fmt.Errorf("telemetry: series: %w", err)
+	}
+	if dTok.IsZero() && dCost == 0 {
+		return tools.Usage{}, false, nil
+	}
+	u.Tokens, u.Cumulative = dTok, false
+	if u.CostEstimate != nil {
+		u.CostEstimate = &dCost
+	}
+	return u, true, nil
+}
+
+// lower reports whether any count of t is smaller in size than that of
+// last (the rule of [tools.Accumulator]: one series keeps one sign).
+func lower(t, last tools.Tokens) bool {
+	return abs(t.Input) < abs(last.Input) || abs(t.CacheRead) < abs(last.CacheRead) ||
+		abs(t.CacheWrite) < abs(last.CacheWrite) || abs(t.Output) < abs(last.Output)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// requestsOf is how many API requests u stands for: one for an event or a
+// span, none for a metric point (which counts tokens, not requests).
+func requestsOf(o tools.Origin) int64 {
+	if o == tools.OriginMetric {
+		return 0
+	}
+	return 1
+}
+
+// insertUsage stores u under its key and reports whether it was new.
+func insertUsage(ctx context.Context, tx *sql.Tx, sid string, u tools.Usage) (bool, error) {
+	var cost sql.NullFloat64
+	if u.CostEstimate != nil {
+		cost = sql.NullFloat64{Float64: *u.CostEstimate, Valid: true}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
+			session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (source_id, key) DO NOTHING`,
+		sid, u.Key, u.Time.UnixMilli(), hourOf(u.Time), u.Tool, u.ToolVersion, u.Model, u.Email, u.Device,
+		u.SessionID, u.Department, string(u.Origin), u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output,
+		cost, requestsOf(u.Origin))
+	if err != nil {
+		return false, fmt.Errorf("telemetry: usage: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("telemetry: usage: %w", err)
+	}
+	return n > 0, nil
+}
