@@ -43,6 +43,7 @@ type demoFlags struct {
 	conversations                     int
 	secrets                           secretFlags
 	metrics                           metricsFlags
+	otlpGRPC                          otlpGRPCFlags
 	proxies                           proxyFlags
 }
 
@@ -101,6 +102,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
+			f.otlpGRPC.register(fs)
 			f.proxies.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -212,6 +214,11 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return err
 	}
 	defer stopMetrics()
+	stopGRPC, err := f.otlpGRPC.serve(ctx, e.cmd, log, d.srv)
+	if err != nil {
+		return err
+	}
+	defer stopGRPC()
 	// The export writer and the pusher stop with the server, before the
 	// service and the database close.
 	var stopTransports context.CancelFunc

@@ -127,6 +127,8 @@ var environment = []envVar{
 		"the operations token /metrics on the main address asks for, as Authorization: Bearer"},
 	{"AIUSAGE_METRICS_ADDR", "metrics-addr", metricsServing, envSetting,
 		"the separate address /metrics is served on, without a token"},
+	{"AIUSAGE_OTLP_GRPC_ADDR", "otlp-grpc-addr", []string{"demo", "service serve"}, envSetting,
+		"the separate address OTLP over gRPC is served on to AI tools with Ingestion keys (conventionally :4317)"},
 	{"AIUSAGE_TRUSTED_PROXIES", "trusted-proxy", []string{"demo", "service serve"}, envSetting,
 		"the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or CIDR prefixes, separated by commas)"},
 	{"AIUSAGE_INVITE_TTL", "invite-ttl", []string{"admin user reset-password", "service serve"}, envSetting,

@@ -45,6 +45,7 @@ type serviceFlags struct {
 	reviewTimeout        time.Duration
 	secrets              secretFlags
 	metrics              metricsFlags
+	otlpGRPC             otlpGRPCFlags
 	maxPerKey, maxPerOrg int
 	mcpSessions          mcpSessionFlags
 	proxies              proxyFlags
@@ -142,6 +143,7 @@ that cannot be listened on).`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
+			f.otlpGRPC.register(fs)
 			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")
 			f.mcpSessions.register(fs)
@@ -221,6 +223,11 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return err
 	}
 	defer stopMetrics()
+	stopGRPC, err := f.otlpGRPC.serve(ctx, e.cmd, log, srv)
+	if err != nil {
+		return err
+	}
+	defer stopGRPC()
 	return runServer(ctx, srv, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks),
 		slog.String("trusted_proxies", f.proxies.trustedProxies.String()),
