@@ -153,6 +153,8 @@ func TestBrowserAdministrator(t *testing.T) {
 	status, _ = e.api(t, http.MethodGet, "/organisations", secret, "")
 	require.Equal(t, http.StatusUnauthorized, status, "the next API call after revocation")
 	shot(t, ctx, "api-keys")
+	createIngestionKey(t, ctx, e.url, "laptops")
+	shot(t, ctx, "ingestion-key-created")
 
 	// The pages at a phone's width: nothing scrolls sideways.
 	phone := newBrowser(t, 390, 844)
@@ -164,6 +166,31 @@ func TestBrowserAdministrator(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, overflow, "%s scrolls sideways at a phone's width", path)
 	}
+	createIngestionKey(t, phone, e.url, "phones")
+	shot(t, phone, "phone-ingestion-key-created")
+}
+
+// createIngestionKey creates an Ingestion key named name on the API keys page
+// of the dashboard at base, and requires what to paste beside its secret,
+// with the key.
+func createIngestionKey(t *testing.T, ctx context.Context, base, name string) {
+	t.Helper()
+	do(t, ctx,
+		chromedp.Navigate(base+"/settings/api-keys"),
+		chromedp.WaitVisible(chromedp.CSS(`#name`)),
+		chromedp.SendKeys(chromedp.CSS(`#name`), name),
+		chromedp.SetValue(chromedp.CSS(`#type`), "Ingestion"),
+		chromedp.Click(chromedp.CSS(`form[action="/settings/api-keys"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#otelenv`)),
+	)
+	secret, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#secret`)))
+	require.NoError(t, err)
+	env, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#otelenv`)))
+	require.NoError(t, err)
+	require.Contains(t, env, `OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer `+secret+`"`)
+	settings, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#ccsettings`)))
+	require.NoError(t, err)
+	require.Contains(t, settings, `"CLAUDE_CODE_ENABLE_TELEMETRY": "1"`)
 }
 
 // TestBrowserReviewer signs in as a Reviewer, decides a task and sees the

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestSafeNext(t *testing.T) {
@@ -78,5 +80,19 @@ func TestMark(t *testing.T) {
 				t.Fatalf("got %q, want %q", b.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestShellQuote: what the page says to paste into a shell is one word
+// each, whatever the request's host held.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://aiusage.example.com:8443": "https://aiusage.example.com:8443",
+		"Authorization=Bearer aiu_x":       `"Authorization=Bearer aiu_x"`,
+		"http://a$(id)":                    `'http://a$(id)'`,
+		"http://a'b`c":                     `'http://a'\''b` + "`c'",
+		"":                                 `""`,
+	} {
+		require.Equal(t, want, shellQuote(in), in)
 	}
 }

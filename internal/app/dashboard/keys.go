@@ -19,6 +19,7 @@ type keyRow struct {
 type keysData struct {
 	Keys    []keyRow
 	Created *org.CreatedKey // just created: its secret, shown once
+	Setup   *ingestSetup    // for a just created Ingestion key: what to paste
 	Expiry  string          // the default expiry, for the form
 }
 
@@ -101,7 +102,13 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.Fields = nil
-	p.Data = keysData{Created: &created}
+	data := keysData{Created: &created}
+	if created.Type == org.KeyTypeIngestion {
+		if data.Setup, err = newIngestSetup(r, created.Secret); err != nil {
+			return err
+		}
+	}
+	p.Data = data
 	p.Notice = "Key " + created.Name + " is created. Copy its secret now: it is shown only this once."
 	if err := d.keysPage(r, p); err != nil {
 		return err
