@@ -36,6 +36,13 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 		if err := s.lockRuns(ctx, tx, sid, us); err != nil {
 			return err
 		}
+		// Prepared once for the request: SQLite would otherwise parse the
+		// statement again for every record.
+		ins, err := tx.PrepareContext(ctx, insertUsageSQL)
+		if err != nil {
+			return fmt.Errorf("telemetry: usage: %w", err)
+		}
+		defer ins.Close()
 		hours := map[int64]bool{}
 		sessions := map[toolSession]bool{}
 		for _, u := range us {
@@ -49,7 +56,7 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 				}
 				u = d
 			}
-			ok, err := insertUsage(ctx, tx, sid, u)
+			ok, err := insertUsage(ctx, ins, sid, u)
 			if err != nil {
 				return err
 			}
@@ -210,16 +217,20 @@ func requestsOf(o tools.Origin) int64 {
 	return 1
 }
 
-// insertUsage stores u under its key and reports whether it was new.
-func insertUsage(ctx context.Context, tx *sql.Tx, sid string, u tools.Usage) (bool, error) {
+// insertUsageSQL stores one usage under its key, unless it is there.
+const insertUsageSQL = `INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
+		session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+	ON CONFLICT (source_id, key) DO NOTHING`
+
+// insertUsage stores u under its key with ins, [insertUsageSQL] prepared
+// in the transaction, and reports whether it was new.
+func insertUsage(ctx context.Context, ins *sql.Stmt, sid string, u tools.Usage) (bool, error) {
 	var cost sql.NullFloat64
 	if u.CostEstimate != nil {
 		cost = sql.NullFloat64{Float64: *u.CostEstimate, Valid: true}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
-			session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-		ON CONFLICT (source_id, key) DO NOTHING`,
+	res, err := ins.ExecContext(ctx,
 		sid, u.Key, u.Time.UnixMilli(), hourOf(u.Time), u.Tool, u.ToolVersion, u.Model, u.Email, u.Device,
 		u.SessionID, u.Department, string(u.Origin), u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output,
 		cost, requestsOf(u.Origin))

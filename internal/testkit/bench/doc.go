@@ -33,4 +33,10 @@
 //   - BenchmarkReviewWebhookLatency: the median time from a task's final
 //     decision to its task.completed webhook arriving is under 200 ms
 //     (metric "median-ms").
+//   - BenchmarkTelemetryLogs: the telemetry endpoint stores at least 20,000
+//     Claude Code log records a second into SQLite from one client sending
+//     protobuf requests of 1,000 records over HTTP (metric "records/s").
+//   - BenchmarkTelemetryLargeRequest: a request just under the 20 MiB body
+//     limit allocates a bounded multiple of its body (metrics "alloc/body"
+//     and "heap-MB").
 package bench
