@@ -242,9 +242,13 @@ func TestDemoEndToEnd(t *testing.T) {
 				require.Contains(t, string(out), "<mark>Project Falcon</mark>", "the demo's task waits in the queue")
 			}
 
+			// Telemetry of two tools, through the real endpoint.
+			telemetry := checkDemoTelemetry(t, demo)
+
 			demo.stop(t)
 			require.Contains(t, demo.stderr.String(), "msg=stopped")
 			again := startDemo(t, bin, dbURL)
+			checkDemoTelemetryAgain(t, again, telemetry)
 			port := regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 			for n, c := range demo.commands {
 				require.Equal(t, port.ReplaceAllString(c, "ADDR"), port.ReplaceAllString(again.commands[n], "ADDR"),
