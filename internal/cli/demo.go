@@ -64,7 +64,12 @@ func demoCommand() *command {
   - the organisation's three sources, one per transport, each with data of
     its own: the provider over REST; a scheduled export the demo writes to
     --export-dir every minute; and a push stream it sends to the service's
-    receiver every minute. The organisation's one view shows all three.
+    receiver every minute. The organisation's one view shows all three;
+  - the telemetry endpoint (OTLP over HTTP at /v1/{logs,metrics,traces}, and
+    over gRPC with --otlp-grpc-addr), with an Ingestion key "demo telemetry":
+    at start the demo sends it generated telemetry of two AI tools, Claude
+    Code and Gemini CLI, with the OpenTelemetry Go SDK, and the one view's
+    usage shows them as the assistants claude-code and gemini-cli.
 
 With --openwebui-db, a fourth source: the Open WebUI database at PATH (its
 SQLite webui.db), served read-only at /openwebui by the provider of
