@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -63,7 +64,12 @@ func demoCommand() *command {
   - the organisation's three sources, one per transport, each with data of
     its own: the provider over REST; a scheduled export the demo writes to
     --export-dir every minute; and a push stream it sends to the service's
-    receiver every minute. The organisation's one view shows all three.
+    receiver every minute. The organisation's one view shows all three;
+  - the telemetry endpoint (OTLP over HTTP at /v1/{logs,metrics,traces}, and
+    over gRPC with --otlp-grpc-addr), with an Ingestion key "demo telemetry":
+    at start the demo sends it generated telemetry of two AI tools, Claude
+    Code and Gemini CLI, with the OpenTelemetry Go SDK, and the one view's
+    usage shows them as the assistants claude-code and gemini-cli.
 
 With --openwebui-db, a fourth source: the Open WebUI database at PATH (its
 SQLite webui.db), served read-only at /openwebui by the provider of
@@ -121,6 +127,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 type demoState struct {
 	orgID, agentID, apiKey, providerToken string
 	sourceID                              string // empty until the provider is connected
+	ingestionKey                          string // the telemetry's, once ready
 	// The people who sign in to the dashboard, with their passwords.
 	adminEmail, adminPassword, reviewerEmail, reviewerPassword string
 }
@@ -226,6 +233,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	defer func() {
 		stopTransports()
 		d.transports.stop()
+		d.telemetry.Wait()
 	}()
 	if err := demoPeople(ctx, ds, d.srv.People(), &st); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
@@ -275,6 +283,8 @@ type demoServing struct {
 	tctx                context.Context
 	owui                *demoOpenWebUI
 	accessLog, opsToken string
+	// telemetry is the sending of the demo's telemetry, in the background.
+	telemetry sync.WaitGroup
 }
 
 // ready runs once the demo listens at base: the provider becomes the
@@ -307,6 +317,7 @@ func (d *demoServing) ready(ctx context.Context, base string) {
 	if err := d.transports.start(d.tctx, base, d.ds, d.src, d.srv.Sources(), st.orgID, d.serviceLog); err != nil {
 		log.Error(e.cmd+": the export and push sources", "error", err)
 	}
+	d.startTelemetry(ctx, base)
 	metricsNote := "off: set " + envMetricsToken + " or --metrics-addr"
 	switch {
 	case d.f.metrics.url != "":
@@ -314,7 +325,7 @@ func (d *demoServing) ready(ctx context.Context, base string) {
 	case d.opsToken != "":
 		metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
 	}
-	printDemo(e.stdout, base, *st, d.transports, d.accessLog, metricsNote, d.owui != nil)
+	printDemo(e.stdout, base, *st, d.transports, d.accessLog, metricsNote, d.f.otlpGRPC.endpoint, d.owui != nil)
 	if d.owui != nil {
 		if err := d.owui.connect(ctx, d.ds, d.srv.Sources(), st.orgID, base, st.providerToken); err != nil {
 			log.Error(e.cmd+": the Open WebUI source", "error", err)
@@ -520,7 +531,7 @@ func demoReviewTask(ctx context.Context, ds *demoStore, orgs *org.Store, svc *re
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote string, openWebUI bool) {
+func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote, grpcEndpoint string, openWebUI bool) {
 	sources := "three"
 	if openWebUI {
 		sources = "four" // the Open WebUI source, printed after this block
@@ -541,7 +552,7 @@ aiusage demo is ready at %[1]s/
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
   export source  %[13]s  (tenant %[14]s, exported every minute to %[15]s)
   push source    %[16]s  (tenant %[17]s, pushed every minute to %[1]s/push/%[16]s)
-  one view       %[1]s/organisations/%[2]s/conversations  (all %[19]s sources, each record naming its own)
+%[20]s  one view       %[1]s/organisations/%[2]s/conversations  (all %[19]s sources, each record naming its own)
   dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
   operations     %[1]s/healthz, %[1]s/readyz; metrics %[18]s
   access log     %[8]s  (one line per request and per sync)
@@ -566,5 +577,6 @@ Try:
 
 `, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
 		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
-		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote, sources)
+		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote, sources,
+		demoTelemetryLine(base, grpcEndpoint, st.ingestionKey))
 }

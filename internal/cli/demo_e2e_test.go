@@ -176,54 +176,8 @@ func TestDemoEndToEnd(t *testing.T) {
 			require.Contains(t, string(out), "0 failed")
 			require.Contains(t, string(out), "0 warned")
 
-			// The one view holds the data of the three sources, one per
-			// transport: REST, the scheduled export and the push stream.
-			sourceIDs := regexp.MustCompile(`(?m)^  (?:source|export source|push source) +([0-9a-f-]{36})`).FindAllStringSubmatch(demo.block, -1)
-			require.Len(t, sourceIDs, 3, demo.block)
-			view := m[1] + "/organisations/" + m[2] + "/conversations?limit=200"
-			require.Eventually(t, func() bool {
-				out, err := exec.Command("curl", "-s", "-f", "-H", "X-API-Key: "+key, view).Output()
-				if err != nil {
-					return false
-				}
-				var page struct {
-					Data []struct {
-						SourceID string `json:"sourceId"`
-					} `json:"data"`
-				}
-				if json.Unmarshal(out, &page) != nil {
-					return false
-				}
-				seen := map[string]bool{}
-				for _, r := range page.Data {
-					seen[r.SourceID] = true
-				}
-				return len(seen) == 3 && seen[sourceIDs[0][1]] && seen[sourceIDs[1][1]] && seen[sourceIDs[2][1]]
-			}, 60*time.Second, 250*time.Millisecond, "the one view shows all three sources")
-
-			// Operations endpoints.
-			for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": "aiusage_http_requests_total"} {
-				out, err := exec.Command("curl", "-s", "-f", "-H", "Authorization: Bearer "+testMetricsToken, m[1]+path).CombinedOutput()
-				require.NoError(t, err, "%s: %s", path, out)
-				require.Contains(t, string(out), want, path)
-			}
-			// /metrics only with the operations token, as the block says.
-			out, err = exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", m[1]+"/metrics").Output()
-			require.NoError(t, err)
-			require.Equal(t, "401", string(out))
-			require.Contains(t, demo.block, "/metrics with Authorization: Bearer $"+envMetricsToken)
-
-			// Requests and syncs are logged to the access log, which the
-			// block names; the terminal keeps the block in view.
-			require.Contains(t, demo.block, "  access log     "+demo.accessLog+"  (one line per request and per sync)\n")
-			access, err := os.ReadFile(demo.accessLog)
-			require.NoError(t, err)
-			require.Contains(t, string(access), "msg=request")
-			require.Contains(t, string(access), `msg="source synced"`)
-			require.Contains(t, string(access), "path=/review-tasks")
-			require.NotContains(t, demo.stderr.String(), "msg=request")
-			require.NotContains(t, demo.stderr.String(), "source synced")
-			require.Contains(t, demo.stderr.String(), `msg="demo serving"`)
+			checkDemoOneView(t, demo, m[1], m[2], key)
+			checkDemoOperations(t, demo, m[1])
 
 			// The dashboard: exactly one line says where and as whom to sign
 			// in; both people can, and the review queue holds a task.
@@ -242,9 +196,13 @@ func TestDemoEndToEnd(t *testing.T) {
 				require.Contains(t, string(out), "<mark>Project Falcon</mark>", "the demo's task waits in the queue")
 			}
 
+			// Telemetry of two tools, through the real endpoint.
+			telemetry := checkDemoTelemetry(t, demo)
+
 			demo.stop(t)
 			require.Contains(t, demo.stderr.String(), "msg=stopped")
 			again := startDemo(t, bin, dbURL)
+			checkDemoTelemetryAgain(t, again, telemetry)
 			port := regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 			for n, c := range demo.commands {
 				require.Equal(t, port.ReplaceAllString(c, "ADDR"), port.ReplaceAllString(again.commands[n], "ADDR"),
@@ -258,6 +216,63 @@ func TestDemoEndToEnd(t *testing.T) {
 			again.stop(t)
 		})
 	}
+}
+
+// checkDemoOneView checks that the one view of the organisation orgID at
+// base holds the data of the three sources, one per transport: REST, the
+// scheduled export and the push stream.
+func checkDemoOneView(t *testing.T, demo *demoRun, base, orgID, key string) {
+	t.Helper()
+	sourceIDs := regexp.MustCompile(`(?m)^  (?:source|export source|push source) +([0-9a-f-]{36})`).FindAllStringSubmatch(demo.block, -1)
+	require.Len(t, sourceIDs, 3, demo.block)
+	view := base + "/organisations/" + orgID + "/conversations?limit=200"
+	require.Eventually(t, func() bool {
+		out, err := exec.Command("curl", "-s", "-f", "-H", "X-API-Key: "+key, view).Output()
+		if err != nil {
+			return false
+		}
+		var page struct {
+			Data []struct {
+				SourceID string `json:"sourceId"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(out, &page) != nil {
+			return false
+		}
+		seen := map[string]bool{}
+		for _, r := range page.Data {
+			seen[r.SourceID] = true
+		}
+		return len(seen) == 3 && seen[sourceIDs[0][1]] && seen[sourceIDs[1][1]] && seen[sourceIDs[2][1]]
+	}, 60*time.Second, 250*time.Millisecond, "the one view shows all three sources")
+}
+
+// checkDemoOperations checks the operations endpoints at base and the
+// access log the block names.
+func checkDemoOperations(t *testing.T, demo *demoRun, base string) {
+	t.Helper()
+	for path, want := range map[string]string{"/healthz": `"ok"`, "/readyz": `"ready"`, "/metrics": "aiusage_http_requests_total"} {
+		out, err := exec.Command("curl", "-s", "-f", "-H", "Authorization: Bearer "+testMetricsToken, base+path).CombinedOutput()
+		require.NoError(t, err, "%s: %s", path, out)
+		require.Contains(t, string(out), want, path)
+	}
+	// /metrics only with the operations token, as the block says.
+	out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", base+"/metrics").Output()
+	require.NoError(t, err)
+	require.Equal(t, "401", string(out))
+	require.Contains(t, demo.block, "/metrics with Authorization: Bearer $"+envMetricsToken)
+
+	// Requests and syncs are logged to the access log, which the
+	// block names; the terminal keeps the block in view.
+	require.Contains(t, demo.block, "  access log     "+demo.accessLog+"  (one line per request and per sync)\n")
+	access, err := os.ReadFile(demo.accessLog)
+	require.NoError(t, err)
+	require.Contains(t, string(access), "msg=request")
+	require.Contains(t, string(access), `msg="source synced"`)
+	require.Contains(t, string(access), "path=/review-tasks")
+	require.NotContains(t, demo.stderr.String(), "msg=request")
+	require.NotContains(t, demo.stderr.String(), "source synced")
+	require.Contains(t, demo.stderr.String(), `msg="demo serving"`)
 }
 
 // TestDemoOpenWebUI starts the demo with --openwebui-db on a missing file:

@@ -12,9 +12,9 @@ import (
 
 // demoStore keeps what the demo's first start creates, for later starts:
 // ids in the table demo_state, and the secrets it must show again (the API
-// key, the provider's token, the people's passwords, the push secret)
-// encrypted under the service's keyring in demo_secrets, bound to their
-// name.
+// key, the provider's token, the people's passwords, the push secret, the
+// telemetry's Ingestion key) encrypted under the service's keyring in
+// demo_secrets, bound to their name.
 type demoStore struct {
 	db   *sqldb.DB
 	ring *keyring.Keyring
@@ -22,7 +22,7 @@ type demoStore struct {
 
 // demoSecretNames are the values of demoStore kept encrypted.
 var demoSecretNames = map[string]bool{"api_key": true, "provider_token": true, "admin_password": true,
-	"reviewer_password": true, "push_secret": true}
+	"reviewer_password": true, "push_secret": true, "ingestion_key": true}
 
 // demoSecretTable describes demo_secrets for the keyring's reseal.
 var demoSecretTable = keyring.Table{Name: "demo_secrets", ID: "name", KeyID: "key_id", Columns: []string{"value"}}
