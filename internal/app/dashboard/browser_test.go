@@ -102,10 +102,21 @@ func signInBrowser(t *testing.T, ctx context.Context, base, email string) {
 	require.Equal(t, "Overview", text(t, ctx, "h1"))
 }
 
-// text returns the text of the first element sel matches.
+// text returns the text of the first element sel matches. A page that is
+// still being replaced after a click can drop the node between its query
+// and the read of its text ("No node with given id found"): the read is
+// then tried again, on the new page, for a few seconds.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	var v string
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		v, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err == nil || !strings.Contains(err.Error(), "No node with given id") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	require.NoError(t, err, "text of %s", sel)
 	return strings.TrimSpace(v)
 }
