@@ -33,6 +33,13 @@ type sourceJSON struct {
 	Token string `json:"token"`
 }
 
+// listedJSON is a source as 'admin source list' prints it: with its
+// records and sync status per resource.
+type listedJSON struct {
+	sourceJSON
+	Resources map[string]*sources.ResourceStatus `json:"resources"`
+}
+
 func toSourceJSON(s sources.Source) sourceJSON {
 	return sourceJSON{Source: s, Every: s.Every.String(), Token: s.TokenHint()}
 }
@@ -223,7 +230,10 @@ func adminSourceListCommand() *command {
 		summary: `list an organisation's sources as JSON: {"organisationId", "sources": [...]}`,
 		long: `Prints the sources of the organisation --org, oldest first, as one JSON object:
 {"organisationId": ID, "sources": [{"id", "name", "url", "transport", "every",
-"createdAt", "nextSyncAt", "lastSyncStartedAt", "token" (masked)}, ...]}.
+"createdAt", "nextSyncAt", "lastSyncStartedAt", "pausedAt", "lastReceivedAt",
+"token" (masked), "resources": {RESOURCE: {"records", "missing", "quarantined",
+"lastSuccess", "lastError", ...}}}, ...]}. "lastReceivedAt" is when a source of
+transport telemetry last received an accepted request, null before the first.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
@@ -242,17 +252,17 @@ func adminSourceListCommand() *command {
 				if _, err := o.Organisation(ctx, orgID); err != nil {
 					return storeError(cmd, "org", hintOrgs, err)
 				}
-				list, err := s.List(ctx, orgID)
+				list, err := s.Statuses(ctx, orgID)
 				if err != nil {
 					return sourceError(cmd, "", err)
 				}
-				out := make([]sourceJSON, len(list))
-				for i, src := range list {
-					out[i] = toSourceJSON(src)
+				out := make([]listedJSON, len(list))
+				for i, l := range list {
+					out[i] = listedJSON{toSourceJSON(l.Source), l.Resources}
 				}
 				return d.print(struct {
 					OrganisationID string       `json:"organisationId"`
-					Sources        []sourceJSON `json:"sources"`
+					Sources        []listedJSON `json:"sources"`
 				}{orgID, out})
 			})
 		},

@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 )
@@ -26,6 +31,10 @@ type adminSource struct {
 	LastSyncStartedAt *string `json:"lastSyncStartedAt"`
 	PausedAt          *string `json:"pausedAt"`
 	PausedReason      string  `json:"pausedReason"`
+	LastReceivedAt    *string `json:"lastReceivedAt"`
+	// Resources are the records and sync status per resource, printed
+	// by "admin source list" only.
+	Resources map[string]map[string]any `json:"resources"`
 }
 
 // open lets the sources' URLs name any address, as the tests' hosts do not
@@ -216,5 +225,52 @@ func TestAdminSourcePush(t *testing.T) {
 		r := admin(t, dbURL, nil, append([]string{"source", "add", "--org", f.org.ID, "--name", "x", "--transport", "push"}, args...)...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Empty(t, r.stdout)
+	}
+}
+
+// TestAdminSourceListTelemetry: after a tool's first telemetry request with
+// an Ingestion key, "admin source list" lists the key's telemetry source
+// with when it last received a request and its records per resource.
+func TestAdminSourceListTelemetry(t *testing.T) {
+	t.Parallel()
+	fixture, err := os.ReadFile(filepath.Join("..", "app", "telemetry", "tools", "testdata", "claude_logs.json"))
+	require.NoError(t, err)
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			dbURL := sqldbtest.URL(t, d)
+			f := newFixture(t, dbURL)
+			var ingestion org.CreatedKey
+			adminOK(t, dbURL, &ingestion, "key", "create", "--org", f.org.ID, "--name", "laptops")
+			var list struct {
+				OrganisationID string        `json:"organisationId"`
+				Sources        []adminSource `json:"sources"`
+			}
+			adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+			require.Empty(t, list.Sources, "no source before the key's first request")
+
+			base, _, _ := startService(t, serviceURLText, "--database-url", dbURL)
+			before := time.Now().UTC().Truncate(time.Millisecond)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"v1/logs", bytes.NewReader(fixture))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+ingestion.Secret)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+
+			require.Eventually(t, func() bool { // the usage is rolled up by a job
+				adminOK(t, dbURL, &list, "source", "list", "--org", f.org.ID)
+				return len(list.Sources) == 1 && list.Sources[0].Resources["usage"]["records"].(float64) > 0
+			}, 30*time.Second, 100*time.Millisecond)
+			s := list.Sources[0]
+			require.Equal(t, "telemetry", s.Transport)
+			require.Equal(t, "laptops", s.Name)
+			require.NotNil(t, s.LastReceivedAt)
+			at, err := time.Parse(time.RFC3339Nano, *s.LastReceivedAt)
+			require.NoError(t, err)
+			require.False(t, at.Before(before), "%s before %s", at, before)
+		})
 	}
 }

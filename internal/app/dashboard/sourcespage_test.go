@@ -313,5 +313,14 @@ func TestSourcesPageTelemetry(t *testing.T) {
 		require.Contains(t, p.Body, "what the AI tools send with an Ingestion key")
 		require.NotContains(t, p.Body, "/sources/"+id+"/sync")
 		require.NotContains(t, p.Body, "receives pushes only")
+		require.Contains(t, p.Body, "Nothing received yet")
+
+		at := time.Date(2026, 11, 28, 6, 30, 0, 0, time.UTC)
+		require.NoError(t, e.src.TelemetryReceived(t.Context(), id, at))
+		p = adm.get(t, "/sources")
+		require.Equal(t, http.StatusOK, p.Status)
+		require.NotContains(t, p.Body, "Nothing received yet")
+		require.Contains(t, p.Body, "Last received 2026-11-28 06:30 UTC")
+		require.Contains(t, p.Body, `<th scope="col" class="num">Records</th>`, "the counts per resource")
 	})
 }

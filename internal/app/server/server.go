@@ -348,6 +348,10 @@ func (v views) EnsureTelemetry(ctx context.Context, orgID, sourceID, name string
 	return v.src.EnsureTelemetry(ctx, orgID, sourceID, name)
 }
 
+func (v views) TelemetryReceived(ctx context.Context, sourceID string, at time.Time) error {
+	return v.src.TelemetryReceived(ctx, sourceID, at)
+}
+
 func (v views) ConsumerStore() consumer.Store { return v.src.Store() }
 
 // queue is the [riverjobs.Enqueuer] the features are built with: it

@@ -141,6 +141,10 @@ type Source struct {
 	// PausedReason says why it is paused, in the classified words of
 	// [SyncError]; "" when it is not.
 	PausedReason string `json:"pausedReason,omitempty"`
+	// LastReceivedAt is when a TransportTelemetry source last received an
+	// accepted telemetry request (see [Service.TelemetryReceived]); nil
+	// before the first, and always for the other transports.
+	LastReceivedAt *time.Time `json:"lastReceivedAt"`
 }
 
 // TokenHint is the token masked: its last four characters at most.
@@ -377,16 +381,16 @@ func (s *Service) validate(ctx context.Context, org string, n *SourceCreate) err
 	return nil
 }
 
-const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, secret_key_id, paused_at_ms, paused_reason`
+const sourceColumns = `id, org_id, name, url, token, transport, every_ms, created_at_ms, next_due_ms, last_sync_started_ms, secret_key_id, paused_at_ms, paused_reason, last_received_ms`
 
 // scanSource scans a row of sourceColumns, decrypting its token.
 func (s *Service) scanSource(row interface{ Scan(...any) error }) (Source, error) {
 	var src Source
 	var every, created, next int64
-	var last, paused sql.NullInt64
+	var last, paused, received sql.NullInt64
 	var keyID, reason sql.NullString
 	if err := row.Scan(&src.ID, &src.OrganisationID, &src.Name, &src.URL, &src.Token, &src.Transport, &every, &created, &next, &last, &keyID,
-		&paused, &reason); err != nil {
+		&paused, &reason, &received); err != nil {
 		return Source{}, err
 	}
 	if paused.Valid {
@@ -403,6 +407,10 @@ func (s *Service) scanSource(row interface{ Scan(...any) error }) (Source, error
 	if last.Valid {
 		t := time.UnixMilli(last.Int64).UTC()
 		src.LastSyncStartedAt = &t
+	}
+	if received.Valid {
+		t := time.UnixMilli(received.Int64).UTC()
+		src.LastReceivedAt = &t
 	}
 	return src, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -59,4 +60,22 @@ func (s *Service) EnsureTelemetry(ctx context.Context, orgID, id, name string) e
 		return nil
 	}
 	return errors.New("sources: telemetry source " + sid + ": every name tried is taken")
+}
+
+// TelemetryReceived records that the telemetry source id accepted a request
+// at time at: one UPDATE a request, never moving the time back (of two
+// processes racing, the later time stays). An unknown id, or a source of
+// another transport, changes nothing.
+func (s *Service) TelemetryReceived(ctx context.Context, id string, at time.Time) error {
+	sid, ok := ident.CanonicalUUID(id)
+	if !ok {
+		return fmt.Errorf("sources: telemetry source %q: %w", id, spec.ErrInvalid)
+	}
+	ms := at.UnixMilli()
+	_, err := s.db.ExecContext(ctx, `UPDATE sources SET last_received_ms = $1
+		WHERE id = $2 AND transport = $3 AND (last_received_ms IS NULL OR last_received_ms < $1)`, ms, sid, TransportTelemetry)
+	if err != nil {
+		return fmt.Errorf("sources: telemetry source %s: last received: %w", sid, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package sources_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -46,5 +47,36 @@ func TestTelemetrySource(t *testing.T) {
 		n, err := e.src.Schedule(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
+	})
+}
+
+// TestTelemetryReceived: a telemetry source has no last received before
+// TelemetryReceived, then the latest time it was given; an older time, an
+// unknown source or a source of another transport changes nothing.
+func TestTelemetryReceived(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db)
+		pushed, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "pushed", Transport: sources.TransportPush})
+		require.NoError(t, err)
+		id := uuid.NewString()
+		require.NoError(t, e.src.EnsureTelemetry(ctx, e.org.ID, id, "laptops"))
+		got, err := e.src.Get(ctx, e.org.ID, id)
+		require.NoError(t, err)
+		require.Nil(t, got.LastReceivedAt, "nothing received yet")
+
+		at := time.Date(2026, 11, 28, 6, 30, 0, 123e6, time.UTC)
+		require.NoError(t, e.src.TelemetryReceived(ctx, id, at))
+		require.NoError(t, e.src.TelemetryReceived(ctx, id, at.Add(-time.Hour)), "an older time")
+		require.NoError(t, e.src.TelemetryReceived(ctx, uuid.NewString(), at), "an unknown source")
+		require.NoError(t, e.src.TelemetryReceived(ctx, pushed.ID, at), "a push source")
+		require.ErrorIs(t, e.src.TelemetryReceived(ctx, "nope", at), spec.ErrInvalid)
+		list, err := e.src.List(ctx, e.org.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		require.Nil(t, list[0].LastReceivedAt)
+		require.NotNil(t, list[1].LastReceivedAt)
+		require.Equal(t, at, *list[1].LastReceivedAt)
 	})
 }

@@ -132,6 +132,9 @@ func (s *Service) Ingest(ctx context.Context, p org.Principal, b tools.Batch) er
 	if stored > 0 {
 		s.queueRollup(ctx, sid)
 	}
+	if err := s.cfg.Views.TelemetryReceived(ctx, sid, now); err != nil {
+		return unavailable(err)
+	}
 	return nil
 }
 

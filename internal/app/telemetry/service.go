@@ -51,6 +51,10 @@ type Views interface {
 	// source sourceID named name; nil when it exists already. It is safe
 	// for concurrent use, also by several processes.
 	EnsureTelemetry(ctx context.Context, orgID, sourceID, name string) error
+	// TelemetryReceived records that the telemetry source sourceID
+	// accepted a request at time at (its "last received"), once a
+	// request; it never moves the time back.
+	TelemetryReceived(ctx context.Context, sourceID string, at time.Time) error
 	// ConsumerStore returns the consumer store of the collected views,
 	// whose source names are the source ids.
 	ConsumerStore() consumer.Store
