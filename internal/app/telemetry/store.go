@@ -56,7 +56,7 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 				return err
 			}
 		}
-		fresh, err := insertUsages(ctx, tx, sid, rows)
+		fresh, err := insertUsages(ctx, tx, s.db.Dialect, sid, rows)
 		if err != nil {
 			return err
 		}
@@ -284,8 +284,11 @@ const (
 )
 
 // insertUsageSQL returns the statement that stores n usages, each under
-// its key unless it is there, and returns the keys it stored.
-func insertUsageSQL(n int) string {
+// its key unless it is there, and returns the keys it stored. Its
+// parameters are numbered ($1...) for PostgreSQL and anonymous (?) for
+// SQLite, which looks a numbered parameter up among those before it and so
+// takes time quadratic in their count.
+func insertUsageSQL(d sqldb.Dialect, n int) string {
 	var b strings.Builder
 	b.Grow(300 + n*usageColumns*6)
 	b.WriteString(`INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
@@ -299,8 +302,12 @@ func insertUsageSQL(n int) string {
 			if c > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(i*usageColumns + c + 1))
+			if d == sqldb.Postgres {
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(i*usageColumns + c + 1))
+			} else {
+				b.WriteByte('?')
+			}
 		}
 		b.WriteByte(')')
 	}
@@ -308,12 +315,18 @@ func insertUsageSQL(n int) string {
 	return b.String()
 }
 
-// fullBatchSQL is [insertUsageSQL] of [insertBatch] rows, built once.
-var fullBatchSQL = sync.OnceValue(func() string { return insertUsageSQL(insertBatch) })
+// fullBatchSQL is [insertUsageSQL] of [insertBatch] rows for each
+// dialect, built once.
+var fullBatchSQL = sync.OnceValue(func() map[sqldb.Dialect]string {
+	return map[sqldb.Dialect]string{
+		sqldb.Postgres: insertUsageSQL(sqldb.Postgres, insertBatch),
+		sqldb.SQLite:   insertUsageSQL(sqldb.SQLite, insertBatch),
+	}
+})
 
 // insertUsages stores rows, whose keys differ, in source sid with
 // multi-row INSERTs and returns those that were new.
-func insertUsages(ctx context.Context, tx *sql.Tx, sid string, rows []tools.Usage) ([]tools.Usage, error) {
+func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []tools.Usage) ([]tools.Usage, error) {
 	byKey := make(map[string]int, len(rows))
 	for i, u := range rows {
 		byKey[u.Key] = i
@@ -321,9 +334,9 @@ func insertUsages(ctx context.Context, tx *sql.Tx, sid string, rows []tools.Usag
 	fresh := make([]tools.Usage, 0, len(rows))
 	args := make([]any, 0, min(len(rows), insertBatch)*usageColumns)
 	for chunk := range slices.Chunk(rows, insertBatch) {
-		query := fullBatchSQL()
+		query := fullBatchSQL()[d]
 		if len(chunk) < insertBatch {
-			query = insertUsageSQL(len(chunk))
+			query = insertUsageSQL(d, len(chunk))
 		}
 		args = args[:0]
 		for _, u := range chunk {
