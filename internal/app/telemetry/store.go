@@ -148,8 +148,10 @@ func readSessionHours(ctx context.Context, q queryer, sid string, sessions map[t
 type toolSession struct{ tool, session string }
 
 // sessionHours adds to hours those in which source sid has usage of ts.
+// The unary plus keeps SQLite on the session's index: for DISTINCT hour_ms
+// it would otherwise walk all of the source's rows in the hour index.
 func sessionHours(ctx context.Context, q queryer, sid string, ts toolSession, hours map[int64]bool) error {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT +hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
 		sid, ts.tool, ts.session)
 	if err != nil {
 		return fmt.Errorf("telemetry: session hours: %w", err)
