@@ -279,10 +279,12 @@ func requestsOf(o tools.Origin) int64 {
 
 // usageColumns are the columns of telemetry_usage a row sets, and
 // insertBatch how many rows one INSERT adds at most (18 parameters a row,
-// well within SQLite's 32,766 and PostgreSQL's 65,535).
+// well within SQLite's 32,766 and PostgreSQL's 65,535). The statement of a
+// full batch is prepared once a request; parsing its parameters costs
+// time in proportion to their number, so a batch stays small.
 const (
 	usageColumns = 18
-	insertBatch  = 500
+	insertBatch  = 100
 )
 
 // insertUsageSQL returns the statement that stores n usages, each under
@@ -335,11 +337,15 @@ func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, 
 	}
 	fresh := make([]tools.Usage, 0, len(rows))
 	args := make([]any, 0, min(len(rows), insertBatch)*usageColumns)
-	for chunk := range slices.Chunk(rows, insertBatch) {
-		query := fullBatchSQL()[d]
-		if len(chunk) < insertBatch {
-			query = insertUsageSQL(d, len(chunk))
+	var full *sql.Stmt
+	if len(rows) >= insertBatch {
+		var err error
+		if full, err = tx.PrepareContext(ctx, fullBatchSQL()[d]); err != nil {
+			return nil, fmt.Errorf("telemetry: usage: %w", err)
 		}
+		defer full.Close()
+	}
+	for chunk := range slices.Chunk(rows, insertBatch) {
 		args = args[:0]
 		for _, u := range chunk {
 			var cost sql.NullFloat64
@@ -350,7 +356,14 @@ func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, 
 				u.SessionID, u.Department, string(u.Origin), u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output,
 				cost, requestsOf(u.Origin))
 		}
-		keys, err := insertedKeys(ctx, tx, query, args)
+		var res *sql.Rows
+		var err error
+		if len(chunk) == insertBatch {
+			res, err = full.QueryContext(ctx, args...)
+		} else {
+			res, err = tx.QueryContext(ctx, insertUsageSQL(d, len(chunk)), args...)
+		}
+		keys, err := insertedKeys(res, err)
 		if err != nil {
 			return nil, err
 		}
@@ -365,10 +378,9 @@ func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, 
 	return fresh, nil
 }
 
-// insertedKeys runs the INSERT query with args and returns the keys it
-// stored.
-func insertedKeys(ctx context.Context, tx *sql.Tx, query string, args []any) ([]string, error) {
-	res, err := tx.QueryContext(ctx, query, args...)
+// insertedKeys returns the keys in res, the rows of an INSERT that
+// returns the keys it stored, or err.
+func insertedKeys(res *sql.Rows, err error) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: usage: %w", err)
 	}
