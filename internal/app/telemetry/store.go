@@ -43,9 +43,11 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 		if err != nil {
 			return err
 		}
-		// On SQLite, whose single writer no other transaction passes, the
-		// hours a session had before this request are read before its rows
-		// are added: for a new session that reads nothing. On PostgreSQL
+		// On SQLite, whose transaction holds the write lock from its start
+		// (BEGIN IMMEDIATE, see sqldb.Open) so that no other writer
+		// commits meanwhile, even in another process, the hours a session
+		// had before this request are read before its rows are added: for
+		// a new session that reads nothing. On PostgreSQL
 		// they are read after, to see what other processes committed
 		// meanwhile.
 		hours := map[int64]bool{}
