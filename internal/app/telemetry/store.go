@@ -9,6 +9,9 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aiusage/kit/internal/app/telemetry/tools"
@@ -36,43 +39,47 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 		if err := s.lockRuns(ctx, tx, sid, us); err != nil {
 			return err
 		}
-		// Prepared once for the request: SQLite would otherwise parse the
-		// statement again for every record.
-		ins, err := tx.PrepareContext(ctx, insertUsageSQL)
+		rows, err := usageRows(ctx, tx, sid, us)
 		if err != nil {
-			return fmt.Errorf("telemetry: usage: %w", err)
+			return err
 		}
-		defer ins.Close()
+		// On SQLite, whose transaction holds the write lock from its start
+		// (BEGIN IMMEDIATE, see sqldb.Open) so that no other writer
+		// commits meanwhile, even in another process, the hours a session
+		// had before this request are read before its rows are added: for
+		// a new session that reads nothing. On PostgreSQL
+		// they are read after, to see what other processes committed
+		// meanwhile.
 		hours := map[int64]bool{}
-		sessions := map[toolSession]bool{}
-		for _, u := range us {
-			if u.Cumulative {
-				d, ok, err := delta(ctx, tx, sid, u)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
-				u = d
-			}
-			ok, err := insertUsage(ctx, ins, sid, u)
-			if err != nil {
+		before := s.db.Dialect != sqldb.Postgres
+		var sessionHoursOf map[toolSession]map[int64]bool
+		if before {
+			if sessionHoursOf, err = readSessionHours(ctx, tx, sid, sessionsOf(rows)); err != nil {
 				return err
 			}
-			if ok {
-				added++
-				hours[hourOf(u.Time)] = true
-				if u.Origin != tools.OriginMetric && u.SessionID != "" {
-					sessions[toolSession{u.Tool, u.SessionID}] = true
-				}
+		}
+		fresh, err := insertUsages(ctx, tx, s.db.Dialect, sid, rows)
+		if err != nil {
+			return err
+		}
+		sessions := map[toolSession]bool{}
+		for _, u := range fresh {
+			added++
+			hours[hourOf(u.Time)] = true
+			if u.Origin != tools.OriginMetric && u.SessionID != "" {
+				sessions[toolSession{u.Tool, u.SessionID}] = true
+			}
+		}
+		if !before {
+			if sessionHoursOf, err = readSessionHours(ctx, tx, sid, sessions); err != nil {
+				return err
 			}
 		}
 		// An event or span can outrank the metrics or spans of its session
 		// in other hours: those hours are computed again too.
 		for ts := range sessions {
-			if err := sessionHours(ctx, tx, sid, ts, hours); err != nil {
-				return err
+			for h := range sessionHoursOf[ts] {
+				hours[h] = true
 			}
 		}
 		for _, h := range slices.Sorted(maps.Keys(hours)) {
@@ -86,12 +93,67 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 	return added, err
 }
 
+// usageRows returns the rows us, sorted by key, would add to
+// telemetry_usage: each cumulative point replaced by its delta (recorded in
+// telemetry_series) or dropped when it adds nothing, and of rows sharing a
+// key only the first.
+func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([]tools.Usage, error) {
+	rows := make([]tools.Usage, 0, len(us))
+	seen := make(map[string]bool, len(us))
+	for _, u := range us {
+		if u.Cumulative {
+			d, ok, err := delta(ctx, tx, sid, u)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			u = d
+		}
+		if seen[u.Key] {
+			continue
+		}
+		seen[u.Key] = true
+		rows = append(rows, u)
+	}
+	return rows, nil
+}
+
+// sessionsOf returns the sessions of the events and spans among rows, the
+// scopes of the one-source rule.
+func sessionsOf(rows []tools.Usage) map[toolSession]bool {
+	sessions := map[toolSession]bool{}
+	for _, u := range rows {
+		if u.Origin != tools.OriginMetric && u.SessionID != "" {
+			sessions[toolSession{u.Tool, u.SessionID}] = true
+		}
+	}
+	return sessions
+}
+
+// readSessionHours returns, for each of sessions, the hours in which
+// source sid has usage of it.
+func readSessionHours(ctx context.Context, q queryer, sid string, sessions map[toolSession]bool) (map[toolSession]map[int64]bool, error) {
+	out := make(map[toolSession]map[int64]bool, len(sessions))
+	for ts := range sessions {
+		hours := map[int64]bool{}
+		if err := sessionHours(ctx, q, sid, ts, hours); err != nil {
+			return nil, err
+		}
+		out[ts] = hours
+	}
+	return out, nil
+}
+
 // toolSession is a session of a tool, the scope of the one-source rule.
 type toolSession struct{ tool, session string }
 
 // sessionHours adds to hours those in which source sid has usage of ts.
+// The unary plus keeps SQLite on the session's index: for DISTINCT hour_ms
+// it would otherwise walk all of the source's rows in the hour index.
 func sessionHours(ctx context.Context, q queryer, sid string, ts toolSession, hours map[int64]bool) error {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT +hour_ms FROM telemetry_usage WHERE source_id = $1 AND tool = $2 AND session_id = $3`,
 		sid, ts.tool, ts.session)
 	if err != nil {
 		return fmt.Errorf("telemetry: session hours: %w", err)
@@ -217,29 +279,124 @@ func requestsOf(o tools.Origin) int64 {
 	return 1
 }
 
-// insertUsageSQL stores one usage under its key, unless it is there.
-const insertUsageSQL = `INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
-		session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-	ON CONFLICT (source_id, key) DO NOTHING`
+// usageColumns are the columns of telemetry_usage a row sets, and
+// insertBatch how many rows one INSERT adds at most (18 parameters a row,
+// well within SQLite's 32,766 and PostgreSQL's 65,535). The statement of a
+// full batch is prepared once a request; parsing its parameters costs
+// time in proportion to their number, so a batch stays small.
+const (
+	usageColumns = 18
+	insertBatch  = 100
+)
 
-// insertUsage stores u under its key with ins, [insertUsageSQL] prepared
-// in the transaction, and reports whether it was new.
-func insertUsage(ctx context.Context, ins *sql.Stmt, sid string, u tools.Usage) (bool, error) {
-	var cost sql.NullFloat64
-	if u.CostEstimate != nil {
-		cost = sql.NullFloat64{Float64: *u.CostEstimate, Valid: true}
+// insertUsageSQL returns the statement that stores n usages, each under
+// its key unless it is there, and returns the keys it stored. Its
+// parameters are numbered ($1...) for PostgreSQL and anonymous (?) for
+// SQLite, which looks a numbered parameter up among those before it and so
+// takes time quadratic in their count.
+func insertUsageSQL(d sqldb.Dialect, n int) string {
+	var b strings.Builder
+	b.Grow(300 + n*usageColumns*6)
+	b.WriteString(`INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
+		session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := range usageColumns {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			if d == sqldb.Postgres {
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(i*usageColumns + c + 1))
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
 	}
-	res, err := ins.ExecContext(ctx,
-		sid, u.Key, u.Time.UnixMilli(), hourOf(u.Time), u.Tool, u.ToolVersion, u.Model, u.Email, u.Device,
-		u.SessionID, u.Department, string(u.Origin), u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output,
-		cost, requestsOf(u.Origin))
+	b.WriteString(` ON CONFLICT (source_id, key) DO NOTHING RETURNING key`)
+	return b.String()
+}
+
+// fullBatchSQL is [insertUsageSQL] of [insertBatch] rows for each
+// dialect, built once.
+var fullBatchSQL = sync.OnceValue(func() map[sqldb.Dialect]string {
+	return map[sqldb.Dialect]string{
+		sqldb.Postgres: insertUsageSQL(sqldb.Postgres, insertBatch),
+		sqldb.SQLite:   insertUsageSQL(sqldb.SQLite, insertBatch),
+	}
+})
+
+// insertUsages stores rows, whose keys differ, in source sid with
+// multi-row INSERTs and returns those that were new.
+func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []tools.Usage) ([]tools.Usage, error) {
+	byKey := make(map[string]int, len(rows))
+	for i, u := range rows {
+		byKey[u.Key] = i
+	}
+	fresh := make([]tools.Usage, 0, len(rows))
+	args := make([]any, 0, min(len(rows), insertBatch)*usageColumns)
+	var full *sql.Stmt
+	if len(rows) >= insertBatch {
+		var err error
+		if full, err = tx.PrepareContext(ctx, fullBatchSQL()[d]); err != nil {
+			return nil, fmt.Errorf("telemetry: usage: %w", err)
+		}
+		defer full.Close()
+	}
+	for chunk := range slices.Chunk(rows, insertBatch) {
+		args = args[:0]
+		for _, u := range chunk {
+			var cost sql.NullFloat64
+			if u.CostEstimate != nil {
+				cost = sql.NullFloat64{Float64: *u.CostEstimate, Valid: true}
+			}
+			args = append(args, sid, u.Key, u.Time.UnixMilli(), hourOf(u.Time), u.Tool, u.ToolVersion, u.Model, u.Email, u.Device,
+				u.SessionID, u.Department, string(u.Origin), u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output,
+				cost, requestsOf(u.Origin))
+		}
+		var res *sql.Rows
+		var err error
+		if len(chunk) == insertBatch {
+			res, err = full.QueryContext(ctx, args...)
+		} else {
+			res, err = tx.QueryContext(ctx, insertUsageSQL(d, len(chunk)), args...)
+		}
+		keys, err := insertedKeys(res, err)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			i, ok := byKey[k]
+			if !ok {
+				return nil, fmt.Errorf("telemetry: usage: stored unknown key %q", k)
+			}
+			fresh = append(fresh, rows[i])
+		}
+	}
+	return fresh, nil
+}
+
+// insertedKeys returns the keys in res, the rows of an INSERT that
+// returns the keys it stored, or err.
+func insertedKeys(res *sql.Rows, err error) ([]string, error) {
 	if err != nil {
-		return false, fmt.Errorf("telemetry: usage: %w", err)
+		return nil, fmt.Errorf("telemetry: usage: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("telemetry: usage: %w", err)
+	defer res.Close()
+	var keys []string
+	for res.Next() {
+		var k string
+		if err := res.Scan(&k); err != nil {
+			return nil, fmt.Errorf("telemetry: usage: %w", err)
+		}
+		keys = append(keys, k)
 	}
-	return n > 0, nil
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("telemetry: usage: %w", err)
+	}
+	return keys, nil
 }
