@@ -193,6 +193,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	}
 	tc := c.Telemetry
 	tc.DB, tc.Orgs, tc.Views, tc.Jobs, tc.Metrics, tc.Concurrency = c.DB, c.Orgs, views{src}, q, metrics, c.Concurrency
+	tc.Prices = prices{c.Orgs, src}
 	tc.Logger = cmp.Or(tc.Logger, c.Logger)
 	tel, err := telemetry.New(ctx, tc)
 	if err != nil {
@@ -349,6 +350,21 @@ func (v views) EnsureTelemetry(ctx context.Context, orgID, sourceID, name string
 }
 
 func (v views) ConsumerStore() consumer.Store { return v.src.Store() }
+
+// prices is the [telemetry.Prices] of the service: the price table of the
+// organisation of a telemetry source.
+type prices struct {
+	orgs *org.Store
+	src  *sources.Service
+}
+
+func (p prices) SourcePrices(ctx context.Context, sourceID string) (map[string]org.Price, error) {
+	orgID, err := p.src.OrganisationOf(ctx, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	return p.orgs.ModelPrices(ctx, orgID)
+}
 
 // queue is the [riverjobs.Enqueuer] the features are built with: it
 // forwards to the River client, which New opens once every feature has
