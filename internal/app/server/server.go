@@ -186,6 +186,8 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	dc := c.Dashboard
 	dc.People, dc.Orgs, dc.Review, dc.Sources = ppl, c.Orgs, review, src
 	dc.Logger = cmp.Or(dc.Logger, c.Logger)
+	var tel *telemetry.Service // built below; the dashboard calls it only once serving
+	dc.PricesChanged = func(ctx context.Context, orgID string) error { return tel.Reprice(ctx, orgID) }
 	dash, err := dashboard.New(dc)
 	if err != nil {
 		src.Close()
@@ -195,7 +197,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	tc.DB, tc.Orgs, tc.Views, tc.Jobs, tc.Metrics, tc.Concurrency = c.DB, c.Orgs, views{src}, q, metrics, c.Concurrency
 	tc.Prices = prices{c.Orgs, src}
 	tc.Logger = cmp.Or(tc.Logger, c.Logger)
-	tel, err := telemetry.New(ctx, tc)
+	tel, err = telemetry.New(ctx, tc)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("telemetry: %w", err)
