@@ -58,7 +58,7 @@ func TestPricesPage(t *testing.T) {
 		p = adm.get(t, p.location())
 		require.Contains(t, p.Body, "The price is saved.")
 		require.Contains(t, p.Body, "<code>claude-sonnet-4-5</code>")
-		require.Contains(t, p.Body, `<td class="num">0.3</td>`)
+		require.Contains(t, p.Body, `<td class="num" data-label="Cache read">0.3</td>`)
 		ps, err = e.orgs.Prices(t.Context(), e.org.ID)
 		require.NoError(t, err)
 		require.Len(t, ps, 1)
