@@ -38,7 +38,12 @@ type Config struct {
 	Review  *reviewapi.Service
 	Sources *sources.Service // optional: without it the overview shows no sources
 	Logger  *slog.Logger     // 5xx causes; default: discarded
-	Now     func() time.Time // default time.Now
+	// PricesChanged is called after an Administrator changed the
+	// organisation's prices, to compute its usage again with them.
+	// Optional: without it, new prices apply to the hours rolled up after
+	// the change.
+	PricesChanged func(ctx context.Context, orgID string) error
+	Now           func() time.Time // default time.Now
 	// MaxPagesPerUser bounds the pages (and form posts) drawn at once for
 	// one signed-in user, all their sessions together; a request past it
 	// waits up to PageWait for one to finish, then is answered 429 with
@@ -122,6 +127,9 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Post("/settings/api-keys/{keyId}/revoke", d.action(d.revokeKey))
 				r.Get("/settings/review", d.page(d.reviewSettings))
 				r.Post("/settings/review", d.action(d.saveReviewSettings))
+				r.Get("/settings/prices", d.page(d.prices))
+				r.Post("/settings/prices", d.action(d.setPrice))
+				r.Post("/settings/prices/delete", d.action(d.deletePrice))
 				r.Get("/settings/users", d.page(d.users))
 				r.Post("/settings/users", d.action(d.createUser))
 				r.Post("/settings/users/{userId}/role", d.action(d.setRole))

@@ -172,6 +172,8 @@ const (
 	AuditInstructionCreated  = "instruction.created"
 	AuditInstructionUpdated  = "instruction.updated"
 	AuditInstructionDeleted  = "instruction.deleted"
+	AuditPriceSet            = "price.set"
+	AuditPriceDeleted        = "price.deleted"
 )
 
 // AuditRecord is one change in an organisation's audit trail.

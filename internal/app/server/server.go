@@ -186,6 +186,8 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	dc := c.Dashboard
 	dc.People, dc.Orgs, dc.Review, dc.Sources = ppl, c.Orgs, review, src
 	dc.Logger = cmp.Or(dc.Logger, c.Logger)
+	var tel *telemetry.Service // built below; the dashboard calls it only once serving
+	dc.PricesChanged = func(ctx context.Context, orgID string) error { return tel.Reprice(ctx, orgID) }
 	dash, err := dashboard.New(dc)
 	if err != nil {
 		src.Close()
@@ -193,8 +195,9 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	}
 	tc := c.Telemetry
 	tc.DB, tc.Orgs, tc.Views, tc.Jobs, tc.Metrics, tc.Concurrency = c.DB, c.Orgs, views{src}, q, metrics, c.Concurrency
+	tc.Prices = prices{c.Orgs, src}
 	tc.Logger = cmp.Or(tc.Logger, c.Logger)
-	tel, err := telemetry.New(ctx, tc)
+	tel, err = telemetry.New(ctx, tc)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("telemetry: %w", err)
@@ -353,6 +356,21 @@ func (v views) TelemetryReceived(ctx context.Context, sourceID string, at time.T
 }
 
 func (v views) ConsumerStore() consumer.Store { return v.src.Store() }
+
+// prices is the [telemetry.Prices] of the service: the price table of the
+// organisation of a telemetry source.
+type prices struct {
+	orgs *org.Store
+	src  *sources.Service
+}
+
+func (p prices) SourcePrices(ctx context.Context, sourceID string) (map[string]org.Price, error) {
+	orgID, err := p.src.OrganisationOf(ctx, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	return p.orgs.ModelPrices(ctx, orgID)
+}
 
 // queue is the [riverjobs.Enqueuer] the features are built with: it
 // forwards to the River client, which New opens once every feature has

@@ -470,6 +470,16 @@ func (s *Service) Get(ctx context.Context, orgID, id string) (Source, error) {
 	return src, nil
 }
 
+// OrganisationOf returns the id of the organisation of source id; an
+// unknown or malformed id is spec.ErrNotFound.
+func (s *Service) OrganisationOf(ctx context.Context, id string) (string, error) {
+	src, err := s.get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return src.OrganisationID, nil
+}
+
 // get returns source id of any organisation.
 func (s *Service) get(ctx context.Context, id string) (Source, error) {
 	sid, ok := ident.CanonicalUUID(id)

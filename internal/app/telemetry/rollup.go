@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/telemetry/tools"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -124,6 +126,31 @@ func (s *Service) dirtySources(ctx context.Context) ([]string, error) {
 	return ids, rows.Err()
 }
 
+// Reprice marks every hour already rolled up of the telemetry sources of
+// organisation orgID (those of its Ingestion keys, revoked ones too) to be
+// computed again, and queues their rollups: what a change of the
+// organisation's prices calls, so that the change applies to the hours
+// rolled up before it too.
+func (s *Service) Reprice(ctx context.Context, orgID string) error {
+	keys, err := s.cfg.Orgs.Keys(ctx, orgID)
+	if err != nil {
+		return fmt.Errorf("telemetry: reprice: %w", err)
+	}
+	for _, k := range keys {
+		if k.Type != org.KeyTypeIngestion {
+			continue
+		}
+		sid := SourceID(k.ID)
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO telemetry_dirty (source_id, hour_ms, mark)
+			SELECT source_id, hour_ms, 1 FROM telemetry_hours WHERE source_id = $1
+			ON CONFLICT (source_id, hour_ms) DO UPDATE SET mark = telemetry_dirty.mark + 1`, sid); err != nil {
+			return fmt.Errorf("telemetry: reprice: %w", err)
+		}
+		s.queueRollup(ctx, sid)
+	}
+	return nil
+}
+
 // RollupAll computes the usage buckets of every source with hours left to
 // compute, in this process (tests, and what the sweep's jobs do).
 func (s *Service) RollupAll(ctx context.Context) error {
@@ -216,6 +243,10 @@ func (s *Service) rollupHours(ctx context.Context, sid string, hours []int64) er
 		}
 		q = tx
 	}
+	prices, err := s.sourcePrices(ctx, sid)
+	if err != nil {
+		return err
+	}
 	var states []*hourState
 	var records []json.RawMessage
 	for _, h := range hours {
@@ -244,7 +275,7 @@ func (s *Service) rollupHours(ctx context.Context, sid string, hours []int64) er
 		if us, err = withSessionOrigins(ctx, q, sid, h, us); err != nil {
 			return err
 		}
-		bs, err := buckets(time.UnixMilli(h).UTC(), us, st)
+		bs, err := buckets(time.UnixMilli(h).UTC(), us, st, prices)
 		if err != nil {
 			return err
 		}
@@ -279,6 +310,22 @@ func (s *Service) rollupHours(ctx context.Context, sid string, hours []int64) er
 		return tx.Commit()
 	}
 	return s.db.InTxRetry(ctx, done)
+}
+
+// sourcePrices returns the price table of the organisation of source sid,
+// by model; none without Config.Prices or when the source is not known.
+func (s *Service) sourcePrices(ctx context.Context, sid string) (map[string]org.Price, error) {
+	if s.cfg.Prices == nil {
+		return nil, nil
+	}
+	ps, err := s.cfg.Prices.SourcePrices(ctx, sid)
+	if errors.Is(err, spec.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: rollup: prices: %w", err)
+	}
+	return ps, nil
 }
 
 // hourUsage reads the usage stored for hour h of source sid.
@@ -367,6 +414,29 @@ type bucketMetrics struct {
 	UncachedInputTokens int64   `json:"uncachedInputTokens"`
 	CacheReadTokens     int64   `json:"cacheReadTokens"`
 	CacheWriteTokens    int64   `json:"cacheWriteTokens"`
+	// CostSource says what Cost is: CostPrices, CostEstimate or CostNone.
+	CostSource string `json:"costSource"`
+}
+
+// What the cost of a bucket is ([bucketMetrics.CostSource]).
+const (
+	// CostPrices is a cost computed from the bucket's tokens with its
+	// organisation's price for the bucket's model.
+	CostPrices = "prices"
+	// CostEstimate is the sum of the estimates the tools reported.
+	CostEstimate = "estimate"
+	// CostNone is no cost known: no price, and no estimate reported.
+	CostNone = "none"
+)
+
+// roundCost rounds a computed cost to 12 significant digits, as the
+// usage data interface's stores round sums (provider.RoundCost).
+func roundCost(x float64) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 12, 64), 64)
+	if err != nil {
+		return x
+	}
+	return v
 }
 
 // bucket is a usage bucket of the usage data interface.
@@ -381,13 +451,16 @@ type bucket struct {
 // buckets returns the usage buckets of the hour starting at start: the
 // one-source rule ([tools.Dedup]) applied to us, grouped by every
 // dimension, and a zero bucket for each set of st.written without usage
-// now. It sets st.now.
-func buckets(start time.Time, us []tools.Usage, st *hourState) ([]json.RawMessage, error) {
+// now. The cost of a bucket is computed from its tokens where prices has
+// a price for its model that prices every kind of token it has, else it
+// is the tools' estimates. It sets st.now.
+func buckets(start time.Time, us []tools.Usage, st *hourState, prices map[string]org.Price) ([]json.RawMessage, error) {
 	type agg struct {
-		requests int64
-		tok      tools.Tokens
-		cost     float64
-		sessions map[string]bool
+		requests  int64
+		tok       tools.Tokens
+		cost      float64
+		estimated bool
+		sessions  map[string]bool
 	}
 	groups := map[dimensions]*agg{}
 	for _, u := range tools.Dedup(us) {
@@ -404,6 +477,7 @@ func buckets(start time.Time, us []tools.Usage, st *hourState) ([]json.RawMessag
 		a.tok = a.tok.Add(u.Tokens)
 		if u.CostEstimate != nil {
 			a.cost += *u.CostEstimate
+			a.estimated = true
 		}
 		if u.SessionID != "" {
 			a.sessions[u.SessionID] = true
@@ -432,6 +506,15 @@ func buckets(start time.Time, us []tools.Usage, st *hourState) ([]json.RawMessag
 		}
 		if m != (bucketMetrics{}) {
 			st.now = append(st.now, d)
+		}
+		m.CostSource = CostNone
+		if a.estimated {
+			m.CostSource = CostEstimate
+		}
+		if p, ok := prices[d[0]]; ok {
+			if c, ok := p.Cost(tok.Input, tok.CacheRead, tok.CacheWrite, tok.Output); ok {
+				m.Cost, m.CostSource = roundCost(c), CostPrices
+			}
 		}
 		b := bucket{StartAt: spec.NewTime(start), EndAt: spec.NewTime(start.Add(time.Hour)), Granularity: spec.GranularityHour,
 			Dimensions: spec.UsageDimensions{Model: &d[0], AssistantID: &d[1], UserID: &d[2], Department: &d[3]}, Metrics: m}

@@ -60,6 +60,14 @@ type Views interface {
 	ConsumerStore() consumer.Store
 }
 
+// Prices are the organisations' price tables. The composition root
+// implements it with the organisation store.
+type Prices interface {
+	// SourcePrices returns the prices, by exact model string, of the
+	// organisation of telemetry source sourceID; empty when it has none.
+	SourcePrices(ctx context.Context, sourceID string) (map[string]org.Price, error)
+}
+
 // Config configures a [Service].
 type Config struct {
 	// DB is the service's database. Required.
@@ -68,6 +76,11 @@ type Config struct {
 	Orgs *org.Store
 	// Views are the collected views telemetry becomes records of. Required.
 	Views Views
+	// Prices are the price tables by which a rollup computes the cost of
+	// a bucket from its tokens, where its organisation has a price for the
+	// bucket's model. Default: nil; every cost is the tools' estimate.
+	// A price applies to the hours rolled up after it changed.
+	Prices Prices
 	// Jobs queues the rollups of usage into buckets on the service's job
 	// queue, whose River client works them with the workers of
 	// [Service.Jobs]. Default: nil; nothing is queued, and the buckets are
