@@ -3,17 +3,11 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/code"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/aiusage/kit/internal/app/org"
+	"github.com/aiusage/kit/internal/app/telemetry/otlpwire"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
@@ -86,36 +80,10 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// writeStatus answers a refusal made before the body is read as a
-// google.rpc.Status, OTLP/JSON when the request's Content-Type is
-// application/json and protobuf otherwise, with the gRPC code of st. The
-// body is not read: the connection is closed after the answer.
+// writeStatus answers a refusal made before the body is read as the
+// endpoint answers its other errors ([otlpwire.WriteStatus]). The body is
+// not read: the connection is closed after the answer.
 func writeStatus(w http.ResponseWriter, r *http.Request, st int, msg string) {
-	c := code.Code_INTERNAL
-	switch st {
-	case http.StatusUnauthorized:
-		c = code.Code_UNAUTHENTICATED
-	case http.StatusForbidden:
-		c = code.Code_PERMISSION_DENIED
-	case http.StatusTooManyRequests:
-		c = code.Code_RESOURCE_EXHAUSTED
-	case http.StatusServiceUnavailable:
-		c = code.Code_UNAVAILABLE
-	}
-	m := &status.Status{Code: int32(c), Message: msg}
-	ct := "application/x-protobuf"
-	marshal := proto.Marshal
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
-		ct, marshal = "application/json", protojson.Marshal
-	}
-	body, err := marshal(m)
-	if err != nil {
-		body = nil
-	}
 	httpx.CloseUnread(w, r)
-	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(st)
-	_, _ = w.Write(body)
+	otlpwire.WriteStatus(w, r, st, msg)
 }

@@ -171,3 +171,17 @@ func writeBody(w http.ResponseWriter, enc encoding, st int, body []byte) {
 	w.WriteHeader(st)
 	_, _ = w.Write(body)
 }
+
+// WriteStatus answers r with status st and a google.rpc.Status carrying
+// msg and the gRPC code of st, in the request's encoding: OTLP/JSON when
+// its Content-Type is application/json, protobuf otherwise. It is for the
+// refusals made in front of a [Handler] (authentication, bounds), which
+// must answer as the handler does.
+func WriteStatus(w http.ResponseWriter, r *http.Request, st int, msg string) {
+	enc, _ := encodingOf(r.Header.Get("Content-Type")) // protobuf for any other type
+	body, err := marshal(enc, &status.Status{Code: int32(rpcCode(st)), Message: msg})
+	if err != nil {
+		body = nil
+	}
+	writeBody(w, enc, st, body)
+}
