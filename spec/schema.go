@@ -377,34 +377,7 @@ func dedupe(fs []Finding) []Finding {
 // ResolvePointer returns the value at RFC 6901 pointer ptr ("" is the whole
 // document) in doc, a document decoded into any (as by encoding/json), and
 // false when there is none.
-func ResolvePointer(doc any, ptr string) (any, bool) {
-	if ptr == "" {
-		return doc, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	v := doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = c[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			v = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
+func ResolvePointer(doc any, ptr string) (any, bool) { return schemacheck.ResolvePointer(doc, ptr) }
 
 func lookup(v any, tokens []string) any {
 	for _, t := range tokens {

@@ -70,7 +70,7 @@ func (c *compiler) compile(url, ptr string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := resolve(d, ptr)
+	v, ok := ResolvePointer(d, ptr)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not resolve", ErrUnsupported, loc)
 	}
@@ -364,9 +364,11 @@ func plainPointer(ptr string) bool {
 	return true
 }
 
-// resolve returns the value at RFC 6901 pointer ptr of doc, as
-// spec.ResolvePointer does (spec imports this package, not the reverse).
-func resolve(doc any, ptr string) (any, bool) {
+// ResolvePointer returns the value at RFC 6901 pointer ptr ("" is the whole
+// document) in doc, a document decoded into any, and false when there is
+// none. spec.ResolvePointer is this function (spec imports this package,
+// not the reverse).
+func ResolvePointer(doc any, ptr string) (any, bool) {
 	if ptr == "" {
 		return doc, true
 	}
