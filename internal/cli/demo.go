@@ -45,6 +45,7 @@ type demoFlags struct {
 	secrets                           secretFlags
 	metrics                           metricsFlags
 	otlpGRPC                          otlpGRPCFlags
+	otlpRate                          otlpRateFlags
 	proxies                           proxyFlags
 }
 
@@ -109,6 +110,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 			f.otlpGRPC.register(fs)
+			f.otlpRate.register(fs)
 			f.proxies.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -208,6 +210,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	}
 	d.srv, err = server.New(ctx, server.Config{DB: db, Orgs: orgs, Secrets: ring, Logger: serviceLog,
 		Concurrency: httpx.NewLimiter(0, 0), TrustedProxies: &f.proxies.trustedProxies,
+		Telemetry:    f.otlpRate.config(),
 		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
 		Mounts:       mounts, Readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()},
 		Review:  reviewapi.Config{AllowPrivateWebhooks: true, Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},

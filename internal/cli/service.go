@@ -46,6 +46,7 @@ type serviceFlags struct {
 	secrets              secretFlags
 	metrics              metricsFlags
 	otlpGRPC             otlpGRPCFlags
+	otlpRate             otlpRateFlags
 	maxPerKey, maxPerOrg int
 	mcpSessions          mcpSessionFlags
 	proxies              proxyFlags
@@ -144,6 +145,7 @@ that cannot be listened on).`,
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 			f.otlpGRPC.register(fs)
+			f.otlpRate.register(fs)
 			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")
 			f.mcpSessions.register(fs)
@@ -209,6 +211,7 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	}
 	srv, err := server.New(ctx, server.Config{DB: db, Orgs: store, Secrets: ring, Logger: log, InviteTTL: f.invites.inviteTTL,
 		Concurrency: httpx.NewLimiter(f.maxPerKey, f.maxPerOrg), TrustedProxies: &f.proxies.trustedProxies,
+		Telemetry:    f.otlpRate.config(),
 		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
 		Review: reviewapi.Config{AllowPrivateWebhooks: f.allowPrivateWebhooks, ReviewTimeout: f.reviewTimeout,
 			Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},

@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
-	"strings"
+	"strconv"
+	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/telemetry/otlpwire"
@@ -32,16 +34,14 @@ func principalOf(ctx context.Context) (org.Principal, bool) {
 }
 
 // secretOf returns the key a request sends: Authorization: Bearer, else
-// X-API-Key.
+// X-API-Key, either percent-encoded or not ([otlpwire.BearerToken]). An
+// Authorization of another scheme sends no key.
 func secretOf(r *http.Request) string {
 	if a := r.Header.Get("Authorization"); a != "" {
-		scheme, rest, _ := strings.Cut(a, " ")
-		if strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(rest)
-		}
-		return ""
+		token, _ := otlpwire.BearerToken(a)
+		return token
 	}
-	return strings.TrimSpace(r.Header.Get("X-API-Key"))
+	return otlpwire.APIKey(r.Header.Get("X-API-Key"))
 }
 
 // authenticate runs next for a request with a valid Ingestion key, with the
@@ -49,7 +49,8 @@ func secretOf(r *http.Request) string {
 // flight. It refuses the others before their body is read, with a
 // google.rpc.Status in the request's encoding: 401 for a missing, unknown,
 // revoked or expired key, 403 for an API key, 429 with Retry-After when the
-// key or its organisation has too many requests in flight.
+// key is past its rate limit or the key or its organisation has too many
+// requests in flight.
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Orgs.AuthenticateIngestion(r.Context(), secretOf(r))
@@ -69,8 +70,15 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			writeStatus(w, r, http.StatusServiceUnavailable, msgUnavailable)
 			return
 		}
+		if wait := s.rate.allow(p.KeyID); wait > 0 {
+			s.throttle("http", throttleRate)
+			w.Header().Set("Retry-After", retryAfterSeconds(wait))
+			writeStatus(w, r, http.StatusTooManyRequests, msgRate)
+			return
+		}
 		release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
 		if err != nil {
+			s.throttle("http", throttleInFlight)
 			w.Header().Set("Retry-After", httpx.RetryAfterConcurrent)
 			writeStatus(w, r, http.StatusTooManyRequests, msgBusy)
 			return
@@ -86,4 +94,10 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 func writeStatus(w http.ResponseWriter, r *http.Request, st int, msg string) {
 	httpx.CloseUnread(w, r)
 	otlpwire.WriteStatus(w, r, st, msg)
+}
+
+// retryAfterSeconds returns the Retry-After of a wait: whole seconds,
+// rounded up, at least 1.
+func retryAfterSeconds(wait time.Duration) string {
+	return strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10)
 }

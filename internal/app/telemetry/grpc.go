@@ -50,14 +50,20 @@ func (s *Service) authenticateGRPC(ctx context.Context, key string) (context.Con
 }
 
 // ingestGRPC is the ingest function of the three signals, within the key's
-// bound of requests in flight.
+// rate limit (past it, Unavailable with a RetryInfo of the time until the
+// key has a token again) and its bound of requests in flight.
 func (s *Service) ingestGRPC(ctx context.Context, req proto.Message) (otlpwire.Partial, error) {
 	p, ok := principalOf(ctx)
 	if !ok {
 		return otlpwire.Partial{}, errors.New("telemetry: no principal")
 	}
+	if wait := s.rate.allow(p.KeyID); wait > 0 {
+		s.throttle("grpc", throttleRate)
+		return otlpwire.Partial{}, errThrottled(wait)
+	}
 	release, err := s.cfg.Concurrency.Acquire(p.KeyID, p.OrganisationID)
 	if err != nil {
+		s.throttle("grpc", throttleInFlight)
 		return otlpwire.Partial{}, &spec.Error{Kind: spec.ErrRateLimited, Detail: msgBusy}
 	}
 	defer release()

@@ -237,7 +237,7 @@ func reference(t *testing.T, names ...string) totals {
 	}
 	var out totals
 	for _, u := range tools.NewAccumulator().Apply(tools.Dedup(us)) {
-		if u.Origin != tools.OriginMetric {
+		if u.Origin.PerRequest() {
 			out.Requests++
 		}
 		out.Input += u.Tokens.Input + u.Tokens.CacheRead + u.Tokens.CacheWrite

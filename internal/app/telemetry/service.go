@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/org"
@@ -100,6 +102,16 @@ type Config struct {
 	// organisation; share it with the other APIs of the service. Default:
 	// nil, no bound.
 	Concurrency *httpx.Limiter
+	// RatePerKey is the rate limit of each Ingestion key, in requests a
+	// second, a token bucket of RateBurst requests: a key past it is
+	// answered 429 with Retry-After (Unavailable with RetryInfo over gRPC)
+	// before its body is read, and the other keys are not slowed. Each
+	// process counts its own requests. Default [DefaultRatePerKey]; a
+	// negative rate turns the limit off.
+	RatePerKey float64
+	// RateBurst is the most requests a key may send at once after a quiet
+	// spell. Default [DefaultRateBurst].
+	RateBurst int
 	// RollupInterval is how often the leader of the job queue looks for
 	// hours left to compute (a change that arrived while a rollup of its
 	// source ran). Default 10 s.
@@ -117,6 +129,11 @@ type Service struct {
 	ensured sync.Map
 	// rollups serialises the rollups of one source in this process.
 	rollups keyMutex
+	// rate is the rate limit per key; nil when off.
+	rate *rateLimiter
+	// throttled counts the requests refused by rate and Concurrency; nil
+	// without Metrics.
+	throttled *prometheus.CounterVec
 }
 
 // New returns the Service, applying its migrations to cfg.DB. It returns an
@@ -133,12 +150,22 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("telemetry: Config.MaxBytes: %d is negative", cfg.MaxBytes)
 	case cfg.RollupInterval < 0:
 		return nil, fmt.Errorf("telemetry: Config.RollupInterval: %v is negative", cfg.RollupInterval)
+	case math.IsNaN(cfg.RatePerKey) || math.IsInf(cfg.RatePerKey, 0):
+		return nil, fmt.Errorf("telemetry: Config.RatePerKey: %v is not a number of requests a second", cfg.RatePerKey)
+	case cfg.RateBurst < 0:
+		return nil, fmt.Errorf("telemetry: Config.RateBurst: %d is negative", cfg.RateBurst)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.RatePerKey == 0 {
+		cfg.RatePerKey = DefaultRatePerKey
+	}
+	if cfg.RateBurst == 0 {
+		cfg.RateBurst = DefaultRateBurst
 	}
 	if cfg.RollupInterval == 0 {
 		cfg.RollupInterval = 10 * time.Second
@@ -149,7 +176,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := cfg.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("telemetry: migrate: %w", err)
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Logger, handlers: map[string]http.Handler{}}
+	throttled, err := throttleCounter(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: metrics: %w", err)
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Logger, handlers: map[string]http.Handler{},
+		rate: newRateLimiter(cfg.RatePerKey, cfg.RateBurst, cfg.Now), throttled: throttled}
 	for _, sig := range []otlpwire.Signal{otlpwire.Metrics, otlpwire.Logs, otlpwire.Traces} {
 		h, err := otlpwire.Handler(sig, otlpwire.Config{MaxBytes: cfg.MaxBytes, Ingest: s.ingest(sig), Logger: cfg.Logger})
 		if err != nil {

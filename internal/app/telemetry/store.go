@@ -66,7 +66,7 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 		for _, u := range fresh {
 			added++
 			hours[hourOf(u.Time)] = true
-			if u.Origin != tools.OriginMetric && u.SessionID != "" {
+			if u.Origin.PerRequest() && u.SessionID != "" {
 				sessions[toolSession{u.Tool, u.SessionID}] = true
 			}
 		}
@@ -125,7 +125,7 @@ func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([
 func sessionsOf(rows []tools.Usage) map[toolSession]bool {
 	sessions := map[toolSession]bool{}
 	for _, u := range rows {
-		if u.Origin != tools.OriginMetric && u.SessionID != "" {
+		if u.Origin.PerRequest() && u.SessionID != "" {
 			sessions[toolSession{u.Tool, u.SessionID}] = true
 		}
 	}
@@ -271,12 +271,13 @@ func abs(n int64) int64 {
 }
 
 // requestsOf is how many API requests u stands for: one for an event or a
-// span, none for a metric point (which counts tokens, not requests).
+// span, none for a metric point (which counts tokens, not requests) or a
+// cost estimate of its own.
 func requestsOf(o tools.Origin) int64 {
-	if o == tools.OriginMetric {
-		return 0
+	if o.PerRequest() {
+		return 1
 	}
-	return 1
+	return 0
 }
 
 // usageColumns are the columns of telemetry_usage a row sets, and

@@ -186,17 +186,17 @@ func (g *grpcServer) serve(ctx context.Context, signal Signal, req proto.Message
 
 // keyOf returns the key of the request's metadata: the token of the first
 // authorization with the scheme Bearer (in any case), else the first
-// non-empty x-api-key, else "".
+// non-empty x-api-key, else "", either percent-encoded or not
+// ([BearerToken]).
 func keyOf(ctx context.Context) string {
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, v := range md.Get("authorization") {
-		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
-		if token = strings.TrimSpace(token); ok && strings.EqualFold(scheme, "Bearer") && token != "" {
+		if token, ok := BearerToken(v); ok {
 			return token
 		}
 	}
 	for _, v := range md.Get("x-api-key") {
-		if v = strings.TrimSpace(v); v != "" {
+		if v = APIKey(v); v != "" {
 			return v
 		}
 	}

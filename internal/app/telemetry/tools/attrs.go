@@ -131,7 +131,7 @@ type ident struct {
 }
 
 func identOf(a attrs) ident {
-	return ident{
+	id := ident{
 		tool:       a.str("service.name"),
 		version:    a.first("service.version", "app.version"),
 		model:      a.first("model", "gen_ai.response.model", "gen_ai.request.model"),
@@ -141,6 +141,57 @@ func identOf(a attrs) ident {
 		department: a.str("department"),
 		team:       a.first("team.id", "team"),
 	}
+	gatewayIdent(a, &id)
+	return id
+}
+
+// The metadata.* attributes LiteLLM sets on its spans from the virtual
+// key and the request.
+const (
+	litellmEndUser   = "metadata.user_api_key_end_user_id"
+	litellmKeyEmail  = "metadata.user_api_key_user_email"
+	litellmKeyUserID = "metadata.user_api_key_user_id"
+	litellmTeamAlias = "metadata.user_api_key_team_alias"
+	litellmTeamID    = "metadata.user_api_key_team_id"
+	litellmKeyAlias  = "metadata.user_api_key_alias"
+	litellmKeyHash   = "metadata.user_api_key_hash"
+)
+
+// gatewayIdent fills in what id lacks from a gateway's attributes
+// (LiteLLM's metadata.*): the person from the end user, else the key's
+// user, where it is an email (the end user is the person an application
+// serves through a shared key; the key's user, its owner); the team from
+// the key's team alias, else its id, and the department from that team
+// when none is set; the device from the key's alias, else its hash, a
+// label of the key, never a person. Attributes the tool or the
+// administrator set win.
+func gatewayIdent(a attrs, id *ident) {
+	if id.email == "" {
+		for _, k := range []string{litellmEndUser, litellmKeyEmail, litellmKeyUserID} {
+			if e := strings.ToLower(strings.TrimSpace(a.str(k))); isEmail(e) {
+				id.email = e
+				break
+			}
+		}
+	}
+	if id.team == "" {
+		id.team = a.first(litellmTeamAlias, litellmTeamID)
+		if id.department == "" {
+			id.department = id.team
+		}
+	}
+	if id.device == "" {
+		id.device = a.first(litellmKeyAlias, litellmKeyHash)
+	}
+}
+
+// isEmail reports whether s looks like an email address: one @ with text
+// on both sides, a dot in the domain, no spaces. It tells an email apart
+// from the ids gateways also put in user fields; it does not validate.
+func isEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && local != "" && !strings.ContainsAny(s, " \t") && !strings.Contains(domain, "@") &&
+		strings.Contains(domain, ".") && !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".")
 }
 
 // usage returns a Usage of the identity, without key, time and counts.

@@ -19,20 +19,35 @@ const (
 	OriginSpan Origin = "span"
 	// OriginMetric is one metric data point.
 	OriginMetric Origin = "metric"
+	// OriginDraftMetric is one data point of the draft GenAI counters
+	// (gen_ai.client.inference.*), which repeat gen_ai.client.token.usage
+	// where a tool sends both: they count only where it is absent.
+	OriginDraftMetric Origin = "metric-draft"
+	// OriginEstimate is a cost estimate of its own, without tokens (Codex
+	// CLI's turn cost): it repeats no other record, so [Dedup] always keeps
+	// it and it outranks nothing, and it stands for no API request.
+	OriginEstimate Origin = "estimate"
 )
 
-// rank orders origins: a higher rank wins in [Dedup].
+// rank orders origins: a higher rank wins in [Dedup]; 0 is always kept.
 func (o Origin) rank() int {
 	switch o {
 	case OriginEvent:
-		return 3
+		return 4
 	case OriginSpan:
-		return 2
+		return 3
 	case OriginMetric:
+		return 2
+	case OriginDraftMetric:
 		return 1
 	}
 	return 0
 }
+
+// PerRequest reports whether a usage of origin o stands for one API
+// request (an event or a span), rather than an aggregate (a metric point)
+// or a cost alone.
+func (o Origin) PerRequest() bool { return o == OriginEvent || o == OriginSpan }
 
 // Tokens are the four token counts kept apart. Input is uncached input only:
 // the prompt's size is Input + CacheRead + CacheWrite. Output includes

@@ -2,9 +2,11 @@ package tools
 
 // Dedup applies the one-source rule to a set of usage: where a tool sends
 // the same requests as several kinds of record, only the most exact kind
-// counts. Events win over spans, and spans over metrics (an event is one
-// API request with its own time and key; a span usually repeats it; a
-// metric point pre-aggregates it).
+// counts. Events win over spans, spans over metrics, and metrics over the
+// draft GenAI counters (an event is one API request with its own time and
+// key; a span usually repeats it; a metric point pre-aggregates it; the
+// draft counters repeat gen_ai.client.token.usage). A cost estimate of its
+// own ([OriginEstimate]) is always kept.
 //
 // The rule is applied per tool and session: a usage is dropped when the
 // set holds usage of a higher [Origin] for the same Tool and SessionID. A

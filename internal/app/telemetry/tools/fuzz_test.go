@@ -46,18 +46,18 @@ func fuzzMap[M proto.Message](t *testing.T, data []byte, m func() M, mapper func
 
 func FuzzLogs(f *testing.F) {
 	newReq := func() *collogspb.ExportLogsServiceRequest { return &collogspb.ExportLogsServiceRequest{} }
-	seed(f, newReq, "claude_logs.json", "codex_logs.json", "gemini_logs.json")
+	seed(f, newReq, "claude_logs.json", "codex_logs.json", "gemini_logs.json", "codex_turn_cost_logs.json", "genai_deprecated_logs.json")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzMap(t, data, newReq, tools.Logs) })
 }
 
 func FuzzMetrics(f *testing.F) {
 	newReq := func() *colmetricspb.ExportMetricsServiceRequest { return &colmetricspb.ExportMetricsServiceRequest{} }
-	seed(f, newReq, "claude_metrics.json", "gemini_metrics_1.json", "genai_metrics.json")
+	seed(f, newReq, "claude_metrics.json", "gemini_metrics_1.json", "genai_metrics.json", "copilot_metrics.json", "genai_draft_metrics_1.json")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzMap(t, data, newReq, tools.Metrics) })
 }
 
 func FuzzTraces(f *testing.F) {
 	newReq := func() *coltracepb.ExportTraceServiceRequest { return &coltracepb.ExportTraceServiceRequest{} }
-	seed(f, newReq, "genai_traces.json")
+	seed(f, newReq, "genai_traces.json", "claude_traces.json", "litellm_traces.json")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzMap(t, data, newReq, tools.Traces) })
 }

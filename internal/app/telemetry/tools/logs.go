@@ -98,13 +98,18 @@ func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.Instrumen
 		bd.geminiResponse(r)
 	case "gen_ai.client.inference.operation.details":
 		bd.genaiDetails(r)
+	case "codex.turn_cost":
+		bd.codexTurnCost(r)
 	default:
 		kind, ok := eventKinds[r.name]
-		if !ok {
+		switch {
+		case ok:
+			bd.event(r, kind)
+		case notCountedEvent(r.name):
+			bd.skipLog(ReasonNotCounted)
+		default:
 			bd.skipLog(ReasonUnknownEvent)
-			return
 		}
-		bd.event(r, kind)
 	}
 }
 
@@ -267,6 +272,22 @@ func (bd *builder) codexEvent(r *logRec) {
 	cw, _ := r.a.count("cache_write_token_count")
 	tok := Tokens{Input: max(0, in-cr), CacheRead: cr, CacheWrite: cw, Output: out}
 	bd.addUsage(r, r.hashKey("usage"), tok, nil, ok1 || ok2)
+}
+
+// codexTurnCost maps Codex CLI's turn cost (sent for turns on a ChatGPT
+// plan): codex.turn.cost_microusd, in millionths of a dollar, is a cost
+// estimate of its own. Its tokens are counted by the turn's
+// response.completed events, so it carries none and stands for no request.
+func (bd *builder) codexTurnCost(r *logRec) {
+	micro, ok := r.a.float("codex.turn.cost_microusd")
+	if !ok || micro < 0 {
+		bd.skipLog(ReasonNotCounted)
+		return
+	}
+	cost := micro / 1e6
+	u := r.id.usage(OriginEstimate, r.name)
+	u.Key, u.Time, u.CostEstimate = r.hashKey("usage"), r.time, &cost
+	bd.b.Usage = append(bd.b.Usage, u)
 }
 
 // geminiResponse maps Gemini CLI's api_response: input_token_count includes

@@ -3,6 +3,7 @@ package tools
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -111,7 +112,11 @@ func (bd *builder) metricPoint(m metricScope, name string, p point) {
 		bd.skipPoint(reason)
 		return
 	}
-	u := id.usage(OriginMetric, name)
+	origin := OriginMetric
+	if strings.HasPrefix(name, draftPrefix) {
+		origin = OriginDraftMetric
+	}
+	u := id.usage(origin, name)
 	u.Series = key("series", m.scopeID, name, canonical(merge(p.attrs)))
 	u.Key = key("point", u.Series, strconv.FormatUint(p.start, 10), strconv.FormatUint(p.at, 10))
 	u.Time, u.Start, u.Cumulative = at, unixNano(p.start), p.cumulative
@@ -167,10 +172,47 @@ func metricValue(tool, name string, a attrs, v float64) (Tokens, *float64, Reaso
 		}
 		return Tokens{}, &v, ""
 	}
-	if _, ok := knownMetrics[name]; ok {
+	if strings.HasPrefix(name, draftPrefix) {
+		return draftTokens(strings.TrimPrefix(name, draftPrefix), a, n)
+	}
+	if _, ok := knownMetrics[name]; ok || vendorNamespace(name) {
 		return Tokens{}, nil, ReasonNotCounted
 	}
 	return Tokens{}, nil, ReasonUnknownMetric
+}
+
+// draftPrefix starts the names of the draft GenAI token counters.
+const draftPrefix = "gen_ai.client.inference."
+
+// draftTokens maps a point of a draft GenAI token counter
+// (gen_ai.client.inference.<rest>), whose names differ between drafts: the
+// direction is in the name (…input_tokens, …output_tokens) or in
+// gen_ai.token.type, and input points are split by gen_ai.token.cache
+// (none, read, creation), each point counting its own part. The detailed
+// breakdowns (…usage.detailed.*: reasoning, modalities) are parts of those
+// counts and other names (durations) carry no tokens: not counted.
+func draftTokens(rest string, a attrs, n int64) (Tokens, *float64, Reason) {
+	if !strings.Contains(rest, "token") || strings.Contains(rest, "detailed") {
+		return Tokens{}, nil, ReasonNotCounted
+	}
+	dir := a.str("gen_ai.token.type")
+	switch {
+	case strings.HasSuffix(rest, "input_tokens"):
+		dir = "input"
+	case strings.HasSuffix(rest, "output_tokens"):
+		dir = "output"
+	}
+	if dir == "input" {
+		return typed(a.str("gen_ai.token.cache"), n, map[string]func(int64) Tokens{
+			"":         func(n int64) Tokens { return Tokens{Input: n} },
+			"none":     func(n int64) Tokens { return Tokens{Input: n} },
+			"read":     func(n int64) Tokens { return Tokens{CacheRead: n} },
+			"creation": func(n int64) Tokens { return Tokens{CacheWrite: n} },
+		})
+	}
+	return typed(dir, n, map[string]func(int64) Tokens{
+		"output": func(n int64) Tokens { return Tokens{Output: n} },
+	})
 }
 
 // typed maps a token count by its type attribute; an unknown type (Gemini
