@@ -2,11 +2,11 @@ package telemetry
 
 import (
 	"errors"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/aiusage/kit/internal/infra/ops"
 	"github.com/aiusage/kit/spec"
@@ -25,40 +25,35 @@ const (
 // msgRate is the message of a request refused by the rate limit.
 const msgRate = "This Ingestion key sends more requests a second than the service accepts; retry after the delay given."
 
-// rateLimiter is a token bucket per key: a key holds at most burst tokens,
-// gains rate tokens a second, and spends one per request. A key without
-// tokens is refused with the time until it has one. Buckets that are full
-// again (idle for burst/rate seconds) are dropped, since a full bucket is
-// what a new key gets: the state is bounded by the keys active in that
-// window. It is safe for concurrent use; a nil *rateLimiter allows
-// everything.
+// rateLimiter holds a token bucket ([rate.Limiter]) per key: a key holds at
+// most burst tokens, gains rate tokens a second, and spends one per
+// request. A key without a token is refused with the time until it has one,
+// and the refusal spends nothing. Buckets that are full again (idle for
+// burst/rate seconds) are dropped, since a full bucket is what a new key
+// gets: the state is bounded by the keys active in that window. It is safe
+// for concurrent use; a nil *rateLimiter allows everything.
 type rateLimiter struct {
-	rate  float64 // tokens a second
-	burst float64
+	limit rate.Limit
+	burst int
 	now   func() time.Time
 
 	mu        sync.Mutex
-	buckets   map[string]*tokenBucket
+	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
 }
 
-type tokenBucket struct {
-	tokens float64
-	at     time.Time // when tokens was computed
-}
-
-// newRateLimiter returns a limiter of rate requests a second and burst,
-// or nil (no limit) when rate is negative.
-func newRateLimiter(rate float64, burst int, now func() time.Time) *rateLimiter {
-	if rate < 0 {
+// newRateLimiter returns a limiter of perSecond requests a second and
+// burst, or nil (no limit) when perSecond is negative.
+func newRateLimiter(perSecond float64, burst int, now func() time.Time) *rateLimiter {
+	if perSecond < 0 {
 		return nil
 	}
-	return &rateLimiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*tokenBucket{}}
+	return &rateLimiter{limit: rate.Limit(perSecond), burst: burst, now: now, buckets: map[string]*rate.Limiter{}}
 }
 
 // fill returns how long a bucket takes to fill from empty.
 func (l *rateLimiter) fill() time.Duration {
-	return time.Duration(l.burst / l.rate * float64(time.Second))
+	return time.Duration(float64(l.burst) / float64(l.limit) * float64(time.Second))
 }
 
 // allow spends a token of key. It returns 0 when the request may go on,
@@ -73,18 +68,18 @@ func (l *rateLimiter) allow(key string) time.Duration {
 	l.sweep(now)
 	b := l.buckets[key]
 	if b == nil {
-		b = &tokenBucket{tokens: l.burst, at: now}
+		b = rate.NewLimiter(l.limit, l.burst)
 		l.buckets[key] = b
 	}
-	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
-		b.at = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.AllowN(now, 1) {
 		return 0
 	}
-	wait := time.Duration(math.Ceil((1 - b.tokens) / l.rate * float64(time.Second)))
+	r := b.ReserveN(now, 1)
+	if !r.OK() { // a burst of 0: never
+		return l.fill() + time.Second
+	}
+	wait := r.DelayFrom(now)
+	r.CancelAt(now) // a refused request spends nothing
 	return max(wait, time.Nanosecond)
 }
 
@@ -95,7 +90,7 @@ func (l *rateLimiter) sweep(now time.Time) {
 	}
 	l.lastSweep = now
 	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.burst {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, k)
 		}
 	}
