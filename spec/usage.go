@@ -168,6 +168,12 @@ type UsageMetrics struct {
 	InputTokens   int64   `json:"inputTokens"`
 	OutputTokens  int64   `json:"outputTokens"`
 	Cost          float64 `json:"cost"`
+	// EstimatedCost is the part of Cost that is an AI tool's own estimate
+	// rather than a cost computed from prices: a metric the interface's
+	// schema leaves open to sources, which the kit's collected and merged
+	// views serve where a source reported it (the service's telemetry
+	// sources do). Absent (nil) when no part of Cost is an estimate.
+	EstimatedCost *float64 `json:"estimatedCost,omitempty"`
 }
 
 // Assistant visibilities known to this version.

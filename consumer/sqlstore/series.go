@@ -57,6 +57,9 @@ type UsagePoint struct {
 	// CostComplete reports that every stored bucket summed reported a
 	// cost: when false and Cost is set, Cost is a lower bound.
 	CostComplete bool
+	// EstimatedCost is the part of Cost that is tools' estimates (see
+	// [Store.Usage]); nil when none is.
+	EstimatedCost *float64
 }
 
 // UsageSeries returns the usage of q.Sources by q.Granularity and
@@ -91,7 +94,7 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 			pt                                 UsagePoint
 			dims                               [4]string
 			reqs, convs, active, input, output float64
-			cost                               float64
+			cost, estimated                    float64
 			buckets, withCost                  int64
 		)
 		dest := []any{&bucket}
@@ -103,7 +106,7 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 				dest = append(dest, &dims[i])
 			}
 		}
-		dest = append(dest, &reqs, &convs, &active, &input, &output, &cost, &buckets, &withCost)
+		dest = append(dest, &reqs, &convs, &active, &input, &output, &cost, &estimated, &buckets, &withCost)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, dbError(ctx, "usage series", err)
 		}
@@ -115,6 +118,7 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 		if withCost > 0 {
 			c := provider.RoundCost(clampMetric(cost))
 			pt.Cost = &c
+			pt.EstimatedCost = estimatedCost(estimated, c)
 		}
 		pt.CostComplete = withCost == buckets
 		out = append(out, pt)

@@ -67,10 +67,12 @@ func demoCommand() *command {
     --export-dir every minute; and a push stream it sends to the service's
     receiver every minute. The organisation's one view shows all three;
   - the telemetry endpoint (OTLP over HTTP at /v1/{logs,metrics,traces}, and
-    over gRPC with --otlp-grpc-addr), with an Ingestion key "demo telemetry":
-    at start the demo sends it generated telemetry of two AI tools, Claude
-    Code and Gemini CLI, with the OpenTelemetry Go SDK, and the one view's
-    usage shows them as the assistants claude-code and gemini-cli.
+    over gRPC at --otlp-grpc-addr, by default 127.0.0.1:4317 or, when that
+    port is taken, a free one), with an Ingestion key "demo telemetry": at
+    start the demo sends it generated telemetry of two AI tools with the
+    OpenTelemetry Go SDK, Claude Code over HTTP and Gemini CLI over gRPC, and
+    the one view's usage shows them as the assistants claude-code and
+    gemini-cli.
 
 With --openwebui-db, a fourth source: the Open WebUI database at PATH (its
 SQLite webui.db), served read-only at /openwebui by the provider of
@@ -109,11 +111,12 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
-			f.otlpGRPC.register(fs)
+			f.otlpGRPC.register(fs, true)
 			f.otlpRate.register(fs)
 			f.proxies.register(fs)
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
+			f.otlpGRPC.defaulted(fs)
 			if f.conversations < 1 {
 				return usagef("%s: --conversations must be at least 1, got %d", e.cmd, f.conversations)
 			}
@@ -328,7 +331,7 @@ func (d *demoServing) ready(ctx context.Context, base string) {
 	case d.opsToken != "":
 		metricsNote = base + "/metrics with Authorization: Bearer $" + envMetricsToken
 	}
-	printDemo(e.stdout, base, *st, d.transports, d.accessLog, metricsNote, d.f.otlpGRPC.endpoint, d.owui != nil)
+	printDemo(e.stdout, base, *st, d.transports, d.accessLog, metricsNote, &d.f.otlpGRPC, d.owui != nil)
 	if d.owui != nil {
 		if err := d.owui.connect(ctx, d.ds, d.srv.Sources(), st.orgID, base, st.providerToken); err != nil {
 			log.Error(e.cmd+": the Open WebUI source", "error", err)
@@ -534,7 +537,7 @@ func demoReviewTask(ctx context.Context, ds *demoStore, orgs *org.Store, svc *re
 }
 
 // printDemo prints the block a newcomer reads: URLs, keys, commands.
-func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote, grpcEndpoint string, openWebUI bool) {
+func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, accessLog, metricsNote string, grpc *otlpGRPCFlags, openWebUI bool) {
 	sources := "three"
 	if openWebUI {
 		sources = "four" // the Open WebUI source, printed after this block
@@ -581,5 +584,5 @@ Try:
 `, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
 		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
 		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote, sources,
-		demoTelemetryLine(base, grpcEndpoint, st.ingestionKey))
+		demoTelemetryLine(base, grpc, st.ingestionKey))
 }

@@ -44,7 +44,7 @@ func startDemo(t *testing.T, bin, dbURL string, extra ...string) *demoRun {
 	t.Helper()
 	accessLog := filepath.Join(t.TempDir(), "access.log")
 	cmd := exec.Command(bin, append([]string{"demo", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--conversations", "60",
-		"--access-log", accessLog, "--export-dir", filepath.Join(t.TempDir(), "export")}, extra...)...)
+		"--access-log", accessLog, "--export-dir", filepath.Join(t.TempDir(), "export"), "--otlp-grpc-addr", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), envMetricsToken+"="+testMetricsToken)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
@@ -19,14 +20,15 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+	"google.golang.org/grpc"
 
 	"github.com/aiusage/kit/internal/app/org"
 )
 
 // The demo's telemetry: an Ingestion key of the demo organisation, and the
 // generated telemetry of two AI tools (Claude Code and Gemini CLI) it sends
-// at start through the service's own OTLP/HTTP endpoint with the
-// OpenTelemetry Go SDK, as the tools would.
+// at start through the service's own OTLP endpoint, over HTTP and gRPC,
+// with the OpenTelemetry Go SDK, as the tools would.
 const (
 	demoTelemetryKeyName = "demo telemetry"
 	// demoTelemetryDays is how many days back the generated telemetry goes.
@@ -68,10 +70,13 @@ func demoTelemetryEnd(ctx context.Context, ds *demoStore) (time.Time, error) {
 
 // demoTelemetryLine is the block's line naming the OTLP endpoint and the
 // Ingestion key.
-func demoTelemetryLine(base, grpcEndpoint, key string) string {
-	grpc := "no gRPC without --otlp-grpc-addr"
-	if grpcEndpoint != "" {
-		grpc = "gRPC at " + grpcEndpoint
+func demoTelemetryLine(base string, g *otlpGRPCFlags, key string) string {
+	grpc := "no gRPC: --otlp-grpc-addr is empty"
+	switch {
+	case g.taken != "":
+		grpc = fmt.Sprintf("gRPC at %s, %s being taken", g.endpoint, g.taken)
+	case g.endpoint != "":
+		grpc = "gRPC at " + g.endpoint
 	}
 	return fmt.Sprintf("  telemetry      OTLP %s  (HTTP at /v1/{logs,metrics,traces}; %s; Ingestion key %s)\n"+
 		"                 Claude Code and Gemini CLI telemetry sent at start; see docs/telemetry.md\n", base, grpc, key)
@@ -83,23 +88,73 @@ type demoTelemetryPerson struct {
 	idx   int
 }
 
-// sendDemoTelemetry sends the generated telemetry of the two tools to the
-// OTLP/HTTP endpoint at base with key, ending at end.
-func sendDemoTelemetry(ctx context.Context, base, key string, end time.Time, emails []string) error {
+// demoTarget is where the demo sends its telemetry: the OTLP/HTTP endpoint
+// at base, and the OTLP/gRPC one at grpc (http://host:port) unless that is
+// empty, with the Ingestion key key.
+type demoTarget struct {
+	base, grpc, key string
+	partial         *demoPartial
+}
+
+// sendDemoTelemetry sends the generated telemetry of the two tools to t,
+// ending at end: Claude Code over HTTP (its exporters' protocol in the
+// docs' setup), Gemini CLI over gRPC (its default) when t has a gRPC
+// endpoint, else over HTTP too. The endpoint's partial successes are not
+// errors: see [demoPartial].
+func sendDemoTelemetry(ctx context.Context, t demoTarget, end time.Time, emails []string) error {
 	var people []demoTelemetryPerson
 	for i, e := range emails {
 		people = append(people, demoTelemetryPerson{email: e, idx: i})
 	}
-	headers := map[string]string{"Authorization": "Bearer " + key}
 	for _, tool := range []demoTool{demoClaude{}, demoGemini{}} {
-		// Some of what the tools send maps to nothing (Gemini CLI's "tool"
-		// tokens): the endpoint answers with a partial success, which the
-		// SDK returns as an error, but everything else was accepted.
-		if err := sendDemoTool(ctx, base, headers, tool, end, people); err != nil && !strings.Contains(err.Error(), "OTLP partial success") {
+		if err := sendDemoTool(ctx, t, tool, end, people); err != nil {
 			return fmt.Errorf("%s: %w", tool.name(), err)
 		}
 	}
 	return nil
+}
+
+// demoProtocol returns the protocol the demo sends tool's telemetry over
+// to t: "grpc" or "http".
+func demoProtocol(t demoTarget, tool demoTool) string {
+	if _, ok := tool.(demoGemini); ok && t.grpc != "" {
+		return "grpc"
+	}
+	return "http"
+}
+
+// demoExporters returns the log and metric exporters sending tool's
+// telemetry to t.
+func demoExporters(ctx context.Context, t demoTarget, tool demoTool) (sdklog.Exporter, sdkmetric.Exporter, error) {
+	headers := map[string]string{"Authorization": "Bearer " + t.key}
+	temporality := func(sdkmetric.InstrumentKind) metricdata.Temporality { return tool.temporality() }
+	if demoProtocol(t, tool) == "grpc" {
+		dial := grpc.WithUnaryInterceptor(t.partial.unaryInterceptor())
+		lexp, err := otlploggrpc.New(ctx, otlploggrpc.WithEndpointURL(t.grpc), otlploggrpc.WithHeaders(headers), otlploggrpc.WithDialOption(dial))
+		if err != nil {
+			return nil, nil, err
+		}
+		mexp, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(t.grpc), otlpmetricgrpc.WithHeaders(headers),
+			otlpmetricgrpc.WithDialOption(dial), otlpmetricgrpc.WithTemporalitySelector(temporality))
+		if err != nil {
+			_ = lexp.Shutdown(ctx)
+			return nil, nil, err
+		}
+		return lexp, mexp, nil
+	}
+	client := t.partial.httpClient()
+	lexp, err := otlploghttp.New(ctx, otlploghttp.WithEndpointURL(t.base+"/v1/logs"), otlploghttp.WithHeaders(headers),
+		otlploghttp.WithHTTPClient(client))
+	if err != nil {
+		return nil, nil, err
+	}
+	mexp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(t.base+"/v1/metrics"), otlpmetrichttp.WithHeaders(headers),
+		otlpmetrichttp.WithHTTPClient(client), otlpmetrichttp.WithTemporalitySelector(temporality))
+	if err != nil {
+		_ = lexp.Shutdown(ctx)
+		return nil, nil, err
+	}
+	return lexp, mexp, nil
 }
 
 // demoSession is one generated session of a tool.
@@ -123,19 +178,13 @@ type demoTool interface {
 	session(ctx context.Context, lg otellog.Logger, m metric.Meter, s demoSession) error
 }
 
-func sendDemoTool(ctx context.Context, base string, headers map[string]string, tool demoTool, end time.Time, people []demoTelemetryPerson) error {
+func sendDemoTool(ctx context.Context, t demoTarget, tool demoTool, end time.Time, people []demoTelemetryPerson) error {
 	res := resource.NewSchemaless(attribute.String("service.name", tool.name()), attribute.String("service.version", tool.version()))
-	lexp, err := otlploghttp.New(ctx, otlploghttp.WithEndpointURL(base+"/v1/logs"), otlploghttp.WithHeaders(headers))
+	lexp, mexp, err := demoExporters(ctx, t, tool)
 	if err != nil {
 		return err
 	}
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(sdklog.NewBatchProcessor(lexp)))
-	mexp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(base+"/v1/metrics"), otlpmetrichttp.WithHeaders(headers),
-		otlpmetrichttp.WithTemporalitySelector(func(sdkmetric.InstrumentKind) metricdata.Temporality { return tool.temporality() }))
-	if err != nil {
-		_ = lp.Shutdown(ctx)
-		return err
-	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
 	lg := lp.Logger(tool.scope(), otellog.WithInstrumentationVersion(tool.version()))
 	meter := mp.Meter(tool.metricScope(), metric.WithInstrumentationVersion(tool.version()))
@@ -304,13 +353,18 @@ func (d *demoServing) startTelemetry(ctx context.Context, base string) {
 		return
 	}
 	emails := []string{d.st.adminEmail, d.st.reviewerEmail}
+	t := demoTarget{base: base, grpc: d.f.otlpGRPC.endpoint, key: key, partial: newDemoPartial()}
 	d.telemetry.Go(func() {
 		sctx, cancel := context.WithTimeout(d.tctx, demoTelemetryTimeout)
 		defer cancel()
-		if err := sendDemoTelemetry(sctx, base, key, end, emails); err != nil {
+		if err := sendDemoTelemetry(sctx, t, end, emails); err != nil {
 			d.log.Error(d.e.cmd+": send the demo's telemetry", "error", err)
 			return
 		}
-		d.serviceLog.LogAttrs(sctx, slog.LevelInfo, "demo telemetry sent", slog.String("endpoint", base))
+		attrs := []slog.Attr{slog.String("endpoint", base), slog.String("grpc", t.grpc)}
+		if s := t.partial.summary(); s != "" {
+			attrs = append(attrs, slog.String("partial", s))
+		}
+		d.serviceLog.LogAttrs(sctx, slog.LevelInfo, "demo telemetry sent", attrs...)
 	})
 }

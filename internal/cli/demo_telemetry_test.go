@@ -69,8 +69,19 @@ func demoTelemetrySent(t *testing.T, d *demoRun) {
 // tools, with tokens; it returns their totals once the rollup is done.
 func checkDemoTelemetry(t *testing.T, d *demoRun) map[string]demoToolTotals {
 	t.Helper()
-	require.Regexp(t, `(?m)^  telemetry      OTLP http://127\.0\.0\.1:[0-9]+  \(HTTP at /v1/\{logs,metrics,traces\}; no gRPC without --otlp-grpc-addr; Ingestion key aiu_[0-9A-Za-z]+\)$`, d.block)
+	// The demo runs with --otlp-grpc-addr 127.0.0.1:0: the line shows the
+	// port it got, and Gemini CLI's telemetry goes there.
+	m := regexp.MustCompile(`(?m)^  telemetry      OTLP http://127\.0\.0\.1:[0-9]+  \(HTTP at /v1/\{logs,metrics,traces\}; gRPC at (http://127\.0\.0\.1:([0-9]+)); Ingestion key aiu_[0-9A-Za-z]+\)$`).FindStringSubmatch(d.block)
+	require.Len(t, m, 3, d.block)
+	require.NotEqual(t, "0", m[2])
 	demoTelemetrySent(t, d)
+	b, err := os.ReadFile(d.accessLog)
+	require.NoError(t, err)
+	sent := regexp.MustCompile(`(?m)^.*msg="demo telemetry sent".*$`).FindString(string(b))
+	require.Contains(t, sent, "grpc="+m[1])
+	// Gemini CLI's "tool" tokens map to nothing: a partial success, told
+	// apart from a failure by the answer itself.
+	require.Contains(t, sent, "not taken")
 	var last map[string]demoToolTotals
 	stable := 0
 	require.Eventually(t, func() bool {

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aiusage/kit/internal/app/server"
@@ -16,13 +18,38 @@ import (
 // service's address.
 type otlpGRPCFlags struct {
 	addr string
+	// fallback lets serve listen on a free port of addr's host when addr's
+	// port is taken: the demo's, when the address is its default, not one
+	// the user chose.
+	fallback bool
 	// endpoint is where serve serves OTLP/gRPC (http://host:port), once it
-	// does.
-	endpoint string
+	// does; taken is the address it could not listen on when it fell back.
+	endpoint, taken string
 }
 
-func (o *otlpGRPCFlags) register(fs *flag.FlagSet) {
+// demoOTLPGRPCAddr is the demo's default --otlp-grpc-addr: the OTLP/gRPC
+// standard port, on loopback as the demo's main address.
+const demoOTLPGRPCAddr = "127.0.0.1:4317"
+
+// register registers --otlp-grpc-addr: off by default (service serve), or
+// on at the standard port (demo).
+func (o *otlpGRPCFlags) register(fs *flag.FlagSet, demo bool) {
+	if demo {
+		fs.StringVar(&o.addr, "otlp-grpc-addr", demoOTLPGRPCAddr, "`ADDR` of a listener serving OTLP over gRPC to AI tools with Ingestion keys (host:port; empty for none); when the default's port is taken, a free port is used and printed")
+		return
+	}
 	fs.StringVar(&o.addr, "otlp-grpc-addr", "", "`ADDR` of a listener serving OTLP over gRPC to AI tools with Ingestion keys (host:port, conventionally :4317; default: none, OTLP over HTTP only, at /v1/... on the main address)")
+}
+
+// defaulted sets fallback when --otlp-grpc-addr is neither on the command
+// line nor in the environment of fs, parsed.
+func (o *otlpGRPCFlags) defaulted(fs *flag.FlagSet) {
+	o.fallback = true
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "otlp-grpc-addr" {
+			o.fallback = false
+		}
+	})
 }
 
 // serve starts, with --otlp-grpc-addr, the OTLP/gRPC server of srv's
@@ -37,9 +64,9 @@ func (o *otlpGRPCFlags) serve(ctx context.Context, cmd string, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := o.listen(ctx, cmd, log)
 	if err != nil {
-		return nil, usagef("%s: --otlp-grpc-addr: %v", cmd, err)
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -47,7 +74,6 @@ func (o *otlpGRPCFlags) serve(ctx context.Context, cmd string, log *slog.Logger,
 			log.Error("otlp grpc listener", "error", err)
 		}
 	})
-	o.endpoint = "http://" + ln.Addr().String()
 	log.LogAttrs(ctx, slog.LevelInfo, "otlp grpc serving", slog.String("endpoint", o.endpoint))
 	return func() {
 		done := make(chan struct{})
@@ -59,4 +85,25 @@ func (o *otlpGRPCFlags) serve(ctx context.Context, cmd string, log *slog.Logger,
 		}
 		wg.Wait()
 	}, nil
+}
+
+// listen listens on --otlp-grpc-addr and sets o.endpoint. With fallback,
+// an address whose port is taken gives way to a free port of the same
+// host, and o.taken names it. Any other failure is a usage error naming
+// the flag.
+func (o *otlpGRPCFlags) listen(ctx context.Context, cmd string, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil && o.fallback && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(o.addr)
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+			o.taken = o.addr
+			log.LogAttrs(ctx, slog.LevelWarn, "otlp grpc: the default address is taken, serving on a free port instead",
+				slog.String("taken", o.addr), slog.String("addr", ln.Addr().String()))
+		}
+	}
+	if err != nil {
+		return nil, usagef("%s: --otlp-grpc-addr: %v", cmd, err)
+	}
+	o.endpoint = "http://" + ln.Addr().String()
+	return ln, nil
 }

@@ -144,7 +144,7 @@ that cannot be listened on).`,
 			f.embeddings.registerBudget(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
-			f.otlpGRPC.register(fs)
+			f.otlpGRPC.register(fs, false)
 			f.otlpRate.register(fs)
 			fs.IntVar(&f.maxPerKey, "max-concurrent-per-key", httpx.DefaultConcurrentPerKey, "most requests of one API key in flight at once in this process; more are answered 429 with Retry-After")
 			fs.IntVar(&f.maxPerOrg, "max-concurrent-per-organisation", httpx.DefaultConcurrentPerOrganisation, "most requests of one organisation's keys in flight at once in this process; more are answered 429 with Retry-After")

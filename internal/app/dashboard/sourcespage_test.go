@@ -320,7 +320,7 @@ func TestSourcesPageTelemetry(t *testing.T) {
 		p = adm.get(t, "/sources")
 		require.Equal(t, http.StatusOK, p.Status)
 		require.NotContains(t, p.Body, "Nothing received yet")
-		require.Contains(t, p.Body, "Last received 2026-11-28 06:30 UTC")
+		require.Contains(t, p.Body, "<dt>Last received</dt><dd>2026-11-28 06:30 UTC</dd>")
 		require.Contains(t, p.Body, `<th scope="col" class="num">Records</th>`, "the counts per resource")
 	})
 }

@@ -46,13 +46,19 @@ type usageQuery struct {
 }
 
 // cost is a sum of costs: nil when no bucket reported one; Complete when
-// every bucket did.
+// every bucket did. Estimated is the part of Sum that is AI tools' own
+// estimates (a telemetry source's cost where the organisation has no price
+// for the model), 0 when none is.
 type cost struct {
-	Sum      *float64
-	Complete bool
+	Sum       *float64
+	Complete  bool
+	Estimated float64
 }
 
-func (c *cost) add(v *float64, complete bool) {
+func (c *cost) add(v *float64, complete bool, estimated *float64) {
+	if estimated != nil {
+		c.Estimated = roundCost(c.Estimated + *estimated)
+	}
 	if v == nil {
 		c.Complete = false
 		return
@@ -75,6 +81,33 @@ func (c cost) String() string {
 		return "≥ " + money(*c.Sum)
 	}
 	return money(*c.Sum)
+}
+
+// allEstimated says whether the whole of the cost is the tools' estimate.
+func (c cost) allEstimated() bool { return c.Estimated > 0 && c.Sum != nil && c.Estimated >= *c.Sum }
+
+// Mark labels an estimated cost in a table's cell: "estimate" when all of
+// it is, "est. x" for the part that is; "" when none is.
+func (c cost) Mark() string {
+	switch {
+	case !(c.Estimated > 0):
+		return ""
+	case c.allEstimated():
+		return "estimate"
+	}
+	return "est. " + money(c.Estimated)
+}
+
+// Note says, in a sentence, which part of the cost is an estimate; "" when
+// none is.
+func (c cost) Note() string {
+	switch {
+	case !(c.Estimated > 0):
+		return ""
+	case c.allEstimated():
+		return "all of it estimated by the AI tools themselves"
+	}
+	return "of which estimated by the AI tools themselves: " + money(c.Estimated)
 }
 
 // roundCost rounds a summed cost to 12 significant digits, as the provider
@@ -105,14 +138,14 @@ func (s *sums) add(p sqlstore.UsagePoint) {
 	s.Requests += p.Requests
 	s.Input += p.InputTokens
 	s.Output += p.OutputTokens
-	s.Cost.add(p.Cost, p.CostComplete)
+	s.Cost.add(p.Cost, p.CostComplete, p.EstimatedCost)
 }
 
 func (s *sums) merge(o sums) {
 	s.Requests += o.Requests
 	s.Input += o.Input
 	s.Output += o.Output
-	s.Cost.add(o.Cost.Sum, o.Cost.Complete)
+	s.Cost.add(o.Cost.Sum, o.Cost.Complete, &o.Cost.Estimated)
 }
 
 // Tokens is input plus output.

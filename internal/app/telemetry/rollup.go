@@ -416,6 +416,10 @@ type bucketMetrics struct {
 	CacheWriteTokens    int64   `json:"cacheWriteTokens"`
 	// CostSource says what Cost is: CostPrices, CostEstimate or CostNone.
 	CostSource string `json:"costSource"`
+	// EstimatedCost is the part of Cost that is the tools' estimate: all
+	// of it with CostEstimate, none (left out) otherwise. Unlike
+	// CostSource it adds up when the organisation's view sums buckets.
+	EstimatedCost float64 `json:"estimatedCost,omitempty"`
 }
 
 // What the cost of a bucket is ([bucketMetrics.CostSource]).
@@ -509,11 +513,11 @@ func buckets(start time.Time, us []tools.Usage, st *hourState, prices map[string
 		}
 		m.CostSource = CostNone
 		if a.estimated {
-			m.CostSource = CostEstimate
+			m.CostSource, m.EstimatedCost = CostEstimate, m.Cost
 		}
 		if p, ok := prices[d[0]]; ok {
 			if c, ok := p.Cost(tok.Input, tok.CacheRead, tok.CacheWrite, tok.Output); ok {
-				m.Cost, m.CostSource = roundCost(c), CostPrices
+				m.Cost, m.CostSource, m.EstimatedCost = roundCost(c), CostPrices, 0
 			}
 		}
 		b := bucket{StartAt: spec.NewTime(start), EndAt: spec.NewTime(start.Add(time.Hour)), Granularity: spec.GranularityHour,
