@@ -19,6 +19,11 @@ import (
 // [Batch.Unmapped].
 func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 	var bd builder
+	bd.logs(req)
+	return bd.b
+}
+
+func (bd *builder) logs(req *collogspb.ExportLogsServiceRequest) {
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
 			var from string // the hash of the resource and scope, computed once for their records
@@ -27,7 +32,6 @@ func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 			}
 		}
 	}
-	return bd.b
 }
 
 // logRec is one log record with its merged attributes.

@@ -17,6 +17,11 @@ import (
 // maps to nothing is counted in [Batch.Unmapped].
 func Metrics(req *colmetricspb.ExportMetricsServiceRequest) Batch {
 	var bd builder
+	bd.metrics(req)
+	return bd.b
+}
+
+func (bd *builder) metrics(req *colmetricspb.ExportMetricsServiceRequest) {
 	for _, rm := range req.GetResourceMetrics() {
 		res := rm.GetResource().GetAttributes()
 		for _, sm := range rm.GetScopeMetrics() {
@@ -28,7 +33,6 @@ func Metrics(req *colmetricspb.ExportMetricsServiceRequest) Batch {
 			}
 		}
 	}
-	return bd.b
 }
 
 // metricScope is what the points of one scope share.
