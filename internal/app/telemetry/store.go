@@ -31,15 +31,20 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 	if len(us) == 0 {
 		return 0, nil
 	}
-	us = slices.Clone(us)
-	slices.SortStableFunc(us, func(a, b tools.Usage) int { return cmp.Compare(a.Key, b.Key) })
+	// Sorted by key through pointers, stably: a Usage is some 300 bytes,
+	// too large to move around.
+	sorted := make([]*tools.Usage, len(us))
+	for i := range us {
+		sorted[i] = &us[i]
+	}
+	slices.SortStableFunc(sorted, func(a, b *tools.Usage) int { return cmp.Compare(a.Key, b.Key) })
 	var added int
 	err := s.db.InTxRetry(ctx, func(tx *sql.Tx) error {
 		added = 0
-		if err := s.lockRuns(ctx, tx, sid, us); err != nil {
+		if err := s.lockRuns(ctx, tx, sid, sorted); err != nil {
 			return err
 		}
-		rows, err := usageRows(ctx, tx, sid, us)
+		rows, err := usageRows(ctx, tx, sid, sorted)
 		if err != nil {
 			return err
 		}
@@ -96,25 +101,23 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 // usageRows returns the rows us, sorted by key, would add to
 // telemetry_usage: each cumulative point replaced by its delta (recorded in
 // telemetry_series) or dropped when it adds nothing, and of rows sharing a
-// key only the first.
-func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([]tools.Usage, error) {
-	rows := make([]tools.Usage, 0, len(us))
-	seen := make(map[string]bool, len(us))
+// key only the first. It changes none of us.
+func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []*tools.Usage) ([]*tools.Usage, error) {
+	rows := make([]*tools.Usage, 0, len(us))
 	for _, u := range us {
 		if u.Cumulative {
-			d, ok, err := delta(ctx, tx, sid, u)
+			d, ok, err := delta(ctx, tx, sid, *u)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
 				continue
 			}
-			u = d
+			u = &d
 		}
-		if seen[u.Key] {
-			continue
+		if len(rows) > 0 && rows[len(rows)-1].Key == u.Key {
+			continue // sorted by key: the same key follows
 		}
-		seen[u.Key] = true
 		rows = append(rows, u)
 	}
 	return rows, nil
@@ -122,7 +125,7 @@ func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([
 
 // sessionsOf returns the sessions of the events and spans among rows, the
 // scopes of the one-source rule.
-func sessionsOf(rows []tools.Usage) map[toolSession]bool {
+func sessionsOf(rows []*tools.Usage) map[toolSession]bool {
 	sessions := map[toolSession]bool{}
 	for _, u := range rows {
 		if u.Origin != tools.OriginMetric && u.SessionID != "" {
@@ -174,7 +177,7 @@ func hourOf(t time.Time) int64 { return t.UTC().Truncate(time.Hour).UnixMilli() 
 
 // lockRuns takes, on PostgreSQL, the advisory transaction lock of every run
 // of a cumulative point of us, in the order of the locks' numbers.
-func (s *Service) lockRuns(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) error {
+func (s *Service) lockRuns(ctx context.Context, tx *sql.Tx, sid string, us []*tools.Usage) error {
 	if s.db.Dialect != sqldb.Postgres {
 		return nil
 	}
@@ -330,14 +333,10 @@ var fullBatchSQL = sync.OnceValue(func() map[sqldb.Dialect]string {
 	}
 })
 
-// insertUsages stores rows, whose keys differ, in source sid with
-// multi-row INSERTs and returns those that were new.
-func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []tools.Usage) ([]tools.Usage, error) {
-	byKey := make(map[string]int, len(rows))
-	for i, u := range rows {
-		byKey[u.Key] = i
-	}
-	fresh := make([]tools.Usage, 0, len(rows))
+// insertUsages stores rows, sorted by their keys, which differ, in source
+// sid with multi-row INSERTs and returns those that were new.
+func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []*tools.Usage) ([]*tools.Usage, error) {
+	fresh := make([]*tools.Usage, 0, len(rows))
 	args := make([]any, 0, min(len(rows), insertBatch)*usageColumns)
 	var full *sql.Stmt
 	if len(rows) >= insertBatch {
@@ -370,11 +369,11 @@ func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, 
 			return nil, err
 		}
 		for _, k := range keys {
-			i, ok := byKey[k]
+			i, ok := slices.BinarySearchFunc(chunk, k, func(u *tools.Usage, k string) int { return cmp.Compare(u.Key, k) })
 			if !ok {
 				return nil, fmt.Errorf("telemetry: usage: stored unknown key %q", k)
 			}
-			fresh = append(fresh, rows[i])
+			fresh = append(fresh, chunk[i])
 		}
 	}
 	return fresh, nil

@@ -80,7 +80,10 @@ func eventName(lr *logspb.LogRecord, a attrs, tool string) string {
 const claudeCode = "claude-code"
 
 func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, lr *logspb.LogRecord, from *string) {
-	a := merge(res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
+	if bd.scratch == nil {
+		bd.scratch = attrs{}
+	}
+	a := mergeInto(bd.scratch, res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
 	t := unixNano(lr.GetTimeUnixNano())
 	if t.IsZero() {
 		t = unixNano(lr.GetObservedTimeUnixNano())
