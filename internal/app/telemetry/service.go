@@ -183,7 +183,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Logger, handlers: map[string]http.Handler{},
 		rate: newRateLimiter(cfg.RatePerKey, cfg.RateBurst, cfg.Now), throttled: throttled}
 	for _, sig := range []otlpwire.Signal{otlpwire.Metrics, otlpwire.Logs, otlpwire.Traces} {
-		h, err := otlpwire.Handler(sig, otlpwire.Config{MaxBytes: cfg.MaxBytes, Ingest: s.ingest(sig), Logger: cfg.Logger})
+		h, err := otlpwire.Handler(sig, otlpwire.Config{MaxBytes: cfg.MaxBytes, Ingest: s.ingest(sig),
+			IngestParts: s.ingestParts(sig), Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}

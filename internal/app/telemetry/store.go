@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,15 +30,20 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 	if len(us) == 0 {
 		return 0, nil
 	}
-	us = slices.Clone(us)
-	slices.SortStableFunc(us, func(a, b tools.Usage) int { return cmp.Compare(a.Key, b.Key) })
+	// Sorted by key through pointers, stably: a Usage is some 300 bytes,
+	// too large to move around.
+	sorted := make([]*tools.Usage, len(us))
+	for i := range us {
+		sorted[i] = &us[i]
+	}
+	slices.SortStableFunc(sorted, func(a, b *tools.Usage) int { return cmp.Compare(a.Key, b.Key) })
 	var added int
 	err := s.db.InTxRetry(ctx, func(tx *sql.Tx) error {
 		added = 0
-		if err := s.lockRuns(ctx, tx, sid, us); err != nil {
+		if err := s.lockRuns(ctx, tx, sid, sorted); err != nil {
 			return err
 		}
-		rows, err := usageRows(ctx, tx, sid, us)
+		rows, err := usageRows(ctx, tx, sid, sorted)
 		if err != nil {
 			return err
 		}
@@ -96,25 +100,23 @@ func (s *Service) storeUsage(ctx context.Context, sid string, us []tools.Usage) 
 // usageRows returns the rows us, sorted by key, would add to
 // telemetry_usage: each cumulative point replaced by its delta (recorded in
 // telemetry_series) or dropped when it adds nothing, and of rows sharing a
-// key only the first.
-func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([]tools.Usage, error) {
-	rows := make([]tools.Usage, 0, len(us))
-	seen := make(map[string]bool, len(us))
+// key only the first. It changes none of us.
+func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []*tools.Usage) ([]*tools.Usage, error) {
+	rows := make([]*tools.Usage, 0, len(us))
 	for _, u := range us {
 		if u.Cumulative {
-			d, ok, err := delta(ctx, tx, sid, u)
+			d, ok, err := delta(ctx, tx, sid, *u)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
 				continue
 			}
-			u = d
+			u = &d
 		}
-		if seen[u.Key] {
-			continue
+		if len(rows) > 0 && rows[len(rows)-1].Key == u.Key {
+			continue // sorted by key: the same key follows
 		}
-		seen[u.Key] = true
 		rows = append(rows, u)
 	}
 	return rows, nil
@@ -122,7 +124,7 @@ func usageRows(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) ([
 
 // sessionsOf returns the sessions of the events and spans among rows, the
 // scopes of the one-source rule.
-func sessionsOf(rows []tools.Usage) map[toolSession]bool {
+func sessionsOf(rows []*tools.Usage) map[toolSession]bool {
 	sessions := map[toolSession]bool{}
 	for _, u := range rows {
 		if u.Origin.PerRequest() && u.SessionID != "" {
@@ -174,7 +176,7 @@ func hourOf(t time.Time) int64 { return t.UTC().Truncate(time.Hour).UnixMilli() 
 
 // lockRuns takes, on PostgreSQL, the advisory transaction lock of every run
 // of a cumulative point of us, in the order of the locks' numbers.
-func (s *Service) lockRuns(ctx context.Context, tx *sql.Tx, sid string, us []tools.Usage) error {
+func (s *Service) lockRuns(ctx context.Context, tx *sql.Tx, sid string, us []*tools.Usage) error {
 	if s.db.Dialect != sqldb.Postgres {
 		return nil
 	}
@@ -281,21 +283,20 @@ func requestsOf(o tools.Origin) int64 {
 }
 
 // usageColumns are the columns of telemetry_usage a row sets, and
-// insertBatch how many rows one INSERT adds at most (18 parameters a row,
-// well within SQLite's 32,766 and PostgreSQL's 65,535). The statement of a
-// full batch is prepared once a request; parsing its parameters costs
-// time in proportion to their number, so a batch stays small.
+// insertBatch how many rows one INSERT adds at most on SQLite (18
+// parameters a row, well within its 32,766). The statement of a full batch
+// is prepared once a request; parsing its parameters costs time in
+// proportion to their number, so a batch stays small.
 const (
 	usageColumns = 18
 	insertBatch  = 100
 )
 
-// insertUsageSQL returns the statement that stores n usages, each under
-// its key unless it is there, and returns the keys it stored. Its
-// parameters are numbered ($1...) for PostgreSQL and anonymous (?) for
-// SQLite, which looks a numbered parameter up among those before it and so
-// takes time quadratic in their count.
-func insertUsageSQL(d sqldb.Dialect, n int) string {
+// insertUsageSQL returns the SQLite statement that stores n usages, each
+// under its key unless it is there, and returns the keys it stored. Its
+// parameters are anonymous (?): SQLite looks a numbered parameter up among
+// those before it, in time quadratic in their count.
+func insertUsageSQL(n int) string {
 	var b strings.Builder
 	b.Grow(300 + n*usageColumns*6)
 	b.WriteString(`INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
@@ -309,12 +310,7 @@ func insertUsageSQL(d sqldb.Dialect, n int) string {
 			if c > 0 {
 				b.WriteByte(',')
 			}
-			if d == sqldb.Postgres {
-				b.WriteByte('$')
-				b.WriteString(strconv.Itoa(i*usageColumns + c + 1))
-			} else {
-				b.WriteByte('?')
-			}
+			b.WriteByte('?')
 		}
 		b.WriteByte(')')
 	}
@@ -322,28 +318,23 @@ func insertUsageSQL(d sqldb.Dialect, n int) string {
 	return b.String()
 }
 
-// fullBatchSQL is [insertUsageSQL] of [insertBatch] rows for each
-// dialect, built once.
-var fullBatchSQL = sync.OnceValue(func() map[sqldb.Dialect]string {
-	return map[sqldb.Dialect]string{
-		sqldb.Postgres: insertUsageSQL(sqldb.Postgres, insertBatch),
-		sqldb.SQLite:   insertUsageSQL(sqldb.SQLite, insertBatch),
-	}
-})
+// fullBatchSQL is [insertUsageSQL] of [insertBatch] rows for SQLite,
+// built once.
+var fullBatchSQL = sync.OnceValue(func() string { return insertUsageSQL(insertBatch) })
 
-// insertUsages stores rows, whose keys differ, in source sid with
-// multi-row INSERTs and returns those that were new.
-func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []tools.Usage) ([]tools.Usage, error) {
-	byKey := make(map[string]int, len(rows))
-	for i, u := range rows {
-		byKey[u.Key] = i
+// insertUsages stores rows, sorted by their keys, which differ, in source
+// sid and returns those that were new: on SQLite with multi-row INSERTs, on
+// PostgreSQL with [insertUsageArraysSQL].
+func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, rows []*tools.Usage) ([]*tools.Usage, error) {
+	if d == sqldb.Postgres {
+		return insertUsageArrays(ctx, tx, sid, rows)
 	}
-	fresh := make([]tools.Usage, 0, len(rows))
+	fresh := make([]*tools.Usage, 0, len(rows))
 	args := make([]any, 0, min(len(rows), insertBatch)*usageColumns)
 	var full *sql.Stmt
 	if len(rows) >= insertBatch {
 		var err error
-		if full, err = tx.PrepareContext(ctx, fullBatchSQL()[d]); err != nil {
+		if full, err = tx.PrepareContext(ctx, fullBatchSQL()); err != nil {
 			return nil, fmt.Errorf("telemetry: usage: %w", err)
 		}
 		defer full.Close()
@@ -364,18 +355,80 @@ func insertUsages(ctx context.Context, tx *sql.Tx, d sqldb.Dialect, sid string, 
 		if len(chunk) == insertBatch {
 			res, err = full.QueryContext(ctx, args...)
 		} else {
-			res, err = tx.QueryContext(ctx, insertUsageSQL(d, len(chunk)), args...)
+			res, err = tx.QueryContext(ctx, insertUsageSQL(len(chunk)), args...)
 		}
 		keys, err := insertedKeys(res, err)
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range keys {
-			i, ok := byKey[k]
-			if !ok {
-				return nil, fmt.Errorf("telemetry: usage: stored unknown key %q", k)
+		if fresh, err = appendStored(fresh, chunk, keys); err != nil {
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
+
+// appendStored appends to fresh the rows of chunk, sorted by key, whose
+// keys an INSERT returned.
+func appendStored(fresh, chunk []*tools.Usage, keys []string) ([]*tools.Usage, error) {
+	for _, k := range keys {
+		i, ok := slices.BinarySearchFunc(chunk, k, func(u *tools.Usage, k string) int { return cmp.Compare(u.Key, k) })
+		if !ok {
+			return nil, fmt.Errorf("telemetry: usage: stored unknown key %q", k)
+		}
+		fresh = append(fresh, chunk[i])
+	}
+	return fresh, nil
+}
+
+// insertUsageArraysSQL stores, on PostgreSQL, the usages whose columns are
+// passed as arrays ($2...) in source $1, each under its key unless it is
+// there, and returns the keys it stored: one statement, planned once, for
+// any number of rows, whose 18 parameters cost far less to bind than the
+// 18 of each row of a multi-row INSERT.
+const insertUsageArraysSQL = `INSERT INTO telemetry_usage (source_id, key, time_ms, hour_ms, tool, tool_version, model, email, device,
+		session_id, department, origin, input, cache_read, cache_write, output, cost_estimate, requests)
+	SELECT $1, u.key, u.time_ms, u.hour_ms, u.tool, u.tool_version, u.model, u.email, u.device, u.session_id, u.department,
+		u.origin, u.input, u.cache_read, u.cache_write, u.output, CASE WHEN u.has_cost THEN u.cost END, u.requests
+	FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+		$10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[],
+		$17::double precision[], $18::boolean[], $19::bigint[])
+		AS u(key, time_ms, hour_ms, tool, tool_version, model, email, device, session_id, department, origin,
+			input, cache_read, cache_write, output, cost, has_cost, requests)
+	ON CONFLICT (source_id, key) DO NOTHING RETURNING key`
+
+// arrayBatch is how many rows one [insertUsageArraysSQL] stores at most,
+// so that its arrays stay small beside the request.
+const arrayBatch = 1000
+
+// insertUsageArrays is [insertUsages] on PostgreSQL.
+func insertUsageArrays(ctx context.Context, tx *sql.Tx, sid string, rows []*tools.Usage) ([]*tools.Usage, error) {
+	fresh := make([]*tools.Usage, 0, len(rows))
+	for chunk := range slices.Chunk(rows, arrayBatch) {
+		n := len(chunk)
+		var (
+			keys, toolNames, versions, models, emails = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			devices, sessions, depts, origins         = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			times, hours, reqs                        = make([]int64, n), make([]int64, n), make([]int64, n)
+			ins, crs, cws, outs                       = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+			costs, hasCost                            = make([]float64, n), make([]bool, n)
+		)
+		for i, u := range chunk {
+			keys[i], times[i], hours[i], toolNames[i], versions[i] = u.Key, u.Time.UnixMilli(), hourOf(u.Time), u.Tool, u.ToolVersion
+			models[i], emails[i], devices[i], sessions[i], depts[i] = u.Model, u.Email, u.Device, u.SessionID, u.Department
+			origins[i], reqs[i] = string(u.Origin), requestsOf(u.Origin)
+			ins[i], crs[i], cws[i], outs[i] = u.Tokens.Input, u.Tokens.CacheRead, u.Tokens.CacheWrite, u.Tokens.Output
+			if u.CostEstimate != nil {
+				costs[i], hasCost[i] = *u.CostEstimate, true
 			}
-			fresh = append(fresh, rows[i])
+		}
+		stored, err := insertedKeys(tx.QueryContext(ctx, insertUsageArraysSQL, sid, keys, times, hours, toolNames, versions, models,
+			emails, devices, sessions, depts, origins, ins, crs, cws, outs, costs, hasCost, reqs))
+		if err != nil {
+			return nil, err
+		}
+		if fresh, err = appendStored(fresh, chunk, stored); err != nil {
+			return nil, err
 		}
 	}
 	return fresh, nil

@@ -73,8 +73,20 @@ func encodingOf(ct string) (encoding, error) {
 // its body size after decompression. A failure is a *spec.Error of kind
 // errUnsupportedMedia, spec.ErrTooLarge or spec.ErrInvalid.
 func decodeRequest(signal Signal, r *http.Request, enc encoding, limit int64) (proto.Message, int64, error) {
+	body, err := readBody(r, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := unmarshal(signal, enc, body)
+	return m, int64(len(body)), err
+}
+
+// readBody reads the body of r with at most limit bytes before and after
+// decompression. A failure is a *spec.Error of kind errUnsupportedMedia,
+// spec.ErrTooLarge or spec.ErrInvalid.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, 0, tooLarge(limit, "")
+		return nil, tooLarge(limit, "")
 	}
 	src := r.Body
 	if src == nil {
@@ -92,14 +104,10 @@ func decodeRequest(signal Signal, r *http.Request, enc encoding, limit int64) (p
 	case "gzip":
 		body, err = readGzip(src, limit)
 	default:
-		return nil, 0, &spec.Error{Kind: errUnsupportedMedia, Field: "Content-Encoding",
+		return nil, &spec.Error{Kind: errUnsupportedMedia, Field: "Content-Encoding",
 			Detail: fmt.Sprintf("%s is not supported; send the body as it is or with gzip", cut(ce))}
 	}
-	if err != nil {
-		return nil, 0, err
-	}
-	m, err := unmarshal(signal, enc, body)
-	return m, int64(len(body)), err
+	return body, err
 }
 
 // readGzip reads the gzip stream r, of at most limit bytes both compressed
@@ -127,7 +135,7 @@ func unmarshal(signal Signal, enc encoding, body []byte) (proto.Message, error) 
 	m := signal.newRequest()
 	if enc == encProtobuf {
 		if err := proto.Unmarshal(body, m); err != nil {
-			return nil, spec.Invalid("body", "is not a protobuf %s: %s", name(m), cut(err.Error()))
+			return nil, invalidProtobuf(m, err)
 		}
 		return m, nil
 	}
@@ -139,6 +147,12 @@ func unmarshal(signal Signal, enc encoding, body []byte) (proto.Message, error) 
 		return nil, spec.Invalid("body", "is not an OTLP/JSON %s: %s", name(m), cut(err.Error()))
 	}
 	return m, nil
+}
+
+// invalidProtobuf is the 400 of a body that is not a protobuf request of
+// m's type, for the error err of decoding it.
+func invalidProtobuf(m proto.Message, err error) error {
+	return spec.Invalid("body", "is not a protobuf %s: %s", name(m), cut(err.Error()))
 }
 
 // name returns the short name of m's type, such as ExportLogsServiceRequest.

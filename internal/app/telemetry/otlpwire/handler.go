@@ -59,6 +59,10 @@ type Config struct {
 	MaxBytes int64
 	// Ingest takes each decoded request. Required.
 	Ingest IngestFunc
+	// IngestParts, when set, takes each protobuf request in parts instead
+	// of Ingest, which still takes JSON requests: memory then grows with a
+	// part, not with the decoded request. Default: none.
+	IngestParts PartsFunc
 	// RetryAfter is the Retry-After of a 429 or 503 whose error says none,
 	// rounded up to whole seconds. Default: 1 second.
 	RetryAfter time.Duration
@@ -122,7 +126,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, res *Result) int
 	if ctErr != nil {
 		return h.writeError(w, r, enc, ctErr)
 	}
-	req, n, err := decodeRequest(h.signal, r, enc, h.cfg.MaxBytes)
+	body, err := readBody(r, h.cfg.MaxBytes)
 	if err != nil {
 		if spec.StatusOf(err) == http.StatusRequestEntityTooLarge {
 			// Let the server close the connection rather than drain a
@@ -131,16 +135,46 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, res *Result) int
 		}
 		return h.writeError(w, r, enc, err)
 	}
-	res.Bytes = n
-	p, err := h.cfg.Ingest(r.Context(), req)
+	res.Bytes = int64(len(body))
+	p, err := h.ingest(r.Context(), enc, body)
 	if err != nil {
 		return h.writeError(w, r, enc, err)
 	}
 	res.Rejected = p.Rejected
-	body, err := marshal(enc, h.signal.response(p))
+	out, err := marshal(enc, h.signal.response(p))
 	if err != nil {
 		return h.writeError(w, r, enc, err)
 	}
-	writeBody(w, enc, http.StatusOK, body)
+	writeBody(w, enc, http.StatusOK, out)
 	return http.StatusOK
+}
+
+// ingest decodes body, in encoding enc, and hands it to the ingest
+// function: a protobuf body in parts where the handler has a PartsFunc, so
+// that the decoded request is never whole in memory; an error of decoding
+// is answered whatever the function returns.
+func (h *handler) ingest(ctx context.Context, enc encoding, body []byte) (Partial, error) {
+	if enc != encProtobuf || h.cfg.IngestParts == nil {
+		req, err := unmarshal(h.signal, enc, body)
+		if err != nil {
+			return Partial{}, err
+		}
+		return h.cfg.Ingest(ctx, req)
+	}
+	var bad error
+	parts := func(yield func(proto.Message, error) bool) {
+		for m, err := range protobufParts(h.signal, body) {
+			if err != nil {
+				bad = err
+			}
+			if !yield(m, err) {
+				return
+			}
+		}
+	}
+	p, err := h.cfg.IngestParts(ctx, parts)
+	if bad != nil {
+		return Partial{}, bad
+	}
+	return p, err
 }

@@ -25,7 +25,13 @@ func merge(layers ...[]*commonpb.KeyValue) attrs {
 	for _, l := range layers {
 		n += len(l)
 	}
-	a := make(attrs, n)
+	return mergeInto(make(attrs, n), layers...)
+}
+
+// mergeInto is [merge] into a, emptied first: a map reused from record to
+// record, which none of them keeps.
+func mergeInto(a attrs, layers ...[]*commonpb.KeyValue) attrs {
+	clear(a)
 	for _, l := range layers {
 		for _, kv := range l {
 			if kv.GetValue() != nil {

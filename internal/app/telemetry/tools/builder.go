@@ -8,6 +8,7 @@ import (
 type builder struct {
 	b          Batch
 	assistants map[[2]string]int // (name, version) -> index in b.Assistants
+	scratch    attrs             // the merged attributes of the record being mapped
 }
 
 func (bd *builder) skip(n *int, r Reason) {

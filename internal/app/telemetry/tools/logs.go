@@ -19,6 +19,11 @@ import (
 // [Batch.Unmapped].
 func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 	var bd builder
+	bd.logs(req)
+	return bd.b
+}
+
+func (bd *builder) logs(req *collogspb.ExportLogsServiceRequest) {
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
 			var from string // the hash of the resource and scope, computed once for their records
@@ -27,7 +32,6 @@ func Logs(req *collogspb.ExportLogsServiceRequest) Batch {
 			}
 		}
 	}
-	return bd.b
 }
 
 // logRec is one log record with its merged attributes.
@@ -76,7 +80,10 @@ func eventName(lr *logspb.LogRecord, a attrs, tool string) string {
 const claudeCode = "claude-code"
 
 func (bd *builder) logRecord(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, lr *logspb.LogRecord, from *string) {
-	a := merge(res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
+	if bd.scratch == nil {
+		bd.scratch = attrs{}
+	}
+	a := mergeInto(bd.scratch, res.GetAttributes(), scope.GetAttributes(), lr.GetAttributes())
 	t := unixNano(lr.GetTimeUnixNano())
 	if t.IsZero() {
 		t = unixNano(lr.GetObservedTimeUnixNano())

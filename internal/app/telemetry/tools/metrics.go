@@ -18,6 +18,11 @@ import (
 // maps to nothing is counted in [Batch.Unmapped].
 func Metrics(req *colmetricspb.ExportMetricsServiceRequest) Batch {
 	var bd builder
+	bd.metrics(req)
+	return bd.b
+}
+
+func (bd *builder) metrics(req *colmetricspb.ExportMetricsServiceRequest) {
 	for _, rm := range req.GetResourceMetrics() {
 		res := rm.GetResource().GetAttributes()
 		for _, sm := range rm.GetScopeMetrics() {
@@ -29,7 +34,6 @@ func Metrics(req *colmetricspb.ExportMetricsServiceRequest) Batch {
 			}
 		}
 	}
-	return bd.b
 }
 
 // metricScope is what the points of one scope share.

@@ -14,6 +14,11 @@ import (
 // fails; what maps to nothing is counted in [Batch.Unmapped].
 func Traces(req *coltracepb.ExportTraceServiceRequest) Batch {
 	var bd builder
+	bd.traces(req)
+	return bd.b
+}
+
+func (bd *builder) traces(req *coltracepb.ExportTraceServiceRequest) {
 	for _, rs := range req.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
@@ -22,7 +27,6 @@ func Traces(req *coltracepb.ExportTraceServiceRequest) Batch {
 			}
 		}
 	}
-	return bd.b
 }
 
 // aggregateOps are the gen_ai.operation.name values of spans that contain
