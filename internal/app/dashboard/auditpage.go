@@ -22,6 +22,7 @@ var knownActions = []string{
 	org.AuditOrganisationCreated, org.AuditAgentCreated,
 	org.AuditKeyCreated, org.AuditKeyRevoked,
 	org.AuditInstructionCreated, org.AuditInstructionUpdated, org.AuditInstructionDeleted,
+	org.AuditPriceSet, org.AuditPriceDeleted, org.AuditTelemetrySettingsSet,
 	people.AuditUserCreated, people.AuditUserRoleChanged, people.AuditUserDisabled,
 	"review_task.decided", AuditSourceSynced,
 }

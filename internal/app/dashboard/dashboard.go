@@ -130,6 +130,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Get("/settings/prices", d.page(d.prices))
 				r.Post("/settings/prices", d.action(d.setPrice))
 				r.Post("/settings/prices/delete", d.action(d.deletePrice))
+				r.Get(telemetrySettingsPath, d.page(d.telemetrySettings))
+				r.Post(telemetrySettingsPath, d.action(d.saveTelemetrySettings))
 				r.Get("/settings/users", d.page(d.users))
 				r.Post("/settings/users", d.action(d.createUser))
 				r.Post("/settings/users/{userId}/role", d.action(d.setRole))

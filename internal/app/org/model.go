@@ -174,6 +174,9 @@ const (
 	AuditInstructionDeleted  = "instruction.deleted"
 	AuditPriceSet            = "price.set"
 	AuditPriceDeleted        = "price.deleted"
+	// AuditTelemetrySettingsSet is a change of an organisation's telemetry
+	// settings (whether prompt text is stored).
+	AuditTelemetrySettingsSet = "telemetry.settings.set"
 )
 
 // AuditRecord is one change in an organisation's audit trail.

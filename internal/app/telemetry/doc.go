@@ -16,7 +16,10 @@
 //     marked hours again into hourly usage buckets of the source's collected
 //     view, counting each tool's requests once (events over spans over
 //     metrics);
-//   - events and the tools as assistants, directly into the collected view.
-//
-// Prompt text is not stored.
+//   - events and the tools as assistants, directly into the collected view;
+//   - prompt text, only where the key's organisation allows storing it (a
+//     setting of package org, off by default, read on each request that
+//     carries prompts): in telemetry_prompts, and as one conversation per
+//     tool session (its id from [ConversationID]) in the collected view.
+//     Otherwise prompt text is dropped on arrival.
 package telemetry

@@ -111,7 +111,10 @@ func unmappedMessage(u tools.Unmapped) string {
 // telemetry tables, whose changed hours are rolled up into usage buckets by
 // a job; its events and assistants into the source's collected view. It is
 // idempotent: a batch stored again, in any order with others, changes
-// nothing. Prompts are not stored. An error is a *spec.Error of kind
+// nothing. Prompt text is stored only where the key's organisation allows
+// it (org.TelemetrySettings.StorePrompts, read on each request that carries
+// prompts), as one conversation per tool session in the collected view;
+// otherwise it is dropped. An error is a *spec.Error of kind
 // spec.ErrUnavailable (the client retries).
 func (s *Service) Ingest(ctx context.Context, p org.Principal, b tools.Batch) error {
 	sid := SourceID(p.KeyID)
@@ -127,6 +130,9 @@ func (s *Service) Ingest(ctx context.Context, p org.Principal, b tools.Batch) er
 		return unavailable(err)
 	}
 	if err := s.saveRecords(ctx, sid, now, b); err != nil {
+		return unavailable(err)
+	}
+	if err := s.savePrompts(ctx, p, sid, now, b.Prompts); err != nil {
 		return unavailable(err)
 	}
 	if stored > 0 {
