@@ -1,16 +1,13 @@
 package telemetry_test
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -64,15 +61,7 @@ func TestPercentEncodedKey(t *testing.T) {
 		code, body := post(t, e.url, name, false, http.Header{"Authorization": {"Bearer%20" + e.api.Secret}})
 		require.Equal(t, http.StatusForbidden, code, string(body))
 
-		gs, err := e.srv.Telemetry().NewGRPCServer()
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		go func() { _ = gs.Serve(ln) }()
-		t.Cleanup(gs.Stop)
-		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
+		conn := grpcConn(t, e)
 		req := &collogspb.ExportLogsServiceRequest{}
 		require.NoError(t, protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(fixture(t, name), req))
 		send := func(md ...string) error {

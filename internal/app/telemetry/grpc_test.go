@@ -1,13 +1,10 @@
 package telemetry_test
 
 import (
-	"net"
 	"testing"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -27,15 +24,7 @@ func TestGRPC(t *testing.T) {
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		e := newEnv(t, db, nil)
-		gs, err := e.srv.Telemetry().NewGRPCServer()
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		go func() { _ = gs.Serve(ln) }()
-		t.Cleanup(gs.Stop)
-		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
+		conn := grpcConn(t, e)
 		client := collogspb.NewLogsServiceClient(conn)
 
 		req := &collogspb.ExportLogsServiceRequest{}
@@ -45,7 +34,7 @@ func TestGRPC(t *testing.T) {
 			return err
 		}
 		revoked := e.key(t, "old", org.KeyTypeIngestion)
-		_, err = e.orgs.RevokeKey(ctx, e.org.ID, revoked.ID, admin)
+		_, err := e.orgs.RevokeKey(ctx, e.org.ID, revoked.ID, admin)
 		require.NoError(t, err)
 		for _, c := range []struct {
 			name string

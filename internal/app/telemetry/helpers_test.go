@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +18,8 @@ import (
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -253,4 +256,20 @@ func reference(t *testing.T, names ...string) totals {
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, 30*time.Second, 50*time.Millisecond)
+}
+
+// grpcConn starts e's OTLP/gRPC server on a loopback port and returns a
+// client connection to it; both end with the test.
+func grpcConn(t *testing.T, e *env) *grpc.ClientConn {
+	t.Helper()
+	gs, err := e.srv.Telemetry().NewGRPCServer()
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

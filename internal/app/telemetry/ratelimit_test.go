@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -82,15 +79,7 @@ func TestRateLimit(t *testing.T) {
 		}
 
 		// Over gRPC the same key is refused with the exact delay.
-		gs, err := e.srv.Telemetry().NewGRPCServer()
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		go func() { _ = gs.Serve(ln) }()
-		t.Cleanup(gs.Stop)
-		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
+		conn := grpcConn(t, e)
 		req := &collogspb.ExportLogsServiceRequest{}
 		require.NoError(t, protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(fixture(t, "claude_logs.json"), req))
 		clk.add(time.Second) // 3 s to the next token
