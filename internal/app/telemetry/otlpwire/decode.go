@@ -68,19 +68,6 @@ func encodingOf(ct string) (encoding, error) {
 		Detail: fmt.Sprintf("%s is not supported; send %s or %s", cut(ct), typeProtobuf, typeJSON)}
 }
 
-// decodeRequest reads the body of r, an export request of signal, with at
-// most limit bytes before and after decompression. It returns the message and
-// its body size after decompression. A failure is a *spec.Error of kind
-// errUnsupportedMedia, spec.ErrTooLarge or spec.ErrInvalid.
-func decodeRequest(signal Signal, r *http.Request, enc encoding, limit int64) (proto.Message, int64, error) {
-	body, err := readBody(r, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	m, err := unmarshal(signal, enc, body)
-	return m, int64(len(body)), err
-}
-
 // readBody reads the body of r with at most limit bytes before and after
 // decompression. A failure is a *spec.Error of kind errUnsupportedMedia,
 // spec.ErrTooLarge or spec.ErrInvalid.
