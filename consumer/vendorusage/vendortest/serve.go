@@ -114,11 +114,11 @@ func (s *Server) writeError(w http.ResponseWriter, status int, typ, msg string) 
 // window is a request's buckets: their width, the first and the end, the
 // page size, and the first bucket of this page.
 type window struct {
-	width       time.Duration
-	start, end  time.Time
-	limit       int
-	page        time.Time
-	groupBy     []string
+	width      time.Duration
+	start, end time.Time
+	limit      int
+	page       time.Time
+	groupBy    []string
 }
 
 var widths = map[string]struct {
