@@ -132,7 +132,8 @@ func endToEnd(t *testing.T, db *sqldb.DB, fk fake, seed uint64) {
 	require.NoError(t, err)
 	var cancelAfter atomic.Int32
 	var cancel context.CancelFunc
-	cfg := vendorusage.PollerConfig(fk.name)
+	cfg := vendorusage.PollerConfig()
+	cfg.Source = fk.name
 	cfg.PageSize = 50 // 50 hourly buckets a page: 4 pages a week
 	cfg.Now = func() time.Time { return *clock.Load() }
 	cfg.OnPage = func(consumer.PageProgress) {
