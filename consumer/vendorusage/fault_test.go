@@ -207,6 +207,7 @@ func TestAnswersOutOfShapeAreNamed(t *testing.T) {
 		{200, `{"data":[],"has_more":true,"next_page":null}`, provider.ErrUnavailable, "has_more without next_page"},
 		{200, `{"data":[]}`, provider.ErrUnavailable, "no has_more"},
 		{200, `{"data":[{"start_time":1772323200,"end_time":1772409600,"results":[]}],"has_more":false}`, provider.ErrUnavailable, "is not one UTC 1h0m0s"},
+		{200, `{"data":[{"start_time":1772323260,"end_time":1772326800,"results":[]}],"has_more":false}`, provider.ErrUnavailable, "is not one UTC 1h0m0s"},
 		{200, `{"data":[{"start_time":1772323200,"end_time":1772326800,"results":[{"input_tokens":1,"input_cached_tokens":2}]}],"has_more":false}`, provider.ErrUnavailable, "input_cached_tokens 2 exceed input_tokens 1"},
 		{200, `{"data":[{"start_time":1772323200,"end_time":1772326800,"results":[{"output_tokens":-5}]}],"has_more":false}`, provider.ErrUnavailable, "outside 0..2^50"},
 		{200, `{"data":[],"has_more":false} {}`, provider.ErrUnavailable, "trailing data"},
