@@ -2,6 +2,7 @@ package vendorusage_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/vendorusage"
+	"github.com/aiusage/kit/consumer/vendorusage/vendortest"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -226,4 +228,54 @@ func TestAnswersOutOfShapeAreNamed(t *testing.T) {
 		require.ErrorContains(t, err, tt.want)
 		require.NotContains(t, err.Error(), "sk-admin-x")
 	}
+}
+
+func TestKeyNeverLoggedAndConcurrentFetches(t *testing.T) {
+	t.Parallel()
+	f := fakes[0].srv()
+	defer f.Close()
+	f.AddUser("u1", "a@example.com")
+	for h := range 48 {
+		f.AddUsage(vendortestUsage(h))
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := fastConfig(f)
+	cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src, err := vendorusage.NewOpenAI(cfg)
+	require.NoError(t, err)
+	for range 3 {
+		f.FailNext(http.StatusServiceUnavailable, "")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			start := day0.Add(time.Duration(i*6) * time.Hour)
+			_, errs[i] = src.Fetch(context.Background(), consumer.Usage, consumer.Query{StartAt: start, EndAt: start.Add(6 * time.Hour)})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, logs.String(), "vendor usage retry")
+	require.NotContains(t, logs.String(), f.Key)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func vendortestUsage(h int) vendortest.Usage {
+	return vendortest.Usage{Hour: day0.Add(time.Duration(h) * time.Hour), Model: "m", User: "u1", Uncached: int64(h), Output: 1}
 }
