@@ -62,7 +62,9 @@ func TestUsageEstimatedCost(t *testing.T) {
 		var p page
 		require.Eventually(t, func() bool {
 			p = adm.get(t, "/usage?from="+from+"&to="+to)
-			return strings.Contains(p.Body, "claude-sonnet-4-5")
+			// The page reads its tiles and tables in several queries: wait
+			// until the rollup had committed before the first of them.
+			return strings.Contains(p.Body, "claude-sonnet-4-5") && strings.Contains(p.Body, `<span class="n">6.00</span> cost`)
 		}, 30*time.Second, 100*time.Millisecond, "the telemetry is rolled up into the usage")
 		require.Equal(t, http.StatusOK, p.Status)
 		require.Contains(t, p.Body, `<span class="n">6.00</span> cost <span class="est">(of which estimated by the AI tools themselves: 2.50; set prices to compute it from tokens)</span>`)
