@@ -46,6 +46,15 @@ type Config struct {
 	// UsageBackfill is how far back the first sync of usage reaches.
 	// Default 30 days.
 	UsageBackfill time.Duration
+	// UsageAlign is the alignment of the usage windows: the start of every
+	// window read, backfill and trailing alike, is truncated to it in UTC,
+	// and so is the end of every window but the last. Default: one bucket
+	// of UsageGranularity. A source whose buckets span more than the
+	// granularity (a vendor's daily costs placed on an hourly bucket) sets
+	// it to that span, so each of its windows holds such buckets whole. It
+	// must be a whole number of buckets, at most UsageWindow, and divide a
+	// day evenly or be a whole number of days.
+	UsageAlign time.Duration
 	// UsageWindow is the longest range asked for in one usage walk. Default
 	// 7 days, within every limit the kit's provider sets.
 	UsageWindow time.Duration
@@ -199,6 +208,9 @@ func NewPoller(src Source, store Store, cfg *Config) (*Poller, error) {
 	if c.UsageWindow < g {
 		return nil, fmt.Errorf("consumer: Config.UsageWindow %s is shorter than one %s", c.UsageWindow, c.UsageGranularity)
 	}
+	if err := checkAlign(&c, g); err != nil {
+		return nil, err
+	}
 	if c.UsageGroupBy == nil {
 		c.UsageGroupBy = slices.Clone(spec.Dimensions)
 	} else {
@@ -225,6 +237,26 @@ func NewPoller(src Source, store Store, cfg *Config) (*Poller, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Poller{src: src, store: store, cfg: c}, nil
+}
+
+// checkAlign defaults and checks c.UsageAlign for buckets of g.
+func checkAlign(c *Config, g time.Duration) error {
+	const day = 24 * time.Hour
+	if c.UsageAlign == 0 {
+		c.UsageAlign = g
+	}
+	a := c.UsageAlign
+	switch {
+	case a < 0:
+		return errors.New("consumer: Config.UsageAlign must not be negative")
+	case a%g != 0:
+		return fmt.Errorf("consumer: Config.UsageAlign %s is not a whole number of %s buckets", a, c.UsageGranularity)
+	case a > c.UsageWindow:
+		return fmt.Errorf("consumer: Config.UsageAlign %s is longer than UsageWindow %s", a, c.UsageWindow)
+	case a < day && day%a != 0, a > day && a%day != 0:
+		return fmt.Errorf("consumer: Config.UsageAlign %s neither divides a day nor is a whole number of days", a)
+	}
+	return nil
 }
 
 func granularity(g string) time.Duration {
@@ -625,8 +657,9 @@ func (s *run) needsFull(cp *Checkpoint, reason string) {
 
 // syncUsage re-pulls usage window by window: the first sync from
 // UsageBackfill ago, later ones from the older of the watermark and the
-// trailing window, up to the bucket holding now. Each window's walk ends
-// with a sweep of the buckets it no longer holds.
+// trailing window (each truncated to UsageAlign), up to the bucket holding
+// now. Each window's walk ends with a sweep of the buckets it no longer
+// holds.
 func (s *run) syncUsage(ctx context.Context) error {
 	cfg := s.p.cfg
 	cp, err := s.p.store.Checkpoint(ctx, cfg.Source, Usage)
@@ -645,16 +678,17 @@ func (s *run) syncUsage(ctx context.Context) error {
 		}
 	}
 	var from time.Time
+	a := cfg.UsageAlign
 	if cp.Watermark.IsZero() {
-		from = now.Add(-cfg.UsageBackfill).Truncate(g)
+		from = now.Add(-cfg.UsageBackfill).Truncate(a)
 	} else {
-		from = now.Add(-cfg.UsageTrailing).Truncate(g)
-		if w := cp.Watermark.Truncate(g); w.Before(from) {
+		from = now.Add(-cfg.UsageTrailing).Truncate(a)
+		if w := cp.Watermark.Truncate(a); w.Before(from) {
 			from = w
 		}
 	}
 	for ws := from; ws.Before(end); {
-		we := ws.Add(cfg.UsageWindow).Truncate(g)
+		we := ws.Add(cfg.UsageWindow).Truncate(a)
 		if we.After(end) {
 			we = end
 		}

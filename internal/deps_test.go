@@ -44,7 +44,11 @@ var rules = map[string][]string{
 	"consumer":              {"provider", "spec", "internal/infra/httpclient", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
 	"consumer/export":       {"consumer", "provider", "spec"},
-	"mcp":                   {"consumer", "provider", "spec", "internal/infra/httpx"},
+	// The OpenAI and Anthropic administration usage APIs as sources, and
+	// their local fakes.
+	"consumer/vendorusage":            {"consumer", "provider", "spec", "internal/infra/httpclient"},
+	"consumer/vendorusage/vendortest": {},
+	"mcp":                             {"consumer", "provider", "spec", "internal/infra/httpx"},
 
 	// The fast paths of the public packages (docs/design.md, "Fast paths"):
 	// only their owner imports them (see ownerOf).
