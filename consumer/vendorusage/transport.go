@@ -53,7 +53,8 @@ func (s *Source) get(ctx context.Context, path string, q url.Values) ([]byte, er
 			(status >= 500 && status != http.StatusNotImplemented)
 		if !retryable || attempt >= s.cfg.MaxAttempts {
 			if err != nil {
-				return nil, spec.Errorf(provider.ErrUnavailable, "%s: GET %s failed after %d attempts: %v", s.v.title, path, attempt, err)
+				return nil, &spec.Error{Kind: provider.ErrUnavailable, Err: err,
+					Detail: fmt.Sprintf("%s: GET %s failed after %d attempts", s.v.title, path, attempt)}
 			}
 			return nil, s.statusError(path, status, body, attempt)
 		}
