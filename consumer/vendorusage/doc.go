@@ -6,7 +6,8 @@
 //
 //	src, err := vendorusage.NewOpenAI(vendorusage.Config{Key: adminKey})
 //	if err != nil { ... }
-//	cfg := vendorusage.PollerConfig("openai")
+//	cfg := vendorusage.PollerConfig()
+//	cfg.Source = "openai"
 //	p, err := consumer.NewPoller(src, store, &cfg)
 //
 // A walk of one usage window reads the vendor's hourly usage, grouped by

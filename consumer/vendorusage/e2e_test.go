@@ -132,7 +132,8 @@ func endToEnd(t *testing.T, db *sqldb.DB, fk fake, seed uint64) {
 	require.NoError(t, err)
 	var cancelAfter atomic.Int32
 	var cancel context.CancelFunc
-	cfg := vendorusage.PollerConfig(fk.name)
+	cfg := vendorusage.PollerConfig()
+	cfg.Source = fk.name
 	cfg.PageSize = 50 // 50 hourly buckets a page: 4 pages a week
 	cfg.Now = func() time.Time { return *clock.Load() }
 	cfg.OnPage = func(consumer.PageProgress) {
@@ -215,4 +216,19 @@ func endToEnd(t *testing.T, db *sqldb.DB, fk fake, seed uint64) {
 	tick(24 * time.Hour)
 	sync("next day")
 	requireTotals(t, f, store, fk.name, from, until.Add(24*time.Hour), "next day")
+
+	// Nothing was quarantined, and persons are emails where the users
+	// list knows them.
+	require.NoError(t, store.Quarantined(ctx, fk.name, func(q consumer.Quarantine) error {
+		return fmt.Errorf("quarantined %s: %s", q.ID, q.Reason)
+	}))
+	users := map[string]bool{}
+	require.NoError(t, store.Export(ctx, fk.name, consumer.Usage, false, func(raw json.RawMessage) error {
+		var b bucket
+		require.NoError(t, json.Unmarshal(raw, &b))
+		users[b.Dimensions["userId"]] = true
+		return nil
+	}))
+	ghost := map[string]string{"openai": "openai-user:ghost", "anthropic": "anthropic-account:ghost"}[fk.name]
+	require.Equal(t, map[string]bool{"one@example.com": true, "two@example.com": true, ghost: true, "": true}, users)
 }

@@ -2,6 +2,7 @@ package vendorusage_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/consumer/vendorusage"
+	"github.com/aiusage/kit/consumer/vendorusage/vendortest"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -193,4 +195,87 @@ func TestContextEndsTheWait(t *testing.T) {
 	defer cancel()
 	_, err = src.Fetch(ctx, consumer.Usage, window())
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestAnswersOutOfShapeAreNamed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		status int
+		body   string
+		kind   error
+		want   string
+	}{
+		{200, `not json`, provider.ErrUnavailable, "unexpected shape"},
+		{200, `{"data":[],"has_more":true,"next_page":null}`, provider.ErrUnavailable, "has_more without next_page"},
+		{200, `{"data":[]}`, provider.ErrUnavailable, "no has_more"},
+		{200, `{"data":[{"start_time":1772323200,"end_time":1772409600,"results":[]}],"has_more":false}`, provider.ErrUnavailable, "is not one UTC 1h0m0s"},
+		{200, `{"data":[{"start_time":1772323260,"end_time":1772326800,"results":[]}],"has_more":false}`, provider.ErrUnavailable, "is not one UTC 1h0m0s"},
+		{200, `{"data":[{"start_time":1772323200,"end_time":1772326800,"results":[{"input_tokens":1,"input_cached_tokens":2}]}],"has_more":false}`, provider.ErrUnavailable, "input_cached_tokens 2 exceed input_tokens 1"},
+		{200, `{"data":[{"start_time":1772323200,"end_time":1772326800,"results":[{"output_tokens":-5}]}],"has_more":false}`, provider.ErrUnavailable, "outside 0..2^50"},
+		{200, `{"data":[],"has_more":false} {}`, provider.ErrUnavailable, "trailing data"},
+		{400, `{"error":{"message":"Invalid value for group_by","type":"invalid_request_error"}}`, provider.ErrInvalid, "HTTP 400: invalid_request_error: Invalid value for group_by"},
+		{404, `<html>`, provider.ErrInvalid, "HTTP 404: no message (is http://127.0.0.1"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tt.status)
+			_, _ = w.Write([]byte(tt.body))
+		}))
+		src, err := vendorusage.NewOpenAI(vendorusage.Config{BaseURL: srv.URL, Key: "sk-admin-x", Rate: 1000})
+		require.NoError(t, err)
+		_, err = src.Fetch(context.Background(), consumer.Usage, consumer.Query{StartAt: day0, EndAt: day0.Add(time.Hour)})
+		srv.Close()
+		require.ErrorIs(t, err, tt.kind, tt.body)
+		require.ErrorContains(t, err, tt.want)
+		require.NotContains(t, err.Error(), "sk-admin-x")
+	}
+}
+
+func TestKeyNeverLoggedAndConcurrentFetches(t *testing.T) {
+	t.Parallel()
+	f := fakes[0].srv()
+	defer f.Close()
+	f.AddUser("u1", "a@example.com")
+	for h := range 48 {
+		f.AddUsage(vendortestUsage(h))
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := fastConfig(f)
+	cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src, err := vendorusage.NewOpenAI(cfg)
+	require.NoError(t, err)
+	for range 3 {
+		f.FailNext(http.StatusServiceUnavailable, "")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			start := day0.Add(time.Duration(i*6) * time.Hour)
+			_, errs[i] = src.Fetch(context.Background(), consumer.Usage, consumer.Query{StartAt: start, EndAt: start.Add(6 * time.Hour)})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, logs.String(), "vendor usage retry")
+	require.NotContains(t, logs.String(), f.Key)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func vendortestUsage(h int) vendortest.Usage {
+	return vendortest.Usage{Hour: day0.Add(time.Duration(h) * time.Hour), Model: "m", User: "u1", Uncached: int64(h), Output: 1}
 }

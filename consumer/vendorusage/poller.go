@@ -14,14 +14,13 @@ import (
 const UsageAlign = 24 * time.Hour
 
 // PollerConfig returns what a [consumer.Poller] of these sources must be
-// configured with, under the source name source: usage only, hourly
-// buckets grouped by all four dimensions, windows aligned on UTC days
-// ([UsageAlign]). The look-back (UsageTrailing, default 48h) and the first
-// sync's history (UsageBackfill, default 30 days) keep the poller's
-// defaults; set them on the result.
-func PollerConfig(source string) consumer.Config {
+// configured with: usage only, hourly buckets grouped by all four
+// dimensions, windows aligned on UTC days ([UsageAlign]). Set Source (the
+// source's name) on the result, and whatever else the caller decides; the
+// look-back (UsageTrailing, default 48h) and the first sync's history
+// (UsageBackfill, default 30 days) keep the poller's defaults.
+func PollerConfig() consumer.Config {
 	return consumer.Config{
-		Source:           source,
 		Resources:        []consumer.Resource{consumer.Usage},
 		UsageGranularity: spec.GranularityHour,
 		UsageGroupBy:     append([]string{}, spec.Dimensions...),

@@ -143,8 +143,16 @@ func (s *Source) backoff(attempt int) time.Duration {
 // ErrUnavailable, ...), its text naming the vendor's own message.
 func (s *Source) statusError(path string, status int, body []byte, attempts int) error {
 	kind := spec.KindOf(status)
-	if status == http.StatusTooManyRequests {
+	hint := ""
+	switch {
+	case status == http.StatusTooManyRequests:
 		kind = provider.ErrUnavailable
+	case errors.Is(kind, provider.ErrNotFound):
+		// The endpoints always exist at the vendor: a 404 is a wrong
+		// BaseURL, not a resource the source lacks (which a poller
+		// would skip quietly).
+		kind = provider.ErrInvalid
+		hint = fmt.Sprintf(" (is %s the vendor's API address?)", httpclient.Origin(s.base)+s.base.Path)
 	}
 	msg := vendorMessage(body)
 	if msg == "" {
@@ -155,7 +163,7 @@ func (s *Source) statusError(path string, status int, body []byte, attempts int)
 	if attempts > 1 {
 		after = fmt.Sprintf(" (after %d attempts)", attempts)
 	}
-	return spec.Errorf(kind, "%s answered GET %s with HTTP %d%s: %s", s.v.title, path, status, after, msg)
+	return spec.Errorf(kind, "%s answered GET %s with HTTP %d%s: %s%s", s.v.title, path, status, after, msg, hint)
 }
 
 // maxMessage bounds the vendor's message quoted in an error.

@@ -104,9 +104,11 @@ func checkCounts(counts ...int64) error {
 	return nil
 }
 
-// checkBucketTimes checks a bucket of width w: aligned on w in UTC.
+// checkBucketTimes checks a bucket of width w: it starts on a UTC boundary
+// of w and ends after its start, at most w later (the bucket in progress
+// may end early).
 func checkBucketTimes(start, end time.Time, w time.Duration) error {
-	if !start.Truncate(w).Equal(start) || !end.Equal(start.Add(w)) {
+	if !start.Truncate(w).Equal(start) || !end.After(start) || end.After(start.Add(w)) {
 		return fmt.Errorf("a bucket [%s, %s) is not one UTC %s", start.Format(time.RFC3339), end.Format(time.RFC3339), w)
 	}
 	return nil

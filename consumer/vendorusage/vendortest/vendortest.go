@@ -65,7 +65,9 @@ type Cost struct {
 	USD string
 }
 
-// Totals are sums over the fake's data, what a collected view must show.
+// Totals are sums over the fake's data, what a collected view must show:
+// what the vendor sends, so the OpenAI fake's count no cache writes and the
+// Anthropic fake's no requests.
 type Totals struct {
 	Requests, Uncached, CacheRead, CacheWrite, Output int64
 	// Input is Uncached + CacheRead + CacheWrite.
