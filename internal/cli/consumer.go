@@ -210,7 +210,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		},
 	}
 	if vendor {
-		v := vendorusage.PollerConfig(f.source)
+		v := vendorusage.PollerConfig()
 		pcfg.Resources, pcfg.UsageGranularity, pcfg.UsageGroupBy, pcfg.UsageAlign = v.Resources, v.UsageGranularity, v.UsageGroupBy, v.UsageAlign
 	}
 	poller, err := consumer.NewPoller(src, store, pcfg)

@@ -77,7 +77,7 @@ func (s *Service) vendorSource(src Source) (consumer.Source, error) {
 // what vendorusage.PollerConfig says (usage only, hourly, every dimension,
 // usage windows aligned to UTC days).
 func vendorPoller(cfg *consumer.Config) {
-	v := vendorusage.PollerConfig(cfg.Source)
+	v := vendorusage.PollerConfig()
 	cfg.Resources, cfg.UsageGranularity, cfg.UsageGroupBy, cfg.UsageAlign = v.Resources, v.UsageGranularity, v.UsageGroupBy, v.UsageAlign
 }
 
