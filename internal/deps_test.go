@@ -85,6 +85,7 @@ var rules = map[string][]string{
 	// The mapping of AI tools' OpenTelemetry: pure functions over the OTLP types.
 	"internal/app/telemetry/tools": {"spec"},
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
+		"consumer/vendorusage", // the openai and anthropic transports
 		"internal/app/org", "internal/infra/"},
 
 	// The OTLP/HTTP and OTLP/gRPC wire layer of the telemetry endpoint: decoding and
@@ -102,6 +103,7 @@ var rules = map[string][]string{
 		"consumer"},         // the sources' store, given to the telemetry endpoint
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
+		"consumer/vendorusage", // consumer sync --transport openai|anthropic
 		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
 		"adapters/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
 	"cmd/aiusage": {"internal/cli"},

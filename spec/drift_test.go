@@ -31,14 +31,16 @@ func wirePairs() []wirePair {
 	fullConvList := spec.List[spec.Conversation]{Data: []spec.Conversation{fullConversation(0), fullConversation(1)}, HasMore: true, NextCursor: cursor("Y29udl8wMDAwMDE")}
 	return []wirePair{
 		{schema: "conversation", typ: typeOf[spec.Conversation](), values: []any{fullConversation(0)}},
-		// estimatedCost is a metric the kit's collected views add, which
-		// the interface's schema leaves open (its metrics take any member).
-		{schema: "usage-bucket", typ: typeOf[spec.UsageBucket](), values: []any{fullUsageBucket()}, goOnly: []string{"/metrics/estimatedCost"}},
+		// estimatedCost and dailyCost are metrics the kit's collected views
+		// add, which the interface's schema leaves open (its metrics take
+		// any member).
+		{schema: "usage-bucket", typ: typeOf[spec.UsageBucket](), values: []any{fullUsageBucket()},
+			goOnly: []string{"/metrics/estimatedCost", "/metrics/dailyCost"}},
 		{schema: "assistant", typ: typeOf[spec.Assistant](), values: []any{fullAssistant()}},
 		{schema: "event", typ: typeOf[spec.Event](), values: []any{fullEvent()}},
 		{schema: "conversation-list", typ: typeOf[spec.List[spec.Conversation]](), values: []any{fullConvList}},
 		{schema: "usage-list", typ: typeOf[spec.List[spec.UsageBucket]](), values: []any{spec.List[spec.UsageBucket]{Data: []spec.UsageBucket{fullUsageBucket()}, HasMore: true, NextCursor: cursor("dXNhZ2UtMg")}},
-			goOnly: []string{"/data/*/metrics/estimatedCost"}},
+			goOnly: []string{"/data/*/metrics/estimatedCost", "/data/*/metrics/dailyCost"}},
 		{schema: "assistant-list", typ: typeOf[spec.List[spec.Assistant]](), values: []any{spec.List[spec.Assistant]{Data: []spec.Assistant{fullAssistant()}, HasMore: true, NextCursor: cursor("YXNzdC0y")}}},
 		{schema: "event-list", typ: typeOf[spec.List[spec.Event]](), values: []any{spec.List[spec.Event]{Data: []spec.Event{fullEvent()}, HasMore: true, NextCursor: cursor("ZXZ0LTI")}}},
 		{schema: "list-envelope", typ: typeOf[spec.List[json.RawMessage]](), values: []any{spec.List[json.RawMessage]{Data: []json.RawMessage{json.RawMessage(`{"id":"rec_1"}`)}, HasMore: true, NextCursor: cursor("b3BhcXVl")}}},

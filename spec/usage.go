@@ -174,6 +174,13 @@ type UsageMetrics struct {
 	// views serve where a source reported it (the service's telemetry
 	// sources do). Absent (nil) when no part of Cost is an estimate.
 	EstimatedCost *float64 `json:"estimatedCost,omitempty"`
+	// DailyCost is the part of Cost that a vendor reports per day and
+	// project (or workspace), not per person or hour: the OpenAI and
+	// Anthropic sources' cost buckets carry it. Like EstimatedCost, a
+	// metric the interface's schema leaves open to sources, served by the
+	// kit's collected and merged views where a source reported it. Absent
+	// (nil) when no part of Cost is such a cost.
+	DailyCost *float64 `json:"dailyCost,omitempty"`
 }
 
 // Assistant visibilities known to this version.

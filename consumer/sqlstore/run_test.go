@@ -313,7 +313,7 @@ func TestOpenExisting(t *testing.T) {
 		require.NoError(t, err)
 		_, err = sqlstore.OpenExisting(ctx, url)
 		require.ErrorIs(t, err, sqlstore.ErrNoStore)
-		for v, name := range []string{"0001_init.sql", "0002_merged_view.sql", "0003_estimated_cost.sql"} {
+		for v, name := range []string{"0001_init.sql", "0002_merged_view.sql", "0003_estimated_cost.sql", "0004_daily_cost.sql"} {
 			_, err = other.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name) VALUES ($1, $2, $3)`, sqlstore.Component, v+1, name)
 			require.NoError(t, err)
 			if v == 0 {

@@ -60,6 +60,9 @@ type UsagePoint struct {
 	// EstimatedCost is the part of Cost that is tools' estimates (see
 	// [Store.Usage]); nil when none is.
 	EstimatedCost *float64
+	// DailyCost is the part of Cost that vendors report per day and
+	// project, not per person or hour (see [Store.Usage]); nil when none is.
+	DailyCost *float64
 }
 
 // UsageSeries returns the usage of q.Sources by q.Granularity and
@@ -94,7 +97,7 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 			pt                                 UsagePoint
 			dims                               [4]string
 			reqs, convs, active, input, output float64
-			cost, estimated                    float64
+			cost, estimated, daily             float64
 			buckets, withCost                  int64
 		)
 		dest := []any{&bucket}
@@ -106,7 +109,7 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 				dest = append(dest, &dims[i])
 			}
 		}
-		dest = append(dest, &reqs, &convs, &active, &input, &output, &cost, &estimated, &buckets, &withCost)
+		dest = append(dest, &reqs, &convs, &active, &input, &output, &cost, &estimated, &daily, &buckets, &withCost)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, dbError(ctx, "usage series", err)
 		}
@@ -118,7 +121,8 @@ func (s *Store) UsageSeries(ctx context.Context, q UsageSeriesQuery) ([]UsagePoi
 		if withCost > 0 {
 			c := provider.RoundCost(clampMetric(cost))
 			pt.Cost = &c
-			pt.EstimatedCost = estimatedCost(estimated, c)
+			pt.EstimatedCost = costPart(estimated, c)
+			pt.DailyCost = costPart(daily, c)
 		}
 		pt.CostComplete = withCost == buckets
 		out = append(out, pt)

@@ -117,12 +117,12 @@ func (p *usagePlan) sql() (string, []any) {
 	b.WriteString("SELECT " + keyList + ", " + sum("requests") + ", " + sum("conversations") + "," +
 		" count(DISTINCT CASE WHEN by_user = 1 AND requests > 0 AND user_id <> '' THEN user_id END)" +
 		" + " + sum("CASE WHEN by_user = 1 THEN 0 ELSE active_users END") + ", " +
-		sum("input_tokens") + ", " + sum("output_tokens") + ", " + sum("cost") + ", " + sum("estimated_cost"))
+		sum("input_tokens") + ", " + sum("output_tokens") + ", " + sum("cost") + ", " + sum("estimated_cost") + ", " + sum("daily_cost"))
 	if p.series {
 		b.WriteString(", count(*), sum(has_cost)")
 	}
 	b.WriteString("\nFROM (SELECT " + floorSQL("r.time_ms", p.width) + ` AS b, r.source, r.model, r.assistant_id, r.user_id, r.department,
-	r.requests, r.conversations, r.active_users, r.input_tokens, r.output_tokens, r.cost, r.estimated_cost,
+	r.requests, r.conversations, r.active_users, r.input_tokens, r.output_tokens, r.cost, r.estimated_cost, r.daily_cost,
 	CASE WHEN (',' || r.grouped || ',') LIKE '%,userId,%' THEN 1 ELSE 0 END AS by_user`)
 	if p.series {
 		b.WriteString(", CASE WHEN r.has_cost THEN 1 ELSE 0 END AS has_cost")
@@ -160,11 +160,11 @@ func (p *usagePlan) sql() (string, []any) {
 	return b.String(), args
 }
 
-// estimatedCost returns the metric estimatedCost of a group whose stored
-// buckets' estimated parts sum to sum and whose cost is cost: nil when no
-// part of the cost is an estimate, else the sum rounded as costs are, never
-// above cost (sums of the same terms may round apart).
-func estimatedCost(sum, cost float64) *float64 {
+// costPart returns a metric that is a part of the cost (estimatedCost,
+// dailyCost) of a group whose stored buckets' parts sum to sum and whose
+// cost is cost: nil when no part of the cost is such, else the sum rounded
+// as costs are, never above cost (sums of the same terms may round apart).
+func costPart(sum, cost float64) *float64 {
 	e := min(provider.RoundCost(clampMetric(sum)), cost)
 	if !(e > 0) {
 		return nil
@@ -185,7 +185,9 @@ func sumInt(f float64) int64 { return int64(math.Round(clampMetric(f))) }
 // and Conversations are approximations. Metrics.EstimatedCost sums the
 // buckets' metrics.estimatedCost (the part of their cost that is a tool's
 // estimate, a member the service's telemetry buckets carry), nil when that
-// is 0. An unknown source has no buckets. A
+// is 0; Metrics.DailyCost likewise sums metrics.dailyCost (the part that a
+// vendor reports per day and project, which the OpenAI and Anthropic
+// sources' cost buckets carry). An unknown source has no buckets. A
 // bad granularity, groupBy or limit is [provider.ErrInvalid]. It implements
 // [provider.DataSource].
 func (s *Store) Usage(ctx context.Context, q provider.UsageQuery) (provider.Page[spec.UsageBucket], error) {
@@ -222,7 +224,7 @@ func (s *Store) usage(ctx context.Context, p *usagePlan) (provider.Page[spec.Usa
 			bucket                       int64
 			m                            spec.UsageMetrics
 			reqs, convs, active, in, out float64
-			estimated                    float64
+			estimated, daily             float64
 		)
 		dest = append(dest[:0], &bucket)
 		for i := range dimVals {
@@ -230,14 +232,15 @@ func (s *Store) usage(ctx context.Context, p *usagePlan) (provider.Page[spec.Usa
 				dest = append(dest, &dimVals[i])
 			}
 		}
-		dest = append(dest, &reqs, &convs, &active, &in, &out, &m.Cost, &estimated)
+		dest = append(dest, &reqs, &convs, &active, &in, &out, &m.Cost, &estimated, &daily)
 		if err := rows.Scan(dest...); err != nil {
 			return provider.Page[spec.UsageBucket]{}, dbError(ctx, "usage", err)
 		}
 		m.Requests, m.Conversations, m.ActiveUsers = sumInt(reqs), sumInt(convs), sumInt(active)
 		m.InputTokens, m.OutputTokens = sumInt(in), sumInt(out)
 		m.Cost = provider.RoundCost(clampMetric(m.Cost))
-		m.EstimatedCost = estimatedCost(estimated, m.Cost)
+		m.EstimatedCost = costPart(estimated, m.Cost)
+		m.DailyCost = costPart(daily, m.Cost)
 		start := fromMS(bucket)
 		dim := func(i int) *string {
 			if !p.grouped[i] {

@@ -445,6 +445,9 @@ type recordRow struct {
 	hasCost                          bool
 	// estCost is the part of cost that is a tool's estimate.
 	estCost float64
+	// dailyCost is the part of cost that a vendor reports per day and
+	// project, not per person or hour.
+	dailyCost float64
 }
 
 // The columns of an upsert of consumer_records: three shared by every
@@ -453,8 +456,8 @@ type recordRow struct {
 const (
 	sharedColumns = "source, resource, run"
 	rowColumns    = "id, time_ms, pos_ms, started_ms, deleted, category, body, granularity, end_ms, grouped, model, " +
-		"assistant_id, user_id, department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost, estimated_cost"
-	perRow = 21
+		"assistant_id, user_id, department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost, estimated_cost, daily_cost"
+	perRow = 22
 )
 
 // onConflictSQL ends an upsert of consumer_records: it always sets the run
@@ -468,7 +471,7 @@ var onConflictSQL = func() string {
 	b.WriteString("\nON CONFLICT (source, resource, id) DO UPDATE SET run = excluded.run, missing_at = NULL")
 	for _, c := range []string{"time_ms", "pos_ms", "started_ms", "deleted", "category", "body", "granularity",
 		"end_ms", "grouped", "model", "assistant_id", "user_id", "department", "requests", "conversations",
-		"active_users", "input_tokens", "output_tokens", "cost", "has_cost", "estimated_cost"} {
+		"active_users", "input_tokens", "output_tokens", "cost", "has_cost", "estimated_cost", "daily_cost"} {
 		if c == "pos_ms" {
 			// A conversation never moves back in the view: it keeps a later
 			// position, such as the Missing time of its tombstone.
@@ -588,7 +591,7 @@ func (s *Store) upsertRecords(ctx context.Context, w *writeTx, op, source string
 			row := &rows[from+i]
 			args = append(args, row.id, row.time, row.started, row.deleted, row.category, row.body, row.granularity,
 				row.end, row.grouped, row.model, row.assistantID, row.userID, row.dept, row.requests, row.convs,
-				row.active, row.in, row.out, row.cost, row.hasCost, row.estCost)
+				row.active, row.in, row.out, row.cost, row.hasCost, row.estCost, row.dailyCost)
 		}
 		if _, err := w.exec(ctx, upsertRecordsSQL(n), args...); err != nil {
 			return dbError(ctx, op, err)
@@ -644,6 +647,10 @@ type bucketMetrics struct {
 		// member the usage data interface leaves to sources (the service's
 		// telemetry buckets carry it).
 		EstimatedCost json.Number `json:"estimatedCost"`
+		// DailyCost is the part of Cost that a vendor reports per day and
+		// project (the OpenAI and Anthropic sources' cost buckets carry
+		// it), another member left to sources.
+		DailyCost json.Number `json:"dailyCost"`
 	} `json:"metrics"`
 }
 
@@ -697,6 +704,7 @@ func rowOf(op string, r consumer.Resource, rec *consumer.Record) (recordRow, err
 	row.hasCost = mm.Cost != ""
 	// Clamped as sums clamp cost: never negative, never above the cost.
 	row.estCost = min(metricFloat(mm.EstimatedCost), clampMetric(row.cost))
+	row.dailyCost = min(metricFloat(mm.DailyCost), clampMetric(row.cost))
 	return row, nil
 }
 
@@ -767,11 +775,11 @@ var upsertArraysSQL = func() string {
 	b.WriteString("INSERT INTO consumer_records (" + sharedColumns + ", " + rowColumns + ")\nSELECT $1, $2, $3, " +
 		"u.id, u.t, u.t, u.started_ms, u.deleted, u.category, u.body, u.granularity, u.end_ms, u.grouped, u.model, " +
 		"u.assistant_id, u.user_id, u.department, u.requests, u.conversations, u.active_users, u.input_tokens, " +
-		"u.output_tokens, u.cost, u.has_cost, u.estimated_cost\nFROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::text[], " +
+		"u.output_tokens, u.cost, u.has_cost, u.estimated_cost, u.daily_cost\nFROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::text[], " +
 		"$9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], " +
-		"$17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::boolean[], $24::double precision[]) " +
+		"$17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::boolean[], $24::double precision[], $25::double precision[]) " +
 		"AS u(id, t, started_ms, deleted, category, body, granularity, end_ms, grouped, model, assistant_id, user_id, " +
-		"department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost, estimated_cost)")
+		"department, requests, conversations, active_users, input_tokens, output_tokens, cost, has_cost, estimated_cost, daily_cost)")
 	b.WriteString(onConflictSQL)
 	return b.String()
 }()
@@ -785,7 +793,7 @@ func upsertRecordsArrays(ctx context.Context, w *writeTx, op, source string, r c
 		times, starteds, ends              = make([]int64, n), make([]int64, n), make([]int64, n)
 		reqs, convs, actives, ins, outs    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		deleted, hasCosts                  = make([]bool, n), make([]bool, n)
-		costs, estCosts                    = make([]float64, n), make([]float64, n)
+		costs, estCosts, dailyCosts        = make([]float64, n), make([]float64, n), make([]float64, n)
 	)
 	for i := range rows {
 		row := &rows[i]
@@ -793,10 +801,10 @@ func upsertRecordsArrays(ctx context.Context, w *writeTx, op, source string, r c
 		grans[i], ends[i], groupeds[i] = row.granularity, row.end, row.grouped
 		models[i], assistants[i], users[i], depts[i] = row.model, row.assistantID, row.userID, row.dept
 		reqs[i], convs[i], actives[i], ins[i], outs[i], costs[i] = row.requests, row.convs, row.active, row.in, row.out, row.cost
-		hasCosts[i], estCosts[i] = row.hasCost, row.estCost
+		hasCosts[i], estCosts[i], dailyCosts[i] = row.hasCost, row.estCost, row.dailyCost
 	}
 	_, err := w.exec(ctx, upsertArraysSQL, source, string(r), run, ids, times, starteds, deleted, cats, bodies, grans, ends,
-		groupeds, models, assistants, users, depts, reqs, convs, actives, ins, outs, costs, hasCosts, estCosts)
+		groupeds, models, assistants, users, depts, reqs, convs, actives, ins, outs, costs, hasCosts, estCosts, dailyCosts)
 	if err != nil {
 		return dbError(ctx, op, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/aiusage/kit/consumer"
 	cexport "github.com/aiusage/kit/consumer/export"
 	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/consumer/vendorusage"
+	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/spec"
@@ -44,6 +47,8 @@ type syncFlags struct {
 	timeout                                           time.Duration
 	pageSize, maxRetries                              int
 	apiKeyHeader, quiet                               bool
+	// given holds the flags given on the command line.
+	given map[string]bool
 }
 
 func consumerSyncCommand() *command {
@@ -68,12 +73,19 @@ the database keeps two of them from syncing the same source and resource at once
 Progress goes to standard error. Exit status: 0 when every resource synced (or
 was skipped because another process holds it, or the provider does not offer
 it), 1 when one failed, the sync was interrupted, the store cannot be reached
-or the provider offers none of the resources, 2 for a bad command line.`,
+or the provider offers none of the resources, 2 for a bad command line.
+
+With --transport openai or anthropic, the source is that vendor's administration
+API: --token is the organisation's Admin key, --url is optional (by default
+https://api.openai.com or https://api.anthropic.com), and only usage is synced,
+hourly, by every dimension, each usage window starting at a UTC day so that the
+vendor's daily costs are re-read whole (--resources, --usage-granularity and
+--usage-group-by do not apply). See docs/consumer.md for what the records hold.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.databaseURL, "database-url", defaultConsumerDB, "store `URL`: sqlite:PATH, sqlite::memory: or postgres://...")
 			fs.StringVar(&f.source, "source", "", "`NAME` the provider's records are kept under (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required; with --transport mcp its MCP endpoint, e.g. .../mcp; with --transport export the export's https base address or directory)")
-			fs.StringVar(&f.transport, "transport", "rest", "`TRANSPORT` to the provider: rest, mcp (its MCP binding over streamable HTTP) or export (its scheduled export, docs/export.md)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider (required, except with --transport openai or anthropic; with --transport mcp its MCP endpoint, e.g. .../mcp; with --transport export the export's https base address or directory)")
+			fs.StringVar(&f.transport, "transport", "rest", "`TRANSPORT` to the provider: rest, mcp (its MCP binding over streamable HTTP), export (its scheduled export, docs/export.md), openai or anthropic (the vendor's usage and costs, with an Admin key)")
 			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider (sent as Authorization: Bearer)")
 			fs.BoolVar(&f.apiKeyHeader, "api-key-header", false, "send the token as X-API-Key instead")
 			fs.StringVar(&f.resources, "resources", "", "comma-separated `LIST` of resources (default all: conversations,assistants,events,usage)")
@@ -91,7 +103,9 @@ or the provider offers none of the resources, 2 for a bad command line.`,
 			fs.BoolVar(&f.quiet, "quiet", false, "no progress, only the summary")
 			registerExportMaxFile(fs, &f.exportMaxFileMiB)
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
+			f.given = map[string]bool{}
+			fs.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
 			return consumerSync(ctx, e, f)
 		},
 	}
@@ -116,7 +130,12 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if f.source == "" {
 		return usagef("%s: --source is required", e.cmd)
 	}
-	if f.url == "" {
+	vendor := f.transport == sources.TransportOpenAI || f.transport == sources.TransportAnthropic
+	if vendor {
+		if err := checkVendorSyncFlags(e.cmd, f); err != nil {
+			return err
+		}
+	} else if f.url == "" {
 		return usagef("%s: --url is required", e.cmd)
 	}
 	resources, err := parseResources(f.resources)
@@ -144,14 +163,15 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if f.quiet {
 		progress = io.Discard
 	}
+	onRetry := func(r consumer.Retry) {
+		retries.Add(1)
+		fmt.Fprintf(progress, "%s: retry %d in %s after %v\n", r.Resource, r.Attempt, r.Wait.Round(time.Millisecond), r.Err)
+	}
 	var client *consumer.Client
-	if f.transport != "export" { // an export may be a directory, not a URL
+	if f.transport != "export" && !vendor { // an export may be a directory, not a URL
 		client, err = consumer.NewClient(consumer.ClientConfig{
 			URL: f.url, Token: f.token, APIKeyHeader: f.apiKeyHeader, Timeout: f.timeout, MaxRetries: maxRetries,
-			OnRetry: func(r consumer.Retry) {
-				retries.Add(1)
-				fmt.Fprintf(progress, "%s: retry %d in %s after %v\n", r.Resource, r.Attempt, r.Wait.Round(time.Millisecond), r.Err)
-			},
+			OnRetry: onRetry,
 		})
 		if err != nil {
 			return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
@@ -164,7 +184,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 	if fullEvery == 0 {
 		fullEvery = -1 // the poller's "never"
 	}
-	src, closeSrc, err := openSyncSource(ctx, e, f, client, maxRetries)
+	src, closeSrc, err := openSyncSource(ctx, e, f, client, maxRetries, onRetry)
 	if err != nil {
 		return err
 	}
@@ -177,7 +197,7 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		return fmt.Errorf("%s: the store at %s: %w", e.cmd, sqldb.MaskURL(f.databaseURL), err)
 	}
 	defer store.Close()
-	poller, err := consumer.NewPoller(src, store, &consumer.Config{
+	pcfg := &consumer.Config{
 		Source: f.source, Resources: resources, Owner: f.owner, PageSize: f.pageSize, Lookback: f.lookback,
 		UsageGranularity: f.usageGranularity, UsageGroupBy: groupBy, UsageTrailing: f.usageTrailing,
 		UsageBackfill: f.usageBackfill, FullEvery: fullEvery,
@@ -188,7 +208,12 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 			}
 			fmt.Fprintf(progress, "%s: page %d (%s): %d records, %d quarantined, %d so far\n", p.Resource, p.Page, kind, p.Records, p.Quarantined, p.Total)
 		},
-	})
+	}
+	if vendor {
+		v := vendorusage.PollerConfig()
+		pcfg.Resources, pcfg.UsageGranularity, pcfg.UsageGroupBy, pcfg.UsageAlign = v.Resources, v.UsageGranularity, v.UsageGroupBy, v.UsageAlign
+	}
+	poller, err := consumer.NewPoller(src, store, pcfg)
 	if err != nil {
 		return usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "consumer: "))
 	}
@@ -221,7 +246,8 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 
 // openSyncSource returns the source of --transport: client for rest, or an
 // MCP or export source at --url, with what closes it.
-func openSyncSource(ctx context.Context, e *env, f *syncFlags, client *consumer.Client, maxRetries int) (consumer.Source, func(), error) {
+func openSyncSource(ctx context.Context, e *env, f *syncFlags, client *consumer.Client, maxRetries int,
+	onRetry func(consumer.Retry)) (consumer.Source, func(), error) {
 	switch f.transport {
 	case "rest":
 		return client, func() {}, nil
@@ -250,8 +276,42 @@ func openSyncSource(ctx context.Context, e *env, f *syncFlags, client *consumer.
 			return nil, nil, usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))
 		}
 		return xs, func() {}, nil
+	case sources.TransportOpenAI, sources.TransportAnthropic:
+		return vendorSyncSource(e, f, maxRetries, onRetry)
 	}
-	return nil, nil, usagef("%s: --transport must be rest, mcp or export, got %q", e.cmd, f.transport)
+	return nil, nil, usagef("%s: --transport must be rest, mcp, export, openai or anthropic, got %q", e.cmd, f.transport)
+}
+
+// checkVendorSyncFlags checks the flags of a sync with --transport openai or
+// anthropic: an Admin key, and none of the flags whose choice the vendor
+// source makes.
+func checkVendorSyncFlags(cmd string, f *syncFlags) error {
+	if f.token == "" {
+		return usagef("%s: --token is required with --transport %s: the organisation's Admin key", cmd, f.transport)
+	}
+	for _, name := range []string{"resources", "usage-granularity", "usage-group-by", "api-key-header"} {
+		if f.given[name] {
+			return usagef("%s: --%s does not apply to --transport %s (it syncs usage, hourly, by every dimension)", cmd, name, f.transport)
+		}
+	}
+	return nil
+}
+
+// vendorSyncSource returns the source of --transport openai or anthropic:
+// the vendor's administration API at --url (by default the vendor's own)
+// with the Admin key --token.
+func vendorSyncSource(e *env, f *syncFlags, maxRetries int, onRetry func(consumer.Retry)) (consumer.Source, func(), error) {
+	cfg := vendorusage.Config{BaseURL: f.url, Key: f.token, HTTPClient: &http.Client{Timeout: f.timeout}, OnRetry: onRetry,
+		MaxAttempts: max(maxRetries, 0) + 1}
+	newSource := vendorusage.NewOpenAI
+	if f.transport == sources.TransportAnthropic {
+		newSource = vendorusage.NewAnthropic
+	}
+	src, err := newSource(cfg)
+	if err != nil {
+		return nil, nil, usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "vendorusage: "))
+	}
+	return src, func() {}, nil
 }
 
 // syncLine is the line of standard error that says what a sync did for one

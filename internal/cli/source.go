@@ -134,6 +134,14 @@ service's base URL it pushes to (/push/{id}). --url and --token are then
 optional, both or neither: the provider's REST address, walked every --every
 (default 1h) to reconcile pushes that were lost.
 
+With --transport openai or anthropic, the source reads the organisation's usage
+and costs from that vendor's administration API: --token is the organisation's
+Admin key (OpenAI sk-admin-..., Anthropic sk-ant-admin...), and --url is
+optional, the vendor's base address by default (https://api.openai.com,
+https://api.anthropic.com; set it for a compatible gateway). Only usage is
+synced, every --every (default 1h). See docs/consumer.md for what the records
+hold.
+
 The organisation's API keys read what was collected at
 /organisations/{organisationId}/sources/{id}/ (conversations, assistants,
 events, usage; MCP at .../mcp), and the sources with their sync status at
@@ -143,10 +151,10 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 		flags: func(fs *flag.FlagSet) {
 			f.registerOrg(fs, true)
 			fs.StringVar(&f.name, "name", "", "`NAME` of the source, 1 to 200 characters, unique in the organisation (required)")
-			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required, except with --transport push; with --transport mcp its MCP endpoint; with --transport export the export's https base address or directory)")
-			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export or push)")
-			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp, export or push")
-			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s (with --transport push: reconcile, default 1h)")
+			fs.StringVar(&f.url, "url", "", "base `URL` of the provider, http or https (required, except with --transport push, openai or anthropic; with --transport mcp its MCP endpoint; with --transport export the export's https base address or directory; with openai or anthropic the vendor's API address, by default its own)")
+			fs.StringVar(&f.token, "token", "", "`TOKEN` of the provider, sent as Authorization: Bearer (required, except with --transport export or push; with --transport openai or anthropic the organisation's Admin key)")
+			fs.StringVar(&f.transport, "transport", sources.DefaultTransport, "`TRANSPORT` to the provider: rest, mcp, export, push, openai or anthropic")
+			fs.DurationVar(&f.every, "every", sources.DefaultEvery, "sync every `DURATION`, at least 10s (with --transport push: reconcile, default 1h; with openai or anthropic default 1h)")
 			f.policy.register(fs)
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
@@ -171,8 +179,13 @@ events, usage; MCP at .../mcp), and the sources with their sync status at
 				if !flagSet(fs, "every") {
 					f.every = sources.DefaultReconcileEvery
 				}
+			case sources.TransportOpenAI, sources.TransportAnthropic:
+				needed = [][2]string{{"name", f.name}, {"token", f.token}} // the URL defaults to the vendor's
+				if !flagSet(fs, "every") {
+					f.every = sources.DefaultVendorEvery
+				}
 			default:
-				return usagef("%s: --transport must be rest, mcp, export or push, got %q", cmd, f.transport)
+				return usagef("%s: --transport must be rest, mcp, export, push, openai or anthropic, got %q", cmd, f.transport)
 			}
 			for _, r := range needed {
 				if err := required(cmd, r[0], r[1]); err != nil {

@@ -187,7 +187,7 @@ func TestAdminSourceExport(t *testing.T) {
 
 	r = admin(t, dbURL, nil, "source", "add", "--org", f.org.ID, "--name", "x", "--url", "https://x.example", "--transport", "ftp")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "--transport must be rest, mcp, export or push")
+	require.Contains(t, r.stderr, "--transport must be rest, mcp, export, push, openai or anthropic")
 }
 
 func TestAdminSourcePush(t *testing.T) {

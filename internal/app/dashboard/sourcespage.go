@@ -34,6 +34,9 @@ type sourceRow struct {
 	Failed    bool          // a resource's last attempt failed
 	Synced    bool          // a resource synced at least once
 	EveryText string        // the interval between syncs, for people
+	// TransportName names the transport for people ("REST", "OpenAI usage
+	// API", ...).
+	TransportName string
 }
 
 type sourcesData struct {
@@ -52,15 +55,36 @@ type sourcesData struct {
 	PushURL string
 }
 
-// transportChoice is a transport offered by the form that adds a source.
-type transportChoice struct{ Value, Label string }
+// transportChoice is a transport offered by the form that adds a source;
+// URL is the address a source of it has when the form leaves URL empty ("":
+// the URL is needed).
+type transportChoice struct{ Value, Label, URL string }
 
 // transports are the transports a source may use, as the form offers them.
 var transports = []transportChoice{
-	{sources.TransportREST, "REST (the provider's base address)"},
-	{sources.TransportMCP, "MCP (the provider's MCP endpoint)"},
-	{sources.TransportExport, "Scheduled export (its https address or directory)"},
-	{sources.TransportPush, "Push (the provider sends; URL and token: optional REST address to reconcile)"},
+	{sources.TransportREST, "REST (the provider's base address)", ""},
+	{sources.TransportMCP, "MCP (the provider's MCP endpoint)", ""},
+	{sources.TransportExport, "Scheduled export (its https address or directory)", ""},
+	{sources.TransportPush, "Push (the provider sends; URL and token: optional REST address to reconcile)", ""},
+	{sources.TransportOpenAI, "OpenAI usage API (an Admin key)", sources.VendorURL(sources.TransportOpenAI)},
+	{sources.TransportAnthropic, "Anthropic usage API (an Admin key)", sources.VendorURL(sources.TransportAnthropic)},
+}
+
+// transportName is how a source's card names its transport.
+func transportName(transport string) string {
+	switch transport {
+	case sources.TransportMCP:
+		return "MCP"
+	case sources.TransportExport:
+		return "Scheduled export"
+	case sources.TransportPush:
+		return "Push"
+	case sources.TransportOpenAI:
+		return "OpenAI usage API"
+	case sources.TransportAnthropic:
+		return "Anthropic usage API"
+	}
+	return "REST"
 }
 
 // AuditSourceAdded is the audit action of a source added in the dashboard.
@@ -85,7 +109,7 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 			return err
 		}
 		for _, l := range listed {
-			row := sourceRow{Listed: l, EveryText: every(l.Source.Every)}
+			row := sourceRow{Listed: l, EveryText: every(l.Source.Every), TransportName: transportName(l.Transport)}
 			for _, name := range resourceOrder(l.Resources) {
 				rs := l.Resources[name]
 				rr := resourceRow{Name: name, ResourceStatus: rs, State: "ok"}

@@ -48,16 +48,22 @@ type usageQuery struct {
 // cost is a sum of costs: nil when no bucket reported one; Complete when
 // every bucket did. Estimated is the part of Sum that is AI tools' own
 // estimates (a telemetry source's cost where the organisation has no price
-// for the model), 0 when none is.
+// for the model), 0 when none is. Daily is the part of Sum that vendors
+// report per day and project, not per person or hour (the OpenAI and
+// Anthropic sources' costs), 0 when none is.
 type cost struct {
 	Sum       *float64
 	Complete  bool
 	Estimated float64
+	Daily     float64
 }
 
-func (c *cost) add(v *float64, complete bool, estimated *float64) {
+func (c *cost) add(v *float64, complete bool, estimated, daily *float64) {
 	if estimated != nil {
 		c.Estimated = roundCost(c.Estimated + *estimated)
+	}
+	if daily != nil {
+		c.Daily = roundCost(c.Daily + *daily)
 	}
 	if v == nil {
 		c.Complete = false
@@ -86,16 +92,38 @@ func (c cost) String() string {
 // allEstimated says whether the whole of the cost is the tools' estimate.
 func (c cost) allEstimated() bool { return c.Estimated > 0 && c.Sum != nil && c.Estimated >= *c.Sum }
 
-// Mark labels an estimated cost in a table's cell: "estimate" when all of
-// it is, "est. x" for the part that is; "" when none is.
+// Mark labels the parts of a cost in a table's cell: "estimate" when all of
+// it is the tools' estimate, "est. x" for the part that is; "per day and
+// project" when all of it is vendors' costs per day and project, "per day
+// x" for the part that is; both joined by "; ", "" when neither is.
 func (c cost) Mark() string {
+	var marks []string
 	switch {
 	case !(c.Estimated > 0):
-		return ""
 	case c.allEstimated():
-		return "estimate"
+		marks = append(marks, "estimate")
+	default:
+		marks = append(marks, "est. "+money(c.Estimated))
 	}
-	return "est. " + money(c.Estimated)
+	switch {
+	case !(c.Daily > 0):
+	case c.Sum != nil && c.Daily >= *c.Sum:
+		marks = append(marks, "per day and project")
+	default:
+		marks = append(marks, "per day "+money(c.Daily))
+	}
+	return strings.Join(marks, "; ")
+}
+
+// DailyNote says, in a sentence, which part of the cost vendors report per
+// day and project rather than per person (the OpenAI and Anthropic
+// sources' costs, which are not spread over persons or hours); "" when
+// none is.
+func (c cost) DailyNote() string {
+	if !(c.Daily > 0) {
+		return ""
+	}
+	return "of which per day and project, not per person (OpenAI, Anthropic costs): " + money(c.Daily)
 }
 
 // Note says, in a sentence, which part of the cost is an estimate; "" when
@@ -138,14 +166,14 @@ func (s *sums) add(p sqlstore.UsagePoint) {
 	s.Requests += p.Requests
 	s.Input += p.InputTokens
 	s.Output += p.OutputTokens
-	s.Cost.add(p.Cost, p.CostComplete, p.EstimatedCost)
+	s.Cost.add(p.Cost, p.CostComplete, p.EstimatedCost, p.DailyCost)
 }
 
 func (s *sums) merge(o sums) {
 	s.Requests += o.Requests
 	s.Input += o.Input
 	s.Output += o.Output
-	s.Cost.add(o.Cost.Sum, o.Cost.Complete, &o.Cost.Estimated)
+	s.Cost.add(o.Cost.Sum, o.Cost.Complete, &o.Cost.Estimated, &o.Cost.Daily)
 }
 
 // Tokens is input plus output.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ident"
@@ -199,7 +198,7 @@ func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) 
 	out := make([]Listed, len(list))
 	for i, src := range list {
 		res := map[string]*ResourceStatus{}
-		for _, r := range consumer.Resources {
+		for _, r := range Resources(src.Transport) {
 			res[string(r)] = &ResourceStatus{}
 		}
 		byID[src.ID] = res
@@ -207,7 +206,7 @@ func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) 
 	}
 	for _, st := range status {
 		res, ok := byID[st.Source]
-		if !ok {
+		if !ok || res[string(st.Resource)] == nil { // a resource the source's transport does not sync
 			continue
 		}
 		c := st.Checkpoint

@@ -81,7 +81,16 @@ const (
 	// telemetry endpoint creates it on the key's first accepted request
 	// ([Service.EnsureTelemetry]); it is never synced, added nor removed here.
 	TransportTelemetry = "telemetry"
+	// TransportOpenAI and TransportAnthropic read an organisation's usage
+	// and costs from the vendor's administration API with its Admin key
+	// (see vendor.go).
+	TransportOpenAI    = "openai"
+	TransportAnthropic = "anthropic"
 	DefaultTransport   = TransportREST
+	// DefaultVendorEvery is the interval between syncs of TransportOpenAI
+	// and TransportAnthropic sources: the vendors count usage in hourly
+	// buckets and revise them for hours.
+	DefaultVendorEvery = time.Hour
 )
 
 //go:embed migrations
@@ -102,18 +111,23 @@ type SourceCreate struct {
 	Name string
 	// URL is the provider's base address (absolute http or https); with
 	// TransportMCP its MCP endpoint (the base address followed by /mcp);
+	// with TransportOpenAI or TransportAnthropic the vendor's API address,
+	// "" for the vendor's own ([VendorURL]);
 	// with TransportExport where its scheduled export is (see export.go);
 	// with TransportPush the REST address of the reconciliation walk, or ""
 	// for a push-only source.
 	URL string
 	// Token is the provider's credential, sent as a bearer token; optional
-	// with TransportExport, "" for a push-only source.
+	// with TransportExport, "" for a push-only source; with TransportOpenAI
+	// or TransportAnthropic the organisation's Admin key, sent as the
+	// vendor asks.
 	Token string
-	// Transport is TransportREST (default), TransportMCP, TransportExport or
-	// TransportPush.
+	// Transport is TransportREST (default), TransportMCP, TransportExport,
+	// TransportPush, TransportOpenAI or TransportAnthropic.
 	Transport string
 	// Every is the interval between syncs, at least MinEvery; 0 means
-	// DefaultEvery.
+	// DefaultEvery (DefaultVendorEvery for TransportOpenAI and
+	// TransportAnthropic).
 	Every time.Duration
 }
 
@@ -190,6 +204,10 @@ type Config struct {
 	// and decompressed (export.Config.MaxFileBytes and MaxPlainBytes).
 	// Default export.DefaultMaxPlainBytes (256 MiB).
 	ExportMaxFileBytes int64
+	// VendorRate bounds the requests a second that one sync of a
+	// TransportOpenAI or TransportAnthropic source sends to the vendor,
+	// retries included (vendorusage.Config.Rate). Default 1.
+	VendorRate float64
 	// ScheduleInterval is how often the scheduler looks for sources due.
 	// Default 10 s.
 	ScheduleInterval time.Duration
@@ -345,10 +363,12 @@ func (s *Service) validate(ctx context.Context, org string, n *SourceCreate) err
 	}
 	switch n.Transport {
 	case TransportREST, TransportMCP, TransportExport, TransportPush:
+	case TransportOpenAI, TransportAnthropic:
+		defaultVendor(n)
 	case TransportTelemetry:
 		return fmt.Errorf("transport telemetry cannot be added: a telemetry source is an Ingestion key, created with the key's first telemetry; create an Ingestion key instead: %w", spec.ErrInvalid)
 	default:
-		return fmt.Errorf("transport must be rest, mcp, export or push, got %q: %w", n.Transport, spec.ErrInvalid)
+		return fmt.Errorf("transport must be rest, mcp, export, push, openai or anthropic, got %q: %w", n.Transport, spec.ErrInvalid)
 	}
 	switch n.Transport {
 	case TransportExport:
@@ -367,6 +387,9 @@ func (s *Service) validate(ctx context.Context, org string, n *SourceCreate) err
 	default:
 		if err := s.checkURL(ctx, n.URL); err != nil {
 			return err
+		}
+		if n.Token == "" && IsVendor(n.Transport) {
+			return fmt.Errorf("token is required: the %s Admin key: %w", vendorTitle(n.Transport), spec.ErrInvalid)
 		}
 		if n.Token == "" {
 			return fmt.Errorf("token is required: %w", spec.ErrInvalid)
@@ -527,6 +550,9 @@ func (s *Service) SetURL(ctx context.Context, orgID, id, rawURL string) error {
 	if src.Transport == TransportTelemetry {
 		return errTelemetrySource(src.ID)
 	}
+	if IsVendor(src.Transport) && rawURL == "" {
+		rawURL = VendorURL(src.Transport)
+	}
 	if src.Transport == TransportExport {
 		if err := s.checkExportURL(ctx, src.OrganisationID, rawURL, src.Token); err != nil {
 			return err
@@ -621,9 +647,10 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	// A transport that cannot even connect fails every resource: record it
 	// as each one's last error, as a failed walk would be, so the status
 	// shows it.
+	describe := describer(src)
 	failAll := func(err error) error {
-		text := Describe(err)
-		for _, r := range consumer.Resources {
+		text := describe(err)
+		for _, r := range Resources(src.Transport) {
 			if rerr := s.store.RecordFailure(ctx, src.ID, r, now, text); rerr != nil {
 				return errors.Join(err, rerr)
 			}
@@ -643,6 +670,10 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		if transport, err = s.exportSource(src); err != nil {
 			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: export: %w", src.ID, err))
 		}
+	case TransportOpenAI, TransportAnthropic:
+		if transport, err = s.vendorSource(src); err != nil {
+			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: %s: %w", src.ID, src.Transport, err))
+		}
 	default:
 		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.client,
 			OnRetry:    func(consumer.Retry) { s.cfg.Metrics.ObserveSyncRetry() },
@@ -652,7 +683,11 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		}
 		transport = c
 	}
-	p, err := consumer.NewPoller(transport, s.store, &consumer.Config{Source: src.ID, Logger: s.log, ErrorText: Describe})
+	pcfg := &consumer.Config{Source: src.ID, Logger: s.log, ErrorText: describe}
+	if IsVendor(src.Transport) {
+		vendorPoller(pcfg)
+	}
+	p, err := consumer.NewPoller(transport, s.store, pcfg)
 	if err != nil {
 		return consumer.Result{}, fmt.Errorf("sources: sync %s: %w", src.ID, err)
 	}
@@ -688,19 +723,20 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 // classified error.
 func (s *Service) failed(ctx context.Context, src Source, res consumer.Result, err error) error {
 	se := &SyncError{Err: err}
+	describe := describer(src)
 	var lines []string
 	for _, r := range res.Resources {
 		if r.Err != nil {
-			lines = append(lines, string(r.Resource)+": "+Describe(r.Err))
+			lines = append(lines, string(r.Resource)+": "+describe(r.Err))
 		}
 	}
 	if len(lines) == 0 {
-		lines = append(lines, Describe(err))
+		lines = append(lines, describe(err))
 	}
 	attrs := []slog.Attr{slog.String("source", src.ID), slog.String("organisation", src.OrganisationID),
 		slog.Int("records", res.Records()), slog.Any("error", err)}
 	if Pausing(err) && ctx.Err() == nil {
-		reason := Describe(err)
+		reason := describe(err)
 		if perr := s.pause(context.WithoutCancel(ctx), src.ID, reason); perr != nil {
 			se.Err = errors.Join(err, perr)
 		} else {

@@ -34,6 +34,10 @@ func TestTelemetrySource(t *testing.T) {
 		list, err := e.src.List(ctx, e.org.ID)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
+		// Added in one millisecond, the two list in the order of their ids.
+		if list[0].ID != pushed.ID {
+			list[0], list[1] = list[1], list[0]
+		}
 		require.Equal(t, pushed.ID, list[0].ID)
 		require.Equal(t, id, list[1].ID)
 		require.Equal(t, sources.TransportTelemetry, list[1].Transport)
@@ -75,6 +79,9 @@ func TestTelemetryReceived(t *testing.T) {
 		list, err := e.src.List(ctx, e.org.ID)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
+		if list[0].ID != pushed.ID { // added in one millisecond: in the order of their ids
+			list[0], list[1] = list[1], list[0]
+		}
 		require.Nil(t, list[0].LastReceivedAt)
 		require.NotNil(t, list[1].LastReceivedAt)
 		require.Equal(t, at, *list[1].LastReceivedAt)

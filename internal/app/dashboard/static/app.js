@@ -13,3 +13,16 @@ document.addEventListener("click", function (ev) {
     done();
   }
 });
+
+// The form adding a source: the URL's placeholder is the chosen transport's
+// default address (the vendors' usage APIs), else an example.
+(function () {
+  var sel = document.getElementById("stransport"), url = document.getElementById("surl");
+  if (!sel || !url) return;
+  var show = function () {
+    var opt = sel.options[sel.selectedIndex];
+    url.placeholder = (opt && opt.dataset.url) || url.dataset.placeholder || "";
+  };
+  sel.addEventListener("change", show);
+  show();
+})();
