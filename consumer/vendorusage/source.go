@@ -27,6 +27,10 @@ const (
 	DefaultAnthropicURL = "https://api.anthropic.com"
 )
 
+// DefaultRate is the default of [Config.Rate]: one request a second, which
+// a first sync of 30 days finishes in seconds.
+const DefaultRate = 1.0
+
 // Config configures a [Source]. Only Key is required; every other field has
 // the default its comment names.
 type Config struct {
@@ -113,7 +117,7 @@ func newSource(v *vendor, cfg Config) (*Source, error) {
 		return nil, errors.New("vendorusage: Config.BaseURL must not hold credentials")
 	}
 	if cfg.Rate == 0 {
-		cfg.Rate = 1
+		cfg.Rate = DefaultRate
 	}
 	if cfg.Burst == 0 {
 		cfg.Burst = 2

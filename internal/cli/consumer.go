@@ -39,6 +39,7 @@ func consumerCommand() *command {
 
 type syncFlags struct {
 	exportMaxFileMiB                                  int64 // --export-max-file-mib
+	vendor                                            vendorFlags
 	databaseURL, source, url, token, resources, owner string
 	transport                                         string
 	usageGranularity, usageGroupBy                    string
@@ -102,6 +103,7 @@ vendor's daily costs are re-read whole (--resources, --usage-granularity and
 			fs.StringVar(&f.owner, "owner", "", "`ID` of this process in leases (default host:pid:random)")
 			fs.BoolVar(&f.quiet, "quiet", false, "no progress, only the summary")
 			registerExportMaxFile(fs, &f.exportMaxFileMiB)
+			f.vendor.register(fs, false)
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
 			f.given = map[string]bool{}
@@ -135,6 +137,11 @@ func consumerSync(ctx context.Context, e *env, f *syncFlags) error {
 		if err := checkVendorSyncFlags(e.cmd, f); err != nil {
 			return err
 		}
+		if err := f.vendor.check(e.cmd); err != nil {
+			return err
+		}
+	} else if f.given["vendor-rate"] {
+		return usagef("%s: --vendor-rate applies to --transport openai and anthropic only", e.cmd)
 	} else if f.url == "" {
 		return usagef("%s: --url is required", e.cmd)
 	}
@@ -302,7 +309,7 @@ func checkVendorSyncFlags(cmd string, f *syncFlags) error {
 // with the Admin key --token.
 func vendorSyncSource(e *env, f *syncFlags, maxRetries int, onRetry func(consumer.Retry)) (consumer.Source, func(), error) {
 	cfg := vendorusage.Config{BaseURL: f.url, Key: f.token, HTTPClient: &http.Client{Timeout: f.timeout}, OnRetry: onRetry,
-		MaxAttempts: max(maxRetries, 0) + 1}
+		MaxAttempts: max(maxRetries, 0) + 1, Rate: f.vendor.rate}
 	newSource := vendorusage.NewOpenAI
 	if f.transport == sources.TransportAnthropic {
 		newSource = vendorusage.NewAnthropic

@@ -198,6 +198,9 @@ func TestConsumerSyncFailures(t *testing.T) {
 		{"consumer", "sync", "--source", "v", "--url", base, "--full-every", "-1h"},
 		{"consumer", "sync", "--source", "v", "--url", base, "--transport", "grpc"},
 		{"consumer", "sync", "--source", "v", "--url", base, "--transport", "mcp", "--api-key-header"},
+		{"consumer", "sync", "--source", "v", "--transport", "openai", "--token", "k", "--vendor-rate", "0"},
+		{"consumer", "sync", "--source", "v", "--transport", "anthropic", "--token", "k", "--vendor-rate", "NaN"},
+		{"consumer", "sync", "--source", "v", "--url", base, "--vendor-rate", "2"},
 		{"consumer", "export", "--source", "v", "--resource", "events", "--database-url", "sqlite::memory:"},
 	}
 	for _, args := range usage {

@@ -42,6 +42,7 @@ type serviceFlags struct {
 	allowPrivateWebhooks bool
 	sources              sourcePolicyFlags
 	exportMaxFileMiB     int64
+	vendor               vendorFlags
 	reviewTimeout        time.Duration
 	secrets              secretFlags
 	metrics              metricsFlags
@@ -139,6 +140,7 @@ that cannot be listened on).`,
 			fs.BoolVar(&f.allowPrivateWebhooks, "allow-private-webhooks", false, "let webhook URLs be http and point at private, loopback or link-local addresses (local use only)")
 			f.sources.register(fs)
 			registerExportMaxFile(fs, &f.exportMaxFileMiB)
+			f.vendor.register(fs, true)
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
@@ -189,6 +191,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
 		return err
 	}
+	if err := f.vendor.check(e.cmd); err != nil {
+		return err
+	}
 	if f.maxPerKey < 1 || f.maxPerOrg < 1 {
 		return usagef("%s: --max-concurrent-per-key and --max-concurrent-per-organisation must be at least 1, got %d and %d", e.cmd, f.maxPerKey, f.maxPerOrg)
 	}
@@ -216,7 +221,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		Review: reviewapi.Config{AllowPrivateWebhooks: f.allowPrivateWebhooks, ReviewTimeout: f.reviewTimeout,
 			Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
 		Sources: sources.Config{MCPOptions: mcpOpts, AllowPrivate: f.sources.allowPrivate, ExportRoot: f.sources.exportRoot,
-			ExportMaxFileBytes: f.exportMaxFileMiB << 20}})
+			ExportMaxFileBytes: f.exportMaxFileMiB << 20, VendorRate: f.vendor.rate, VendorBackfill: f.vendor.backfill,
+			VendorLookback: f.vendor.lookback}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}

@@ -208,6 +208,14 @@ type Config struct {
 	// TransportOpenAI or TransportAnthropic source sends to the vendor,
 	// retries included (vendorusage.Config.Rate). Default 1.
 	VendorRate float64
+	// VendorBackfill is how far back the first sync of a TransportOpenAI or
+	// TransportAnthropic source reaches (consumer.Config.UsageBackfill).
+	// Default 30 days.
+	VendorBackfill time.Duration
+	// VendorLookback is the window of recent buckets every later sync of
+	// such a source reads again, because the vendors revise them
+	// (consumer.Config.UsageTrailing). Default 48 h.
+	VendorLookback time.Duration
 	// ScheduleInterval is how often the scheduler looks for sources due.
 	// Default 10 s.
 	ScheduleInterval time.Duration
@@ -263,6 +271,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if cfg.Secrets == nil {
 		return nil, fmt.Errorf("sources: Config.Secrets is required: %w", keyring.ErrNoKeyring)
+	}
+	if cfg.VendorBackfill < 0 || cfg.VendorLookback < 0 || cfg.VendorRate < 0 {
+		return nil, errors.New("sources: Config.VendorRate, VendorBackfill and VendorLookback must not be negative")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -686,6 +697,7 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 	pcfg := &consumer.Config{Source: src.ID, Logger: s.log, ErrorText: describe}
 	if IsVendor(src.Transport) {
 		vendorPoller(pcfg)
+		pcfg.UsageBackfill, pcfg.UsageTrailing = s.cfg.VendorBackfill, s.cfg.VendorLookback
 	}
 	p, err := consumer.NewPoller(transport, s.store, pcfg)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,49 @@ func TestVendorSourceValidation(t *testing.T) {
 		_, err = strict.src.Add(ctx, strict.org.ID, sources.SourceCreate{Name: "o", Transport: sources.TransportOpenAI,
 			URL: "http://127.0.0.1:9", Token: "k"})
 		require.ErrorIs(t, err, spec.ErrInvalid)
+	})
+}
+
+// TestVendorHistoryConfig: Config.VendorBackfill sets how far back the
+// first sync of a vendor source reads, and Config.VendorLookback the
+// window later syncs read again, whole UTC days since the daily costs are
+// re-read whole.
+func TestVendorHistoryConfig(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db, func(cfg *sources.Config) {
+			cfg.VendorRate, cfg.VendorBackfill, cfg.VendorLookback = 100, 3*24*time.Hour, 24*time.Hour
+		})
+		f := vendortest.NewOpenAI()
+		t.Cleanup(f.Close)
+		src, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: "openai", Transport: sources.TransportOpenAI, URL: f.URL, Token: f.Key})
+		require.NoError(t, err)
+
+		// The earliest start_time asked for by the sync's usage requests.
+		earliest := func(since time.Time) time.Time {
+			var first time.Time
+			for _, r := range f.Requests() {
+				if r.At.Before(since) || !strings.HasSuffix(r.Path, "/usage/completions") || len(r.Query["start_time"]) == 0 {
+					continue
+				}
+				sec, err := strconv.ParseInt(r.Query["start_time"][0], 10, 64)
+				require.NoError(t, err)
+				if at := time.Unix(sec, 0).UTC(); first.IsZero() || at.Before(first) {
+					first = at
+				}
+			}
+			return first
+		}
+		before := time.Now()
+		_, err = e.src.SyncNow(ctx, src.ID)
+		require.NoError(t, err)
+		today := time.Now().UTC().Truncate(24 * time.Hour)
+		require.Equal(t, today.AddDate(0, 0, -3), earliest(before), "the first sync reads VendorBackfill back, from a UTC midnight")
+
+		before = time.Now()
+		_, err = e.src.SyncNow(ctx, src.ID)
+		require.NoError(t, err)
+		require.Equal(t, today.AddDate(0, 0, -1), earliest(before), "a later sync reads VendorLookback again, from a UTC midnight")
 	})
 }
