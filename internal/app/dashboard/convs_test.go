@@ -315,3 +315,29 @@ func orgCreate(name string) org.OrganisationCreate { return org.OrganisationCrea
 // dashboardKey is a next parameter of the assistants and events lists
 // holding js.
 func dashboardKey(js string) string { return base64.RawURLEncoding.EncodeToString([]byte(js)) }
+
+// TestConversationsScanBound: a search by person reads at most
+// ConversationScanLimit conversations per page, then offers to search on.
+func TestConversationsScanBound(t *testing.T) {
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	e := newUsageEnv(t, db)
+	n := dashboard.ConversationScanLimit + 50
+	var convs []spec.Conversation
+	for i := range n {
+		convs = append(convs, conversation(fmt.Sprintf("bulk-%04d", i), i, "bulk", "a0", "Routine"))
+	}
+	convs[n-1].User = &spec.User{ID: "rare", Email: "rare@acme.example"} // the oldest
+	e.addFull(t, fullSource{name: "Busy", convs: convs})
+	b := e.browser()
+	b.signIn(t, "rex@acme.test", "/")
+	p := b.get(t, "/conversations?user=RARE")
+	require.Equal(t, http.StatusOK, p.Status)
+	require.Contains(t, p.Body, fmt.Sprintf("None of the %s conversations read so far matches.", num(int64(dashboard.ConversationScanLimit))))
+	m := nextRe.FindStringSubmatch(p.Body)
+	require.NotNil(t, m, "a link searches on")
+	p = b.get(t, html.UnescapeString(m[1]))
+	require.Equal(t, http.StatusOK, p.Status)
+	require.Len(t, links(p.Body), 1)
+	require.Contains(t, links(p.Body)[0], "/conversations/bulk-"+fmt.Sprintf("%04d", n-1)+"?")
+	require.NotRegexp(t, nextRe, p.Body)
+}
