@@ -3,7 +3,6 @@ package dashboard
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,8 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/aiusage/kit/consumer/sqlstore"
-	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -48,13 +46,13 @@ type viewKey struct {
 	ID   string    `json:"id"`
 }
 
-func encodeKey(k provider.Key) string {
+func encodeKey(k sources.RecordPosition) string {
 	b, _ := json.Marshal(viewKey{Time: k.Time.UTC(), ID: k.ID})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // decodeKey reads what encodeKey wrote, in that form only.
-func decodeKey(s string) (*provider.Key, bool) {
+func decodeKey(s string) (*sources.RecordPosition, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) > 4096 {
 		return nil, false
@@ -65,7 +63,7 @@ func decodeKey(s string) (*provider.Key, bool) {
 	if err := dec.Decode(&k); err != nil || dec.More() || k.ID == "" || k.Time.IsZero() {
 		return nil, false
 	}
-	key := provider.Key{Time: k.Time.UTC(), ID: k.ID}
+	key := sources.RecordPosition{Time: k.Time.UTC(), ID: k.ID}
 	if encodeKey(key) != s {
 		return nil, false
 	}
@@ -75,7 +73,7 @@ func decodeKey(s string) (*provider.Key, bool) {
 // listStart prepares a list page of path: it reads the query, checks the
 // source and the position, and says how to go on. It returns false when it
 // has answered (a bad parameter, no sources).
-func (d *Dashboard) listStart(w http.ResponseWriter, r *http.Request, page, path string, p *pageData, data *listData) ([]string, *provider.Key, time.Time, bool, error) {
+func (d *Dashboard) listStart(w http.ResponseWriter, r *http.Request, page, path string, p *pageData, data *listData) ([]string, *sources.RecordPosition, time.Time, bool, error) {
 	q := r.URL.Query()
 	data.Query = viewQuery{Source: q.Get("source"), Since: q.Get("since"), Category: q.Get("category"), Next: q.Get("next")}
 	vq := data.Query
@@ -91,7 +89,7 @@ func (d *Dashboard) listStart(w http.ResponseWriter, r *http.Request, page, path
 	if len(filters) > 0 {
 		data.First += "?" + filters.Encode()
 	}
-	refuse := func(msg string) ([]string, *provider.Key, time.Time, bool, error) {
+	refuse := func(msg string) ([]string, *sources.RecordPosition, time.Time, bool, error) {
 		p.Error, data.Invalid = msg, true
 		d.render(w, r, http.StatusBadRequest, page, p)
 		return nil, nil, time.Time{}, false, nil
@@ -100,7 +98,7 @@ func (d *Dashboard) listStart(w http.ResponseWriter, r *http.Request, page, path
 	if err != nil {
 		return refuse(err.Error())
 	}
-	var after *provider.Key
+	var after *sources.RecordPosition
 	if data.Paged {
 		var ok bool
 		if after, ok = decodeKey(data.Query.Next); !ok {
@@ -135,7 +133,7 @@ func (d *Dashboard) listStart(w http.ResponseWriter, r *http.Request, page, path
 }
 
 // nextLink is the URL of the page after last, keeping the filters.
-func (data *listData) nextLink(path string, last provider.Key) string {
+func (data *listData) nextLink(path string, last sources.RecordPosition) string {
 	v := url.Values{}
 	for k, s := range map[string]string{"source": data.Query.Source, "since": data.Query.Since, "category": data.Query.Category} {
 		if s != "" {
@@ -145,16 +143,6 @@ func (data *listData) nextLink(path string, last provider.Key) string {
 	v.Set("next", encodeKey(last))
 	return path + "?" + v.Encode()
 }
-
-// view is the organisation's view over the sources ids: what
-// /organisations/{id}/... serves.
-func (d *Dashboard) view(ids []string) *sqlstore.Merged {
-	return d.cfg.Sources.Store().Merged(func(context.Context, string) ([]string, error) { return ids, nil })
-}
-
-// viewTenant is the tenant the dashboard reads its view as; the view's
-// sources come from the function given to Merged, not from the tenant.
-const viewTenant = "dashboard"
 
 type assistantRow struct {
 	Link, Name, ID, Status, Visibility, Model, Owner, Updated, Source string
@@ -178,8 +166,8 @@ func (d *Dashboard) assistants(w http.ResponseWriter, r *http.Request) error {
 	if !ok || err != nil {
 		return err
 	}
-	page, err := d.view(ids).ListAssistantsRaw(r.Context(), provider.AssistantQuery{Tenant: viewTenant, After: after,
-		UpdatedSince: since, Limit: RecordsPerPage})
+	page, err := d.cfg.Sources.OrgAssistants(r.Context(), viewerOf(r).Organisation.ID, sources.RecordList{Sources: ids,
+		After: after, Since: since, Limit: RecordsPerPage})
 	if msg, status, ok := clientMessage(err); ok {
 		p.Error, data.Invalid = msg, true
 		d.render(w, r, status, "assistants", p)
@@ -207,7 +195,7 @@ func (d *Dashboard) assistants(w http.ResponseWriter, r *http.Request) error {
 	}
 	data.Rows = rows
 	if page.HasMore && len(page.Items) > 0 {
-		data.Next = data.nextLink("/assistants", page.Items[len(page.Items)-1].Key)
+		data.Next = data.nextLink("/assistants", page.Items[len(page.Items)-1].Position)
 	}
 	d.render(w, r, http.StatusOK, "assistants", p)
 	return nil

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aiusage/kit/consumer/sqlstore"
 	"github.com/aiusage/kit/internal/app/sources"
-	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -43,11 +42,15 @@ type conversationView struct {
 	Choices                               []conversationRow // several sources hold the id: pick one
 }
 
+// maxIDLength is the longest record id a page looks up, in bytes: the
+// longest the kit's stores hold.
+const maxIDLength = 1024
+
 // recordRef is the id and source of a single record a page reads, from its
 // path and query.
 func recordRef(r *http.Request, param string) (id, source string, ok bool) {
 	id, err := url.PathUnescape(chi.URLParam(r, param))
-	if err != nil || id == "" || len(id) > provider.MaxIDLength {
+	if err != nil || id == "" || len(id) > maxIDLength {
 		return "", "", false
 	}
 	return id, r.URL.Query().Get("source"), true

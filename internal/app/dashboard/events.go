@@ -3,15 +3,15 @@ package dashboard
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -20,10 +20,6 @@ import (
 // (occurredAfter, category) and by source; and one event. Events have no
 // single-record read in the interface, so an event's link carries its
 // source and time (at), and its page reads the source's list at that time.
-
-// eventScan bounds how many events of one millisecond the event page reads
-// to find the one of its link.
-const eventScan = 300
 
 // atLayout is the time of an event's link: RFC 3339 with milliseconds.
 const atLayout = "2006-01-02T15:04:05.000Z07:00"
@@ -52,11 +48,11 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) error {
 	if !ok || err != nil {
 		return err
 	}
-	q := provider.EventQuery{Tenant: viewTenant, After: after, Category: data.Query.Category, Limit: RecordsPerPage}
+	q := sources.RecordList{Sources: ids, After: after, Category: data.Query.Category, Limit: RecordsPerPage}
 	if !since.IsZero() {
-		q.OccurredAfter = since.Add(-time.Millisecond) // the day is included
+		q.Since = since.Add(-time.Millisecond) // the day is included
 	}
-	page, err := d.view(ids).ListEventsRaw(r.Context(), q)
+	page, err := d.cfg.Sources.OrgEvents(r.Context(), viewerOf(r).Organisation.ID, q)
 	if msg, status, ok := clientMessage(err); ok {
 		p.Error, data.Invalid = msg, true
 		d.render(w, r, status, "events", p)
@@ -84,7 +80,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) error {
 	}
 	data.Rows = rows
 	if page.HasMore && len(page.Items) > 0 {
-		data.Next = data.nextLink("/events", page.Items[len(page.Items)-1].Key)
+		data.Next = data.nextLink("/events", page.Items[len(page.Items)-1].Position)
 	}
 	d.render(w, r, http.StatusOK, "events", p)
 	return nil
@@ -115,7 +111,6 @@ func (d *Dashboard) eventPage(w http.ResponseWriter, r *http.Request) error {
 	if !ok || source == "" || err != nil || d.cfg.Sources == nil {
 		return notFound()
 	}
-	at = at.UTC()
 	srcs, err := d.orgSources(r.Context(), viewerOf(r).Organisation.ID, source)
 	if err != nil {
 		return err
@@ -123,35 +118,11 @@ func (d *Dashboard) eventPage(w http.ResponseWriter, r *http.Request) error {
 	if len(srcs) == 0 {
 		return notFound()
 	}
-	// Start just before id among the events of its millisecond: after
-	// id without its last character, which sorts before it.
-	_, size := utf8.DecodeLastRuneInString(id)
-	q := provider.EventQuery{Tenant: srcs[0].ID, After: &provider.Key{Time: at, ID: id[:len(id)-size]}, Limit: 100}
-	if q.After.ID == "" {
-		q.After = &provider.Key{Time: at.Add(-time.Millisecond), ID: "\U0010FFFF"}
-	}
-	var found json.RawMessage
-	for read := 0; found == nil && read < eventScan; read += q.Limit {
-		page, err := d.cfg.Sources.Store().ListEventsRaw(r.Context(), q)
-		if err != nil {
-			return err
-		}
-		for _, rec := range page.Items {
-			if rec.Key.ID == id && rec.Key.Time.Equal(at) {
-				found = rec.JSON
-				break
-			}
-			if rec.Key.Time.After(at) {
-				return notFound()
-			}
-		}
-		if !page.HasMore || len(page.Items) == 0 {
-			break
-		}
-		q.After = &page.Items[len(page.Items)-1].Key
-	}
-	if found == nil {
+	found, err := d.cfg.Sources.OrgEvent(r.Context(), viewerOf(r).Organisation.ID, source, id, at)
+	if errors.Is(err, spec.ErrNotFound) {
 		return notFound()
+	} else if err != nil {
+		return err
 	}
 	v := &eventView{SourceName: srcs[0].Name, SourceID: srcs[0].ID}
 	if err := json.Unmarshal(found, &v.E); err != nil {
