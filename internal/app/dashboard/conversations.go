@@ -19,18 +19,22 @@ import (
 // ConversationsPerPage is how many conversations a page of the search lists.
 const ConversationsPerPage = 25
 
-// maxFilterLength bounds the user and assistant fields, in bytes: the
-// search finds ids of at most 256 bytes.
+// maxFilterLength bounds each text field of the search, in bytes.
 const maxFilterLength = 256
 
 // excerptLength bounds a conversation's excerpt, in characters.
 const excerptLength = 140
 
+// conversationQuery is the search as the form sends it: User matches a
+// person's email, id or (for the organisation's own people) name, Assistant
+// an assistant's name or id, Text the conversation's title, messages and
+// ids; all three case-insensitively, in part. Source is a source id.
 type conversationQuery struct {
-	User, Assistant, From, To string
+	User, Assistant, Source, Text, From, To string
 }
 
 type conversationRow struct {
+	Link      string // the conversation's page
 	Source    string
 	ID        string
 	Title     string // the record's title, or its first message
@@ -53,7 +57,14 @@ type conversationsData struct {
 	First     string // the first page's URL
 	Next      string // the next page's URL; "" on the last
 	Rows      []conversationRow
+	Sources   []option     // the organisation's sources, for the source filter
+	Suggest   *suggestions // values for the person and assistant fields
+	Scanned   int          // how many conversations this page read
+	Stopped   bool         // the page read ConversationScanLimit without filling up
 }
+
+// option is one choice of a select.
+type option struct{ Value, Label string }
 
 // position is the JSON of a search's position in the next link.
 type position struct {
@@ -89,11 +100,17 @@ func decodePosition(s string) (*sqlstore.ConversationPosition, bool) {
 
 // conversations lists the organisation's conversations that match the
 // search, newest first.
+//
+// The source and time range select what the collected view reads, through
+// its index; the person, assistant and text are matched here, over what it
+// reads (see scanConversations): a page reads at most ConversationScanLimit
+// conversations, and when it found fewer than a page's worth within them it
+// offers to search on from where it stopped.
 func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error {
 	p := &pageData{Title: "Conversations", Nav: "conversations"}
 	q := r.URL.Query()
 	cq := conversationQuery{User: strings.TrimSpace(q.Get("user")), Assistant: strings.TrimSpace(q.Get("assistant")),
-		From: q.Get("from"), To: q.Get("to")}
+		Source: q.Get("source"), Text: strings.TrimSpace(q.Get("q")), From: q.Get("from"), To: q.Get("to")}
 	data := conversationsData{Query: cq, Filtered: cq != conversationQuery{}}
 	p.Data = &data
 	refuse := func(msg string) error {
@@ -101,41 +118,12 @@ func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error 
 		d.render(w, r, http.StatusBadRequest, "conversations", p)
 		return nil
 	}
-	search := sqlstore.ConversationSearch{UserID: cq.User, AssistantID: cq.Assistant, Limit: ConversationsPerPage}
-	switch {
-	case len(cq.User) > maxFilterLength || !utf8.ValidString(cq.User):
-		return refuse("The parameter user must be an id of at most 256 bytes.")
-	case len(cq.Assistant) > maxFilterLength || !utf8.ValidString(cq.Assistant):
-		return refuse("The parameter assistant must be an id of at most 256 bytes.")
+	search, err := parseConversationSearch(cq, q.Get("next"))
+	if err != nil {
+		return refuse(err.Error())
 	}
-	var err error
-	if cq.From != "" {
-		if search.From, err = parseDate("from", cq.From, time.Time{}); err != nil {
-			return refuse(err.Error())
-		}
-	}
-	if cq.To != "" {
-		if search.To, err = parseDate("to", cq.To, time.Time{}); err != nil {
-			return refuse(err.Error())
-		}
-		search.To = search.To.Add(24 * time.Hour) // to is included
-	}
-	if !search.From.IsZero() && !search.To.IsZero() && !search.To.After(search.From) {
-		return refuse("The parameter to (" + cq.To + ") is before from (" + cq.From + ").")
-	}
-	if next := q.Get("next"); next != "" {
-		pos, ok := decodePosition(next)
-		if !ok {
-			return refuse("The parameter next is not a position this page gave; start again from the first page.")
-		}
-		search.After, data.Paged = pos, true
-	}
-	filters := url.Values{}
-	for k, v := range map[string]string{"user": cq.User, "assistant": cq.Assistant, "from": cq.From, "to": cq.To} {
-		if v != "" {
-			filters.Set(k, v)
-		}
-	}
+	data.Paged = search.After != nil
+	filters := cq.values()
 	data.First = "/conversations"
 	if len(filters) > 0 {
 		data.First += "?" + filters.Encode()
@@ -160,8 +148,19 @@ func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error 
 	names := make(map[string]string, len(srcs))
 	for _, s := range srcs {
 		names[s.ID] = s.Name
+		data.Sources = append(data.Sources, option{Value: s.ID, Label: s.Name})
 	}
-	page, err := d.cfg.Sources.SearchConversations(ctx, orgID, search)
+	if cq.Source != "" {
+		if _, ok := names[cq.Source]; !ok {
+			return refuse("The parameter source names no source of your organisation; pick one from the list.")
+		}
+		search.Sources = []string{cq.Source}
+	}
+	match, err := d.conversationMatcher(r, cq)
+	if err != nil {
+		return err
+	}
+	res, err := d.scanConversations(r, orgID, search, match)
 	if msg, status, ok := clientMessage(err); ok {
 		p.Error, data.Invalid = msg, true
 		d.render(w, r, status, "conversations", p)
@@ -169,31 +168,76 @@ func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error 
 	} else if err != nil {
 		return err
 	}
-	for _, f := range page.Items {
+	for _, f := range res.found {
 		data.Rows = append(data.Rows, rowOf(f, names))
 	}
-	if page.Next != nil {
-		filters.Set("next", encodePosition(*page.Next))
+	data.Scanned, data.Stopped = res.scanned, res.stopped
+	if res.next != nil {
+		filters.Set("next", encodePosition(*res.next))
 		data.Next = "/conversations?" + filters.Encode()
+	}
+	if data.Suggest, err = d.suggestions(r, orgID); err != nil {
+		return err
 	}
 	d.render(w, r, http.StatusOK, "conversations", p)
 	return nil
 }
 
+// parseConversationSearch checks the search's parameters and returns what
+// the collected view is asked: the time range and the position of next.
+func parseConversationSearch(cq conversationQuery, next string) (sqlstore.ConversationSearch, error) {
+	search := sqlstore.ConversationSearch{Limit: scanBatch}
+	for _, f := range []struct{ name, v string }{{"user", cq.User}, {"assistant", cq.Assistant}, {"q", cq.Text}, {"source", cq.Source}} {
+		if len(f.v) > maxFilterLength || !utf8.ValidString(f.v) {
+			return search, badParamf("The parameter %s must be text of at most 256 bytes.", f.name)
+		}
+	}
+	var err error
+	if cq.From != "" {
+		if search.From, err = parseDate("from", cq.From, time.Time{}); err != nil {
+			return search, err
+		}
+	}
+	if cq.To != "" {
+		if search.To, err = parseDate("to", cq.To, time.Time{}); err != nil {
+			return search, err
+		}
+		search.To = search.To.Add(24 * time.Hour) // to is included
+	}
+	if !search.From.IsZero() && !search.To.IsZero() && !search.To.After(search.From) {
+		return search, badParamf("The parameter to (%s) is before from (%s).", cq.To, cq.From)
+	}
+	if next != "" {
+		pos, ok := decodePosition(next)
+		if !ok {
+			return search, badParamf("The parameter next is not a position this page gave; start again from the first page.")
+		}
+		search.After = pos
+	}
+	return search, nil
+}
+
+// values are the query's parameters, for the links of its pages.
+func (cq conversationQuery) values() url.Values {
+	filters := url.Values{}
+	for k, v := range map[string]string{"user": cq.User, "assistant": cq.Assistant, "source": cq.Source, "q": cq.Text,
+		"from": cq.From, "to": cq.To} {
+		if v != "" {
+			filters.Set(k, v)
+		}
+	}
+	return filters
+}
+
 // rowOf is how the list shows f.
 func rowOf(f sqlstore.FoundConversation, names map[string]string) conversationRow {
 	c := f.Conversation
-	row := conversationRow{Source: names[f.Source], ID: c.ID, Messages: len(c.Messages), Status: c.Status,
+	row := conversationRow{Link: conversationLink(c.ID, f.Source), Source: names[f.Source], ID: c.ID, Messages: len(c.Messages), Status: c.Status,
 		Started: c.StartedAt.UTC().Format("2006-01-02 15:04 UTC")}
 	if row.Source == "" {
 		row.Source = f.Source
 	}
-	// A title is no member of the specification; a record may carry one.
-	var extra struct {
-		Title string `json:"title"`
-	}
-	_ = json.Unmarshal(f.JSON, &extra)
-	row.Title = strings.TrimSpace(extra.Title)
+	row.Title = titleOf(f.JSON)
 	if row.Title == "" {
 		for _, m := range c.Messages {
 			if t := strings.TrimSpace(m.Content); t != "" && (m.Role == "user" || m.Role == "") {

@@ -118,6 +118,11 @@ func (d *Dashboard) Routes(r chi.Router) {
 			r.Post("/review/{taskId}/decision", d.action(d.decide))
 			r.Get("/usage", d.page(d.usage))
 			r.Get("/conversations", d.page(d.conversations))
+			r.Get("/conversations/{conversationId}", d.page(d.conversationPage))
+			r.Get("/assistants", d.page(d.assistants))
+			r.Get("/assistants/{assistantId}", d.page(d.assistantPage))
+			r.Get("/events", d.page(d.events))
+			r.Get("/events/{eventId}", d.page(d.eventPage))
 			r.Get("/agents", d.page(d.agents))
 			r.Get("/instructions", d.page(d.instructions))
 			r.Group(func(r chi.Router) {
