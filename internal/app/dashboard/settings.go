@@ -87,7 +87,9 @@ func (o orgSettingsData) Share() int {
 
 // ResetMinutes is how long until the oldest request counted leaves the
 // hour, in whole minutes rounded up.
-func (o orgSettingsData) ResetMinutes() int { return int((o.Hour.Reset + time.Minute - 1) / time.Minute) }
+func (o orgSettingsData) ResetMinutes() int {
+	return int((o.Hour.Reset + time.Minute - 1) / time.Minute)
+}
 
 // commonZones are the time zones the form suggests; any IANA name is
 // accepted.
