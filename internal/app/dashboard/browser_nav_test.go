@@ -70,7 +70,7 @@ func TestBrowserNavigation(t *testing.T) {
 
 			b := newBrowser(t, size.width, size.height)
 			errs := consoleErrors(b)
-			signInBrowser(t, b, e.url, "lee@long.test")
+			signInBrowser(t, b, e.url, "ada@acme.test")
 			phone := size.width < 600
 			navShown, err := chromedp.Run(b, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector('nav[aria-label=Main]')).display !== 'none'`))
 			require.NoError(t, err)
@@ -109,16 +109,28 @@ func TestBrowserNavigation(t *testing.T) {
 			require.Contains(t, text(t, b, "#h-zone + p"), " America/New_York.")
 			shot(t, b, size.prefix+"settings-organisation-saved")
 
+			require.Empty(t, errs(), "console errors")
+
+			// An organisation and a person named in 200 characters: no
+			// page scrolls sideways, the menu included.
+			l := newBrowser(t, size.width, size.height)
+			lerrs := consoleErrors(l)
+			signInBrowser(t, l, e.url, "lee@long.test")
+			if phone {
+				do(t, l, chromedp.Click(chromedp.CSS(`details.menu summary`)),
+					chromedp.WaitVisible(chromedp.CSS(`nav[aria-label=Main] a[href="/settings"]`)))
+				shot(t, l, size.prefix+"nav-long-names")
+			}
 			for _, path := range []string{"/", "/settings", "/settings/organisation", "/settings/api-keys", "/usage"} {
-				do(t, b, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS(`h1`)))
-				overflow, err := chromedp.Run(b, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+				do(t, l, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+				overflow, err := chromedp.Run(l, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
 				require.NoError(t, err)
 				require.False(t, overflow, "%s scrolls sideways", path)
-				missing, err := chromedp.Run(b, chromedp.Evaluate[[]string](unlabelled))
+				missing, err := chromedp.Run(l, chromedp.Evaluate[[]string](unlabelled))
 				require.NoError(t, err)
 				require.Empty(t, missing, "%s: controls without a label", path)
 			}
-			require.Empty(t, errs(), "console errors")
+			require.Empty(t, lerrs(), "console errors")
 		})
 	}
 }
