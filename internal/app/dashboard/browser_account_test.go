@@ -59,7 +59,7 @@ func TestBrowserPasswords(t *testing.T) {
 				chromedp.WaitVisible(chromedp.CSS(`.notice`)),
 			)
 			require.Contains(t, text(t, vera, ".notice"), "Your password is changed.")
-			do(t, vera, chromedp.WaitVisible(chromedp.CSS(`nav[aria-label=Main]`)))
+			do(t, vera, chromedp.WaitVisible(chromedp.CSS(`.who a[href="/account/password"]`)))
 
 			// Ada resets Rex's password.
 			do(t, adm,

@@ -48,7 +48,7 @@ func TestBrowserSourcesTelemetry(t *testing.T) {
 		shot(t, c, "sources-telemetry"+w.suffix)
 
 		do(t, c, chromedp.Navigate(e.url+"/usage?metric=cost"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
-		require.Contains(t, text(t, c, "main"), "of which estimated by the AI tools themselves: 2.50")
+		require.Contains(t, text(t, c, "main"), "of which estimated by the AI tools themselves: USD 2.50")
 		shot(t, c, "usage-estimate"+w.suffix)
 	}
 }

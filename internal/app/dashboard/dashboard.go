@@ -125,6 +125,9 @@ func (d *Dashboard) Routes(r chi.Router) {
 			r.Get("/events/{eventId}", d.page(d.eventPage))
 			r.Get("/agents", d.page(d.agents))
 			r.Get("/instructions", d.page(d.instructions))
+			// The Settings area: its index lists the settings pages the
+			// viewer may open; /settings/organisation is the organisation's.
+			r.Get(settingsPath, d.page(d.settingsIndex))
 			r.Group(func(r chi.Router) {
 				r.Use(d.requireRole(people.RoleAdministrator))
 				r.Get("/settings/api-keys", d.page(d.apiKeys))
@@ -153,6 +156,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Post("/sources/{sourceId}/sync", d.action(d.syncSource))
 				r.Post("/sources/{sourceId}/resume", d.action(d.resumeSource))
 				r.Get("/audit", d.page(d.audit))
+				r.Get(orgSettingsPath, d.page(d.orgSettings))
+				r.Post(orgSettingsPath, d.action(d.saveOrgSettings))
 			})
 		})
 	})
@@ -179,6 +184,9 @@ type viewerKey struct{}
 type viewer struct {
 	User         people.User
 	Organisation org.Organisation
+	// Zone is the zone the organisation shows its times in (its settings'
+	// time zone, UTC by default).
+	Zone *time.Location
 }
 
 func viewerOf(r *http.Request) *viewer {
@@ -212,12 +220,17 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 			d.fail(w, r, err)
 			return
 		}
+		settings, err := d.cfg.Orgs.OrgSettings(r.Context(), u.OrganisationID)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
 		httpx.Annotate(r.Context(), slog.String("user", u.ID))
 		if u.MustChangePassword() && r.URL.Path != passwordPath {
 			http.Redirect(w, r, passwordPath, http.StatusSeeOther)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, &viewer{User: u, Organisation: org})))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, &viewer{User: u, Organisation: org, Zone: settings.Location()})))
 	})
 }
 

@@ -64,18 +64,18 @@ func TestUsageEstimatedCost(t *testing.T) {
 			p = adm.get(t, "/usage?from="+from+"&to="+to)
 			// The page reads its tiles and tables in several queries: wait
 			// until the rollup had committed before the first of them.
-			return strings.Contains(p.Body, "claude-sonnet-4-5") && strings.Contains(p.Body, `<span class="n">6.00</span> cost`)
+			return strings.Contains(p.Body, "claude-sonnet-4-5") && strings.Contains(p.Body, `<span class="n">USD 6.00</span> cost`)
 		}, 30*time.Second, 100*time.Millisecond, "the telemetry is rolled up into the usage")
 		require.Equal(t, http.StatusOK, p.Status)
-		require.Contains(t, p.Body, `<span class="n">6.00</span> cost <span class="est">(of which estimated by the AI tools themselves: 2.50; set prices to compute it from tokens)</span>`)
+		require.Contains(t, p.Body, `<span class="n">USD 6.00</span> cost <span class="est">(of which estimated by the AI tools themselves: USD 2.50; set prices to compute it from tokens)</span>`)
 		// The model's row: all of its cost is the estimate; the provider's
 		// models have none.
-		require.Regexp(t, `claude-sonnet-4-5</span></span></th>(<td class="num">[^<]*</td>){4}<td class="num">2\.50<br><span class="est">estimate</span></td>`, p.Body)
-		require.Regexp(t, `gpt-large</span></span></th>(<td class="num">[^<]*</td>){4}<td class="num">1\.50</td>`, p.Body)
+		require.Regexp(t, `claude-sonnet-4-5</span></span></th>(<td class="num">[^<]*</td>){4}<td class="num">USD 2\.50<br><span class="est">estimate</span></td>`, p.Body)
+		require.Regexp(t, `gpt-large</span></span></th>(<td class="num">[^<]*</td>){4}<td class="num">USD 1\.50</td>`, p.Body)
 		// The total rows: the part estimated.
-		require.Contains(t, p.Body, `<td class="num">6.00<br><span class="est">est. 2.50</span></td>`)
+		require.Contains(t, p.Body, `<td class="num">USD 6.00<br><span class="est">est. USD 2.50</span></td>`)
 		ov := adm.get(t, "/")
-		require.Contains(t, ov.Body, `, cost 6.00 <span class="est">(of which estimated by the AI tools themselves: 2.50)</span>`, ov.Body)
+		require.Contains(t, ov.Body, `, cost USD 6.00 <span class="est">(of which estimated by the AI tools themselves: USD 2.50)</span>`, ov.Body)
 
 		// A price for the model: its cost is computed from the tokens
 		// (1000 × 3 + 100 × 15 per million), and nothing is an estimate.
@@ -87,7 +87,7 @@ func TestUsageEstimatedCost(t *testing.T) {
 			p = adm.get(t, "/usage?from="+from+"&to="+to)
 			return !strings.Contains(p.Body, `class="est"`)
 		}, 30*time.Second, 100*time.Millisecond, "repriced, no estimate is left")
-		require.Contains(t, p.Body, `<span class="n">3.50</span> cost</div>`, "3.50 + 0.0045, shown to the cent")
+		require.Contains(t, p.Body, `<span class="n">USD 3.50</span> cost</div>`, "3.50 + 0.0045, shown to the cent")
 		ov = adm.get(t, "/")
 		require.NotContains(t, ov.Body, "estimated")
 	})

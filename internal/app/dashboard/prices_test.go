@@ -23,7 +23,7 @@ func TestPricesPage(t *testing.T) {
 		p := adm.get(t, "/settings/prices")
 		require.Equal(t, http.StatusOK, p.Status)
 		require.Contains(t, p.Body, "No prices yet: costs are the tools' own estimates only.")
-		require.Contains(t, p.Body, `href="/settings/prices" aria-current="page"`)
+		require.Contains(t, p.Body, `<a href="/settings" aria-current="true">Settings</a>`, "a page of the Settings area")
 		require.NotContains(t, rev.get(t, "/review").Body, `href="/settings/prices"`, "a Reviewer is not offered the prices")
 		require.Equal(t, http.StatusForbidden, rev.get(t, "/settings/prices").Status)
 		require.Equal(t, http.StatusForbidden, rev.post(t, "/settings/prices", url.Values{"model": {"m"}, "input": {"1"}}).Status)

@@ -17,10 +17,19 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
+// The formatting of numbers, money and time that every page uses:
+//
+//	{{num .Count}}              2,917,478 (any integer kind)
+//	{{money .Cost}}             USD 12.24 (a float64, *float64 or cost; nil is "—")
+//	{{date .CreatedAt}}         2026-11-28 08:43 UTC
+//	{{date .CreatedAt $.Zone}}  2026-11-28 09:43 Europe/Berlin, the organisation's zone
+//
+// $.Zone is the viewer's organisation's zone (pageData.Zone); a page shows
+// its times in it, with the zone named.
 var funcs = template.FuncMap{
-	"date": date,
-	// num writes n with a comma between groups of three digits.
-	"num": func(n int) string { return thousands(int64(n)) },
+	"date":  date,
+	"num":   num,
+	"money": moneyOf,
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one
@@ -30,9 +39,50 @@ var funcs = template.FuncMap{
 	"before": func(t *time.Time, now time.Time) bool { return t != nil && t.Before(now) },
 }
 
+// num writes an integer with a comma between groups of three digits; a
+// value of another kind is written as fmt does.
+func num(n any) string {
+	switch x := n.(type) {
+	case int:
+		return thousands(int64(x))
+	case int64:
+		return thousands(x)
+	case int32:
+		return thousands(int64(x))
+	case uint:
+		return thousands(int64(x))
+	case uint64:
+		return thousands(int64(x))
+	case *int64:
+		if x == nil {
+			return "—"
+		}
+		return thousands(*x)
+	}
+	return fmt.Sprint(n)
+}
+
+// moneyOf writes an amount of money with its currency ("USD 12.24"): a
+// float64, a *float64 (nil is "—") or a summed cost (as cost.String).
+func moneyOf(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return money(x)
+	case *float64:
+		if x == nil {
+			return "—"
+		}
+		return money(*x)
+	case cost:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
 // date formats a time of any of the kinds pages hold as "2006-01-02 15:04
-// UTC"; the zero time and nil are "".
-func date(t any) string {
+// UTC", or in the zone given, named ("2006-01-02 15:04 Europe/Berlin"); the
+// zero time and nil are "".
+func date(t any, zone ...*time.Location) string {
 	var v time.Time
 	switch x := t.(type) {
 	case time.Time:
@@ -53,7 +103,19 @@ func date(t any) string {
 	if v.IsZero() {
 		return ""
 	}
-	return v.UTC().Format("2006-01-02 15:04 UTC")
+	loc := time.UTC
+	if len(zone) > 0 && zone[0] != nil {
+		loc = zone[0]
+	}
+	return v.In(loc).Format("2006-01-02 15:04 ") + zoneName(loc)
+}
+
+// zoneName is the name a page gives a zone: its IANA name, "UTC" for UTC.
+func zoneName(loc *time.Location) string {
+	if loc == nil || loc == time.UTC || loc.String() == "" {
+		return "UTC"
+	}
+	return loc.String()
 }
 
 // parsePages parses every templates/NAME.html but the layout: each defines
@@ -97,6 +159,18 @@ type pageData struct {
 func (p *pageData) IsAdmin() bool {
 	return p.Viewer != nil && p.Viewer.User.Role == people.RoleAdministrator
 }
+
+// Zone is the zone the viewer's organisation shows its times in; UTC
+// without a viewer.
+func (p *pageData) Zone() *time.Location {
+	if p.Viewer == nil || p.Viewer.Zone == nil {
+		return time.UTC
+	}
+	return p.Viewer.Zone
+}
+
+// ZoneName is the name of Zone, as pages print it.
+func (p *pageData) ZoneName() string { return zoneName(p.Zone()) }
 
 // render writes page with status. It renders into a buffer first, so a
 // template error is still a clean 500.
@@ -181,3 +255,13 @@ func clientMessage(err error) (string, int, bool) {
 	}
 	return msg, status, true
 }
+
+// settingsNav are the navigation entries of the Settings area's pages.
+var settingsNav = map[string]bool{
+	"settings": true, "org-settings": true, "keys": true, "users": true,
+	"review-settings": true, "prices": true, "telemetry-settings": true,
+}
+
+// InSettings reports whether the page is one of the Settings area's: the
+// navigation marks Settings, and the page links back to its index.
+func (p *pageData) InSettings() bool { return settingsNav[p.Nav] }

@@ -32,7 +32,7 @@ func TestTelemetrySettingsPage(t *testing.T) {
 
 		p := adm.get(t, "/settings/telemetry")
 		require.Equal(t, http.StatusOK, p.Status)
-		require.Contains(t, p.Body, `href="/settings/telemetry" aria-current="page"`)
+		require.Contains(t, p.Body, `<a href="/settings" aria-current="true">Settings</a>`, "a page of the Settings area")
 		require.Contains(t, p.Body, "prompt text is <strong>not stored</strong> (the default)")
 		require.Contains(t, p.Body, `value="off" checked`)
 		require.Contains(t, p.Body, "Administrators and Reviewers")

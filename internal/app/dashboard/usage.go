@@ -36,7 +36,7 @@ const (
 	maxHourlyRange = 31 * 24 * time.Hour
 )
 
-var metricNames = map[string]string{metricRequests: "Requests", metricTokens: "Tokens (input + output)", metricCost: "Cost"}
+var metricNames = map[string]string{metricRequests: "Requests", metricTokens: "Tokens (input + output)", metricCost: "Cost (" + costCurrency + ")"}
 
 // usageQuery is the usage page's query, as the form shows it.
 type usageQuery struct {
@@ -145,7 +145,19 @@ func roundCost(v float64) float64 {
 	return r
 }
 
+// costCurrency is the currency of every cost the dashboard shows: the AI
+// usage data interface's cost is a bare number, and the kit's sources all
+// report US dollars (the vendors' cost APIs, the AI tools' telemetry, the
+// organisation's prices).
+const costCurrency = "USD"
+
+// money writes an amount with its currency and cents, "USD 1,234.50".
 func money(v float64) string {
+	return costCurrency + " " + amount(v)
+}
+
+// amount writes v with a comma between groups of three digits and cents.
+func amount(v float64) string {
 	whole := int64(v)
 	frac := fmt.Sprintf("%.2f", v-float64(whole))
 	if frac == "1.00" {
@@ -242,6 +254,9 @@ type usageData struct {
 	OverTimeRow []slotRow
 	Groups      []groupChart
 }
+
+// Currency is the currency of the page's costs.
+func (usageData) Currency() string { return costCurrency }
 
 // parseUsageQuery reads the query of r; an error names the parameter.
 func (d *Dashboard) parseUsageQuery(r *http.Request) (usageQuery, time.Time, time.Time, error) {

@@ -107,7 +107,7 @@ func (s *sumsOf) add(u provider.UsageRecord) {
 }
 
 func (s sumsOf) cells() []string {
-	return []string{num(s.req), num(s.in), num(s.out), num(s.in + s.out), fmt.Sprintf("%.2f", s.cost)}
+	return []string{num(s.req), num(s.in), num(s.out), num(s.in + s.out), fmt.Sprintf("USD %.2f", s.cost)}
 }
 
 // num writes n with thousands separators, as the page does.
@@ -226,8 +226,10 @@ func TestUsagePage(t *testing.T) {
 		}
 		// The overview sums the last 30 days, which hold all of it.
 		ov := rev.get(t, "/")
-		require.Contains(t, ov.Body, fmt.Sprintf(`<span class="n">%d</span> AI requests in the last 30 days: %d tokens, cost %.2f`,
-			total.req, total.in+total.out, total.cost), ov.Body)
+		// Counts with thousands separators, money with its currency, as
+		// on the usage page.
+		require.Contains(t, ov.Body, fmt.Sprintf(`<span class="n">%s</span> AI requests in the last 30 days: %s tokens, cost USD %.2f`,
+			num(total.req), num(total.in+total.out), total.cost), ov.Body)
 		want := [][]string{{"Day", "Requests", "Input tokens", "Output tokens", "Tokens", "Cost"}}
 		for i := range 3 {
 			d := usageDay0.AddDate(0, 0, i).Format("2006-01-02")
@@ -272,9 +274,9 @@ func TestUsagePage(t *testing.T) {
 		rows := tableRows(t, p.Body, "t-total")
 		require.Equal(t, [][]string{
 			{"Hour", "Requests", "Input tokens", "Output tokens", "Tokens", "Cost"},
-			{from + " 09:00", "1", "100", "20", "120", "0.50"},
-			{from + " 10:00", "1", "200", "40", "240", "1.00"},
-			{"Total", "2", "300", "60", "360", "1.50"},
+			{from + " 09:00", "1", "100", "20", "120", "USD 0.50"},
+			{from + " 10:00", "1", "200", "40", "240", "USD 1.00"},
+			{"Total", "2", "300", "60", "360", "USD 1.50"},
 		}, rows)
 
 		// A range without usage.

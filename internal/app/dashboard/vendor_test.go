@@ -112,16 +112,16 @@ func TestVendorSourceDashboard(t *testing.T) {
 		require.NotContains(t, card, "conversations", "only usage is synced")
 		require.NotContains(t, card, f.Key)
 
-		const label = "of which per day and project, not per person (OpenAI, Anthropic costs): 4.00"
+		const label = "of which per day and project, not per person (OpenAI, Anthropic costs): USD 4.00"
 		p = adm.get(t, "/usage")
 		require.Equal(t, http.StatusOK, p.Status)
 		// The usage buckets carry no cost (the vendor's costs are buckets
 		// of their own), so the sum is "at least".
-		require.Contains(t, p.Body, `<span class="n">≥ 4.00</span> cost: at least, as some usage has no cost <span class="est">(`+label+`)</span>`)
+		require.Contains(t, p.Body, `<span class="n">≥ USD 4.00</span> cost: at least, as some usage has no cost <span class="est">(`+label+`)</span>`)
 		require.Contains(t, p.Body, "ann@acme.test", "the person is the user's email")
-		require.Contains(t, p.Body, `<td class="num">4.00<br><span class="est">per day and project</span></td>`, "the cost of no person")
-		require.Contains(t, p.Body, `<td class="num">≥ 2.00<br><span class="est">per day and project</span></td>`, "a day's cost")
-		require.Contains(t, adm.get(t, "/").Body, `, cost ≥ 4.00 <span class="est">(`+label+`)</span>`)
+		require.Contains(t, p.Body, `<td class="num">USD 4.00<br><span class="est">per day and project</span></td>`, "the cost of no person")
+		require.Contains(t, p.Body, `<td class="num">≥ USD 2.00<br><span class="est">per day and project</span></td>`, "a day's cost")
+		require.Contains(t, adm.get(t, "/").Body, `, cost ≥ USD 4.00 <span class="est">(`+label+`)</span>`)
 
 		f.Revoke()
 		p = adm.post(t, "/sources/"+oa.ID+"/sync", nil)

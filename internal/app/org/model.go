@@ -177,6 +177,9 @@ const (
 	// AuditTelemetrySettingsSet is a change of an organisation's telemetry
 	// settings (whether prompt text is stored).
 	AuditTelemetrySettingsSet = "telemetry.settings.set"
+	// AuditTimeZoneSet is a change of the time zone an organisation's
+	// dashboard shows times in.
+	AuditTimeZoneSet = "organisation.timezone.set"
 )
 
 // AuditRecord is one change in an organisation's audit trail.
