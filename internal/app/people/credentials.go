@@ -30,6 +30,9 @@ func nullMillis(t *time.Time) sql.NullInt64 {
 // sign-in (Config.DeviceLifetime).
 func (s *Store) DeviceLifetime() time.Duration { return s.cfg.DeviceLifetime }
 
+// MaxDelay returns the longest a throttled sign-in waits (Config.MaxDelay).
+func (s *Store) MaxDelay() time.Duration { return s.cfg.MaxDelay }
+
 // OneTimePasswordTTL returns how long a one-time password may be signed in
 // with (Config.OneTimePasswordTTL).
 func (s *Store) OneTimePasswordTTL() time.Duration { return s.cfg.OneTimePasswordTTL }
