@@ -115,7 +115,11 @@ func TestBrowserSignInDelayed(t *testing.T) {
 			}
 			msg := text(t, ctx, `p.error[role=alert]`)
 			require.Regexp(t, waitMessage, msg)
-			shot(t, ctx, fmt.Sprintf("signin-delayed-%d", width))
+			name := "signin-delayed"
+			if width < 500 {
+				name = "phone-" + name
+			}
+			shot(t, ctx, name)
 		})
 	}
 }
