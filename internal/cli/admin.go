@@ -139,8 +139,8 @@ func writeJSONLine(w io.Writer, v any) error {
 func adminOrgCommand() *command {
 	return &command{
 		name:    "org",
-		summary: "create and list organisations",
-		subs:    []*command{adminOrgCreateCommand(), adminOrgListCommand()},
+		summary: "create, update and list organisations",
+		subs:    []*command{adminOrgCreateCommand(), adminOrgUpdateCommand(), adminOrgListCommand()},
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -144,11 +145,31 @@ func TestServiceTrustedProxy(t *testing.T) {
 	resp := signIn(t, base, testPassword, map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.False(t, secure(resp))
-	// The throttle counts the peer, whatever X-Forwarded-For says.
-	for i := range people.DefaultMaxFailures {
-		resp := signIn(t, base, "wrong password!", map[string]string{"X-Forwarded-For": "203.0.113." + string(rune('0'+i))})
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	// The throttle counts the peer, whatever X-Forwarded-For says: past
+	// the free failures the delays (1 s, 2 s, 4 s... after the last
+	// failure) soon outlast a password check.
+	forged := func(i int) map[string]string {
+		return map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i)}
 	}
+	// untilDelayed fails from the clients headers names until one is told
+	// to wait more than a second (a refused attempt does not count: it
+	// waits out the first delay and fails again).
+	untilDelayed := func(headers func(i int) map[string]string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			require.Less(t, i, 2*people.DefaultMaxFailures, "no failure is delayed")
+			resp := signIn(t, base, "wrong password!", headers(i))
+			if resp.StatusCode == http.StatusTooManyRequests {
+				if resp.Header.Get("Retry-After") != "1" {
+					return
+				}
+				time.Sleep(time.Second) // then fail again: the next delay is 2 s
+				continue
+			}
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		}
+	}
+	untilDelayed(forged)
 	resp = signIn(t, base, testPassword, map[string]string{"X-Forwarded-For": "198.51.100.1"})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, ExitOK, stop())
@@ -162,6 +183,14 @@ func TestServiceTrustedProxy(t *testing.T) {
 	resp = signIn(t, base, testPassword, map[string]string{"X-Forwarded-Proto": "http", "X-Forwarded-For": "198.51.100.2"})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.False(t, secure(resp))
+	// Each client behind the proxy is counted by its own address: an
+	// address that failed its free attempts (one, now that the account is
+	// under attack) waits, another signs in.
+	untilDelayed(func(int) map[string]string { return forged(50) })
+	resp = signIn(t, base, testPassword, forged(50))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	resp = signIn(t, base, testPassword, map[string]string{"X-Forwarded-For": "198.51.100.3"})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, ExitOK, stop())
 
 	// A malformed one is a usage error naming it.

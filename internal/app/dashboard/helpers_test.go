@@ -58,10 +58,10 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
-	// A day-long window of failed sign-ins (windows are fixed, aligned to
-	// UTC): the throttle tests' attempts, seconds apart under the race
-	// detector, once fell on both sides of a 15-minute boundary.
-	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, FailureWindow: 24 * time.Hour})
+	// A first delay of a minute after the free failed sign-ins: the
+	// throttle tests' attempts, on the real clock, are seconds apart under
+	// the race detector.
+	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, BaseDelay: time.Minute})
 	require.NoError(t, err)
 	// The test's requests come from loopback, trusted as a proxy (as
 	// --trusted-proxy 127.0.0.0/8 would): a test names a client's address

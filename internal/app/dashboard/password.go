@@ -55,9 +55,8 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) error
 	var te *people.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		secs := int(te.RetryAfter.Seconds() + 0.999)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		d.renderPassword(w, r, http.StatusTooManyRequests, &pageData{Error: "Too many wrong current passwords. Try again in " + strconv.Itoa((secs+59)/60) + " minutes."})
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(te.RetryAfter)))
+		d.renderPassword(w, r, http.StatusTooManyRequests, &pageData{Error: "Too many wrong current passwords. Try again in " + waitText(te.RetryAfter) + "."})
 		return nil
 	case errors.Is(err, people.ErrNoSession):
 		clearCookie(w, r)

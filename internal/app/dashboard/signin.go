@@ -58,9 +58,9 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	var te *people.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		secs := int(te.RetryAfter.Seconds() + 0.999)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		data.Error = "Too many failed sign-ins. Try again in " + strconv.Itoa((secs+59)/60) + " minutes."
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(te.RetryAfter)))
+		data.Error = "Too many failed sign-ins. Try again in " + waitText(te.RetryAfter) +
+			"; each further failure doubles the wait, up to " + waitText(d.cfg.People.MaxDelay()) + "."
 		d.render(w, r, http.StatusTooManyRequests, "signin", data)
 		return
 	case errors.Is(err, people.ErrOneTimePasswordExpired):
@@ -81,6 +81,23 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 		next = passwordPath
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// retrySeconds is d in whole seconds, rounded up: the Retry-After of a
+// throttled attempt.
+func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+
+// waitText says how long d is, in seconds under two minutes and in whole
+// minutes (rounded up) from there: "1 second", "16 seconds", "5 minutes".
+func waitText(d time.Duration) string {
+	n, unit := retrySeconds(d), "second"
+	if n >= 120 {
+		n, unit = (n+59)/60, "minute"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.Itoa(n) + " " + unit
 }
 
 // setDeviceCookie gives the browser its device token for lifetime. It is

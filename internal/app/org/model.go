@@ -68,6 +68,19 @@ type OrganisationCreate struct {
 	HourlyLimit int
 }
 
+// OrganisationUpdate is a change of an organisation's name, plan or hourly
+// limit, as the operator makes it: a field left nil keeps its value, with
+// one exception: a move from the enterprise plan to another drops the
+// hourly limit. The result must pass what [OrganisationCreate.Validate]
+// checks.
+type OrganisationUpdate struct {
+	Name *string
+	Plan *Plan
+	// HourlyLimit is the enterprise plan's limit; required when an
+	// organisation moves to the enterprise plan.
+	HourlyLimit *int
+}
+
 // KeyType is the type of an API key.
 type KeyType string
 
@@ -166,6 +179,7 @@ func (p Principal) Actor() Actor { return Actor{Type: ActorAPIKey, ID: p.KeyID, 
 // Audit actions.
 const (
 	AuditOrganisationCreated = "organisation.created"
+	AuditOrganisationUpdated = "organisation.updated"
 	AuditAgentCreated        = "agent.created"
 	AuditKeyCreated          = "key.created"
 	AuditKeyRevoked          = "key.revoked"

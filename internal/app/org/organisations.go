@@ -33,6 +33,63 @@ func (s *Store) CreateOrganisation(ctx context.Context, n OrganisationCreate, ac
 	return o, err
 }
 
+// UpdateOrganisation changes the organisation id as u says and records the
+// change, before and after, in its audit trail (an unchanged organisation is
+// returned as it is, and nothing is recorded). An update that changes
+// nothing is spec.ErrInvalid, as is a result that fails
+// [OrganisationCreate.Validate]; an unknown id is spec.ErrNotFound.
+//
+// The plan decides the review-task API's hourly limit: this store's next
+// request uses the new one (its cache of organisations is cleared), another
+// process's within its key cache time ([WithKeyCacheTTL]).
+func (s *Store) UpdateOrganisation(ctx context.Context, id string, u OrganisationUpdate, actor Actor) (Organisation, error) {
+	if u.Name == nil && u.Plan == nil && u.HourlyLimit == nil {
+		return Organisation{}, fmt.Errorf("%w: nothing to change: give a name, a plan or an hourly limit", spec.ErrInvalid)
+	}
+	now := s.Now()
+	var after Organisation
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := scanOrg(tx.QueryRowContext(ctx, `SELECT `+orgColumns+` FROM orgapi_organisations WHERE id = $1`+s.forUpdate(), strings.ToLower(id)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("organisation %s: %w", id, spec.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		after = before
+		if u.Name != nil {
+			after.Name = *u.Name
+		}
+		if u.Plan != nil {
+			after.Plan = *u.Plan
+			if after.Plan != PlanEnterprise {
+				after.HourlyLimit = 0
+			}
+		}
+		if u.HourlyLimit != nil {
+			after.HourlyLimit = *u.HourlyLimit
+		} else if after.Plan == PlanEnterprise && before.Plan != PlanEnterprise {
+			after.HourlyLimit = 0 // required: Validate says so
+		}
+		if err := (OrganisationCreate{Name: after.Name, Plan: after.Plan, HourlyLimit: after.HourlyLimit}).Validate(); err != nil {
+			return err
+		}
+		if after == before {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE orgapi_organisations SET name = $1, plan = $2, hourly_limit = $3 WHERE id = $4`,
+			after.Name, string(after.Plan), after.HourlyLimit, after.ID); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, after.ID, now, actor, AuditOrganisationUpdated, "organisation", after.ID, before, after)
+	})
+	if err != nil {
+		return Organisation{}, err
+	}
+	s.orgs.clear()
+	return after, nil
+}
+
 const orgColumns = `id, name, plan, hourly_limit, created_at`
 
 func scanOrg(row interface{ Scan(...any) error }) (Organisation, error) {

@@ -30,6 +30,9 @@ func nullMillis(t *time.Time) sql.NullInt64 {
 // sign-in (Config.DeviceLifetime).
 func (s *Store) DeviceLifetime() time.Duration { return s.cfg.DeviceLifetime }
 
+// MaxDelay returns the longest a throttled sign-in waits (Config.MaxDelay).
+func (s *Store) MaxDelay() time.Duration { return s.cfg.MaxDelay }
+
 // OneTimePasswordTTL returns how long a one-time password may be signed in
 // with (Config.OneTimePasswordTTL).
 func (s *Store) OneTimePasswordTTL() time.Duration { return s.cfg.OneTimePasswordTTL }
@@ -40,7 +43,9 @@ func (s *Store) OneTimePasswordTTL() time.Duration { return s.cfg.OneTimePasswor
 // it expired may still change it). next must pass the rules of every
 // password (spec.ErrInvalid naming newPassword) and differ from current. A
 // wrong current password is spec.ErrInvalid naming currentPassword; after
-// MaxFailures of them in a window, a [*ThrottledError] without checking.
+// MaxFailures of them, each further attempt waits a growing delay after the
+// last one (as at sign-in); one made sooner is a [*ThrottledError] without
+// checking.
 //
 // The user's other sessions end (they are deleted); the session of token
 // stays. A one-time password stops being one. The change is recorded in the
@@ -64,13 +69,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 		return User{}, invalid("newPassword", "must differ from the current password")
 	}
 	now := s.now()
-	window := time.UnixMilli(sqldb.FloorTo(now.UnixMilli(), s.cfg.FailureWindow.Milliseconds())).UTC()
-	w := sqldb.Millis(window)
-	guess := count{kindChange, u.ID, s.cfg.MaxFailures}
-	err = s.inTx(ctx, func(tx *sql.Tx) error { return addCount(ctx, tx, guess, w) })
-	if errors.Is(err, errThrottled) {
-		return User{}, &ThrottledError{RetryAfter: window.Add(s.cfg.FailureWindow).Sub(now)}
-	}
+	err = s.throttle(ctx, now, func(*sql.Tx) ([]count, error) { return []count{{kindChange, u.ID, s.cfg.MaxFailures}}, nil })
 	if err != nil {
 		return User{}, err
 	}
@@ -112,7 +111,7 @@ func (s *Store) ChangePassword(ctx context.Context, token, current, next string)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM people_sessions WHERE user_id = $1 AND token_hash <> $2`, u.ID, hashToken(token)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM people_signin_failures WHERE kind = $1 AND subject = $2`, kindChange, u.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM people_signin_counts WHERE kind = $1 AND subject = $2`, kindChange, u.ID); err != nil {
 			return err
 		}
 		u = before

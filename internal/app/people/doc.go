@@ -31,20 +31,28 @@
 // of the database, so every process on one database honours them and they
 // survive restarts.
 //
-// Failed sign-ins are counted in fixed windows of Config.FailureWindow, so
-// that guessing is slow and nobody else's failures keep a person out of
-// their own account (OWASP's "device cookies"). A client that presents a
-// device token of the account ([Session].Device of an earlier sign-in,
-// kept in a cookie) is trusted: its failures count for it alone,
-// Config.MaxFailures per window. Any other client has Config.MaxFailures
-// per window on one account from its address, and Config.MaxAddressFailures
-// on all accounts; once an account has failed Config.MaxAccountFailures
-// times from such clients, each address has one try at it for the rest of
-// the window, so that many addresses guessing gain little while an address
-// that has not failed still signs in. Past a limit, sign-ins are refused
-// with a [*ThrottledError] without the password being checked. A sign-in
-// counts while its password is checked, so that concurrent attempts (in any
-// process) cannot overrun a limit.
+// Failed sign-ins are counted so that guessing is slow and nobody else's
+// failures keep a person out of their own account (OWASP's "device
+// cookies"). A client that presents a device token of the account
+// ([Session].Device of an earlier sign-in, kept in a cookie) is trusted:
+// its failures count for it alone. Any other client is counted by its
+// address on the account, by its address on all accounts, and the account
+// by all such clients. Each count has free failures (Config.MaxFailures
+// for a device or an address on one account, Config.MaxAddressFailures for
+// an address on all accounts); past them, each further attempt must wait a
+// growing delay after the count's last failure: Config.BaseDelay (1 s),
+// doubled with every failure, at most Config.MaxDelay (5 min). An attempt
+// made sooner is refused with a [*ThrottledError] saying how long to wait,
+// without the password being checked and without being counted, so
+// hammering does not lengthen the wait. Once an account has failed
+// Config.MaxAccountFailures times, each address has one free failure at it
+// instead of Config.MaxFailures, so that many addresses guessing gain
+// little, while an address that has not failed still signs in at once. A
+// count is forgotten once its last failure is Config.FailureWindow (1 h)
+// old. A sign-in counts while its password is checked, its counts' rows
+// locked, so that concurrent attempts (in any process on the database)
+// cannot overrun a limit; a success clears its address's (or device's)
+// count on the account and takes itself back from the others.
 //
 // An invitation or a reset gives a one-time password
 // ([User.OneTimePasswordUntil]): it expires after Config.OneTimePasswordTTL

@@ -15,8 +15,7 @@ import (
 	"github.com/aiusage/kit/spec"
 )
 
-// t0 is when the test clock starts: 10:07 within a 15-minute window that
-// starts at 10:00.
+// t0 is when the test clock starts.
 var t0 = time.Date(2026, 3, 2, 10, 7, 0, 0, time.UTC)
 
 // clock is a clock the tests move by hand.
@@ -29,6 +28,15 @@ func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
+}
+
+// Set moves the clock to t, if later.
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.t) {
+		c.t = t
+	}
 }
 
 func (c *clock) Advance(d time.Duration) {

@@ -171,10 +171,11 @@ var ErrNoSession = fmt.Errorf("people: no such session, or it has ended; sign in
 var ErrOneTimePasswordExpired = fmt.Errorf("people: the one-time password has expired; ask an Administrator of the organisation for a new one: %w", spec.ErrUnauthorized)
 
 // ThrottledError is the error of [Store.SignIn] (and of
-// [Store.ChangePassword]) when the client has used up its failures in the
-// current window: the password was not checked.
+// [Store.ChangePassword]) when the client has used up its free failures and
+// the delay after its last failure has not passed: the password was not
+// checked, and the attempt was not counted.
 type ThrottledError struct {
-	// RetryAfter is how long until the window ends.
+	// RetryAfter is how long the client must wait before its next attempt.
 	RetryAfter time.Duration
 }
 

@@ -6,15 +6,10 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aiusage/kit/internal/infra/ident"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
@@ -40,96 +35,20 @@ func hashToken(token string) []byte {
 	return h[:]
 }
 
-// Kinds of the throttle's counts.
-const (
-	// kindAccount counts an account's failures from clients without a
-	// trusted device (subject: the email). Past MaxAccountFailures it only
-	// narrows each address's budget for the account; it refuses nobody.
-	kindAccount = "account"
-	// kindAddress counts a client address's failures, on any account, when
-	// it has no trusted device (subject: the address key).
-	kindAddress = "address"
-	// kindPair counts the failures of one client address on one account
-	// (subject: email, space, address key).
-	kindPair = "pair"
-	// kindDevice counts the failures of one trusted device (subject: the
-	// hex digest of its token).
-	kindDevice = "device"
-	// kindChange counts a user's wrong current passwords when changing it
-	// (subject: the user id).
-	kindChange = "change"
-)
-
-// maxAddressLength bounds a client address stored as given (not an IP
-// address); a longer one is stored as its digest.
-const maxAddressLength = 100
-
-// addressKey is what the throttle counts a client address under: an IP
-// address without its port or zone (IPv4-mapped IPv6 as IPv4), an IPv6
-// address as its /64 (what one subscriber usually holds), and anything else
-// as given (its SHA-256 when long or not UTF-8). Empty is one address shared
-// by every caller that gives none.
-//
-// The key of an IP address is ident.AddressKey's, by which the server counts
-// a client's connections; it is never longer than maxAddressLength.
-func addressKey(addr string) string {
-	addr = ident.AddressKey(strings.TrimSpace(addr))
-	if len(addr) > maxAddressLength || !utf8.ValidString(addr) || strings.ContainsRune(addr, 0) {
-		h := sha256.Sum256([]byte(addr))
-		return "sha256:" + hex.EncodeToString(h[:])
-	}
-	return addr
-}
-
-// errThrottled rolls back the counting of an attempt that is refused.
-var errThrottled = errors.New("throttled")
-
-// attempt is one sign-in being counted.
-type attempt struct {
-	email, addr string
-	// device is the digest of the client's device token when it is a valid
-	// one of the account (a trusted device), else nil.
-	device []byte
-	window time.Time
-}
-
-// count is one of the throttle's counts an attempt adds to, with its limit
-// (0: none).
-type count struct {
-	kind, subject string
-	limit         int
-}
-
-// counts returns the counts the attempt adds to. A trusted device counts
-// only for itself; any other client for its address on the account, for
-// its address, and for the account, whose count narrows the first limit to
-// one once it reaches MaxAccountFailures (underAttack).
-func (s *Store) counts(a attempt, underAttack bool) []count {
-	if a.device != nil {
-		return []count{{kindDevice, hex.EncodeToString(a.device), s.cfg.MaxFailures}}
-	}
-	pair := s.cfg.MaxFailures
-	if underAttack {
-		pair = 1
-	}
-	return []count{
-		{kindPair, a.email + " " + a.addr, pair},
-		{kindAddress, a.addr, s.cfg.MaxAddressFailures},
-		{kindAccount, a.email, 0},
-	}
-}
-
 // SignIn checks the email and password of a user and starts a session:
 // always a new one, whatever sessions the user holds.
 //
 // Failed sign-ins are counted so that guessing is slow and an attacker
 // cannot keep the owner out. A client whose c.Device is a valid device token
 // of the account (its browser signed in to it before) is trusted: its
-// failures count for that device alone, MaxFailures per window. Any other
-// client has MaxFailures per window on the account from its address (one
+// failures count for that device alone, MaxFailures of them free. Any other
+// client has MaxFailures free failures on the account from its address (one
 // once the account is under attack, see Config.MaxAccountFailures), and
-// MaxAddressFailures on all accounts. Past a limit SignIn returns a
-// [*ThrottledError] without checking the password.
+// MaxAddressFailures on all accounts. Past them, each further attempt waits
+// a growing delay after the last failure (Config.BaseDelay, doubled with
+// every failure, at most Config.MaxDelay); an attempt made before its delay
+// has passed gets a [*ThrottledError] saying how long to wait, without the
+// password being checked, and does not count.
 //
 // An unknown email, a wrong password and a disabled user are all
 // [ErrBadCredentials], after the same work; the right one-time password
@@ -144,8 +63,7 @@ func (s *Store) SignIn(ctx context.Context, email, password string, c Client) (S
 		return Session{}, User{}, ErrBadCredentials
 	}
 	now := s.now()
-	a := attempt{email: email, addr: addressKey(c.Addr),
-		window: time.UnixMilli(sqldb.FloorTo(now.UnixMilli(), s.cfg.FailureWindow.Milliseconds())).UTC()}
+	a := attempt{email: email, addr: addressKey(c.Addr)}
 	if a.device, err = s.trustedDevice(ctx, c.Device, email, now); err != nil {
 		return Session{}, User{}, err
 	}
@@ -203,58 +121,6 @@ func (s *Store) trustedDevice(ctx context.Context, token, email string, now time
 	return digest, nil
 }
 
-// countAttempt adds a sign-in to its counts in its window, unless one of
-// them has reached its limit: then it counts nothing and returns a
-// *ThrottledError.
-func (s *Store) countAttempt(ctx context.Context, a attempt, now time.Time) error {
-	w := sqldb.Millis(a.window)
-	// The counts of past windows are of no more use.
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM people_signin_failures WHERE window_start < $1`, w); err != nil && !sqldb.IsRetryable(err) {
-		return err
-	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		underAttack := false
-		if a.device == nil {
-			var n int
-			err := tx.QueryRowContext(ctx, `SELECT count FROM people_signin_failures WHERE kind = $1 AND subject = $2 AND window_start = $3`,
-				kindAccount, a.email, w).Scan(&n)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			underAttack = n >= s.cfg.MaxAccountFailures
-		}
-		for _, c := range s.counts(a, underAttack) {
-			if err := addCount(ctx, tx, c, w); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if errors.Is(err, errThrottled) {
-		return &ThrottledError{RetryAfter: a.window.Add(s.cfg.FailureWindow).Sub(now)}
-	}
-	return err
-}
-
-// addCount adds one to the count c in the window w, or returns
-// errThrottled when it has reached its limit.
-func addCount(ctx context.Context, tx *sql.Tx, c count, w int64) error {
-	limit := int64(c.limit)
-	if limit == 0 {
-		limit = math.MaxInt64
-	}
-	var n int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO people_signin_failures (kind, subject, window_start, count)
-		VALUES ($1, $2, $3, 1)
-		ON CONFLICT (kind, subject, window_start) DO UPDATE SET count = people_signin_failures.count + 1
-		WHERE people_signin_failures.count < $4
-		RETURNING count`, c.kind, c.subject, w, limit).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errThrottled // the count is at the limit: nothing returned, nothing changed
-	}
-	return err
-}
-
 // startSession starts a session of u, whose password was right, and takes
 // the attempt back from the counts: the counts of its address (or device)
 // on the account are cleared, the others lose the attempt. It keeps the
@@ -267,7 +133,6 @@ func (s *Store) startSession(ctx context.Context, u User, a attempt, now time.Ti
 		sess.Device = newToken()
 		device = hashToken(sess.Device)
 	}
-	w := sqldb.Millis(a.window)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Locked, so that a user disabled meanwhile gets no session.
 		var disabled sql.NullInt64
@@ -286,14 +151,8 @@ func (s *Store) startSession(ctx context.Context, u User, a attempt, now time.Ti
 			VALUES ($1, $2, $3, $4, $5)`, hashToken(sess.Token), u.ID, sqldb.Millis(now), sqldb.Millis(now), sqldb.Millis(sess.ExpiresAt)); err != nil {
 			return err
 		}
-		for i, c := range s.counts(a, false) {
-			q := `UPDATE people_signin_failures SET count = count - 1 WHERE kind = $1 AND subject = $2 AND window_start = $3 AND count > 0`
-			if i == 0 { // the address's (or device's) own count on the account
-				q = `DELETE FROM people_signin_failures WHERE kind = $1 AND subject = $2 AND window_start <= $3`
-			}
-			if _, err := tx.ExecContext(ctx, q, c.kind, c.subject, w); err != nil {
-				return err
-			}
+		if err := s.takeBack(ctx, tx, a); err != nil {
+			return err
 		}
 		if a.device != nil {
 			_, err = tx.ExecContext(ctx, `UPDATE people_devices SET last_used_at = $1 WHERE token_hash = $2`, sqldb.Millis(now), device)

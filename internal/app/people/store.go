@@ -35,7 +35,11 @@ const (
 	DefaultIdleTimeout     = 2 * time.Hour
 	DefaultAbsoluteTimeout = 12 * time.Hour
 	DefaultMaxFailures     = 5
-	DefaultFailureWindow   = 15 * time.Minute
+	DefaultFailureWindow   = time.Hour
+	// DefaultBaseDelay is Config.BaseDelay's default.
+	DefaultBaseDelay = time.Second
+	// DefaultMaxDelay is Config.MaxDelay's default.
+	DefaultMaxDelay = 5 * time.Minute
 	// DefaultMaxAddressFailures is Config.MaxAddressFailures's default.
 	DefaultMaxAddressFailures = 20
 	// DefaultMaxAccountFailures is Config.MaxAccountFailures's default.
@@ -66,23 +70,29 @@ type Config struct {
 	// much it is used. Default 12 h.
 	AbsoluteTimeout time.Duration
 	// MaxFailures is how many failed sign-ins to one account a client
-	// address may make within one FailureWindow, and how many a trusted
-	// device (a browser that signed in to the account before) may make;
-	// further ones are refused until the window ends. Default 5.
+	// address may make without delay, and how many a trusted device (a
+	// browser that signed in to the account before) may make; past them,
+	// each further attempt waits a growing delay after the last failure
+	// (BaseDelay, doubled with every failure, at most MaxDelay). Default 5.
 	MaxFailures int
 	// MaxAddressFailures is how many failed sign-ins to any accounts a
-	// client address without a trusted device may make within one
-	// FailureWindow. Default 20.
+	// client address without a trusted device may make without delay.
+	// Default 20.
 	MaxAddressFailures int
 	// MaxAccountFailures is how many failed sign-ins to one account, from
 	// every client without a trusted device, make the account "under
-	// attack" for the rest of the window: then each such client address has
-	// one attempt at the account per window instead of MaxFailures. It never
-	// refuses a trusted device, nor an address that has not failed yet.
+	// attack": then each such client address has one failure at the
+	// account without delay instead of MaxFailures. It never delays a
+	// trusted device, nor an address that has not failed at the account.
 	// Default 10.
 	MaxAccountFailures int
-	// FailureWindow is the window of the failure counts. Windows are fixed
-	// (aligned on the Unix epoch), not sliding. Default 15 min.
+	// BaseDelay is the first delay, after a count's free failures; each
+	// further failure doubles it. Default 1 s.
+	BaseDelay time.Duration
+	// MaxDelay caps the delays. Default 5 min.
+	MaxDelay time.Duration
+	// FailureWindow is how long a count of failures is kept after its last
+	// failure; then it starts afresh. Default 1 h.
 	FailureWindow time.Duration
 	// DeviceLifetime is how long a device token stays valid after its last
 	// successful sign-in. Default 90 days.
@@ -135,6 +145,12 @@ func New(ctx context.Context, c Config) (*Store, error) {
 	if c.MaxAccountFailures == 0 {
 		c.MaxAccountFailures = DefaultMaxAccountFailures
 	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
 	if c.DeviceLifetime == 0 {
 		c.DeviceLifetime = DefaultDeviceLifetime
 	}
@@ -146,6 +162,8 @@ func New(ctx context.Context, c Config) (*Store, error) {
 		c.DeviceLifetime < time.Millisecond, c.OneTimePasswordTTL < time.Millisecond:
 		return nil, fmt.Errorf("people: Config.IdleTimeout (%s), AbsoluteTimeout (%s), FailureWindow (%s), DeviceLifetime (%s) and OneTimePasswordTTL (%s) must be at least 1ms",
 			c.IdleTimeout, c.AbsoluteTimeout, c.FailureWindow, c.DeviceLifetime, c.OneTimePasswordTTL)
+	case c.BaseDelay < time.Millisecond, c.MaxDelay < c.BaseDelay:
+		return nil, fmt.Errorf("people: Config.BaseDelay (%s) must be at least 1ms and MaxDelay (%s) at least BaseDelay", c.BaseDelay, c.MaxDelay)
 	case c.MaxFailures < 1, c.MaxAddressFailures < 1, c.MaxAccountFailures < 1:
 		return nil, fmt.Errorf("people: Config.MaxFailures (%d), MaxAddressFailures (%d) and MaxAccountFailures (%d) must be at least 1",
 			c.MaxFailures, c.MaxAddressFailures, c.MaxAccountFailures)
