@@ -86,6 +86,9 @@ type auditRow struct {
 	// page that shows it, "" when none does (a deleted instruction).
 	What, Link    string
 	Changed       string // the fields an update changed, comma-separated
+	// NoBefore and NoAfter say why a side is empty: "nothing (created)",
+	// "nothing (deleted)", or "nothing" for an action that records one side.
+	NoBefore, NoAfter string
 	Before, After string // indented JSON; "" when null
 }
 
@@ -276,6 +279,13 @@ func describe(rec org.AuditRecord, known auditNames) auditRow {
 		row.ActorLabel = "command line"
 	default:
 		row.ActorLabel = rec.Actor.Type
+	}
+	row.NoBefore, row.NoAfter = "nothing", "nothing"
+	if strings.HasSuffix(rec.Action, ".created") {
+		row.NoBefore = "nothing (created)"
+	}
+	if strings.HasSuffix(rec.Action, ".deleted") {
+		row.NoAfter = "nothing (deleted)"
 	}
 	before, after := fieldsOf(rec.Before), fieldsOf(rec.After)
 	row.Changed = changedFields(before, after)
