@@ -84,12 +84,12 @@ type auditRow struct {
 	ActorLabel string // what the actor is: an email, "API key", "command line"
 	// What names the resource in words ("API key crm-sync"); Link is the
 	// page that shows it, "" when none does (a deleted instruction).
-	What, Link    string
-	Changed       string // the fields an update changed, comma-separated
+	What, Link string
+	Changed    string // the fields an update changed, comma-separated
 	// NoBefore and NoAfter say why a side is empty: "nothing (created)",
 	// "nothing (deleted)", or "nothing" for an action that records one side.
 	NoBefore, NoAfter string
-	Before, After string // indented JSON; "" when null
+	Before, After     string // indented JSON; "" when null
 }
 
 // auditActor is an option of the person filter.
