@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +17,7 @@ import (
 )
 
 var (
-	auditActionRe = regexp.MustCompile(`<td data-label="Action" class="mono">([^<]+)</td>`)
+	auditActionRe = regexp.MustCompile(`<td data-label="Action" data-action="([^"]+)">`)
 	auditSeqRe    = regexp.MustCompile(`<span class="seq">#(\d+)</span>`)
 	olderRe       = regexp.MustCompile(`<a href="([^"]+)" rel="next">Older`)
 	newestRe      = regexp.MustCompile(`<a href="([^"]+)">← Newest</a>`)
@@ -50,6 +52,8 @@ func TestAuditPage(t *testing.T) {
 		p = b.post(t, "/settings/api-keys", url.Values{"name": {"crm-sync"}, "type": {"API"}, "expiry": {"default"}})
 		require.Equal(t, http.StatusCreated, p.Status, p.Body)
 		secret := secretRe.FindStringSubmatch(p.Body)[1]
+		now := time.Now().UTC()
+		today, tomorrow := now.Format("2006-01-02"), now.AddDate(0, 0, 1).Format("2006-01-02")
 
 		p = b.get(t, "/audit")
 		require.Equal(t, http.StatusOK, p.Status)
@@ -60,15 +64,31 @@ func TestAuditPage(t *testing.T) {
 		require.Equal(t, []string{"6", "5", "4", "3", "2", "1"}, auditSeqs(p.Body))
 		// The key's creation, by the signed-in user, with what was created
 		// and never the secret.
-		require.Contains(t, p.Body, `<td data-label="Actor">Ada <span class="actortype">user (dashboard)</span></td>`)
-		require.Contains(t, p.Body, `<td data-label="Actor">test <span class="actortype">admin (command line)</span></td>`)
+		// In words: the action, the actor by name and email, the resource
+		// by name with a link to its page.
+		require.Contains(t, p.Body, `<td data-label="Action" data-action="key.created">created API key</td>`)
+		require.Contains(t, p.Body, `<td data-label="Action" data-action="user.created">added user</td>`)
+		require.Contains(t, p.Body, `<td data-label="Who">Ada <span class="actortype">ada@acme.test</span></td>`)
+		require.Contains(t, p.Body, `<td data-label="Who">test <span class="actortype">command line</span></td>`)
+		require.Contains(t, p.Body, `<td data-label="What"><a href="/settings/api-keys">API key crm-sync</a></td>`)
+		require.Contains(t, p.Body, `<td data-label="What"><a href="/agents">agent Support</a></td>`)
+		require.Contains(t, p.Body, `<td data-label="What"><a href="/settings/users">user Rex (rex@acme.test)</a></td>`)
+		require.Contains(t, p.Body, `<td data-label="What">organisation Acme</td>`)
+		require.Regexp(t, `<td data-label="What"><a href="/instructions/[0-9a-f-]{36}/edit">instruction Mergers</a></td>`, p.Body)
+		// No id in the visible text: only in links, option values and the
+		// collapsed before and after.
+		visible := regexp.MustCompile(`(?s)<details.*?</details>|<[^>]*>`).ReplaceAllString(p.Body, " ")
+		require.NotRegexp(t, `[0-9a-f]{8}-[0-9a-f]{4}-`, visible)
 		require.Contains(t, p.Body, "<summary>Before and after</summary>")
 		require.Contains(t, p.Body, "nothing (created)")
 		require.Contains(t, html.UnescapeString(p.Body), `"name": "crm-sync"`)
 		require.NotContains(t, p.Body, secret)
 		require.NotContains(t, p.Body, "rel=\"next\"", "one page")
-		// The action filter suggests the known actions.
-		require.Contains(t, p.Body, `<option value="key.revoked"></option>`)
+		// The action filter offers the known actions in words, the person
+		// filter the people and keys by name.
+		require.Contains(t, p.Body, `<option value="key.revoked" >revoked API key</option>`)
+		require.Contains(t, p.Body, `<option value="`+e.admin.ID+`" >Ada (ada@acme.test)</option>`)
+		require.Contains(t, p.Body, ` >crm-sync (API key …`)
 
 		// Filters narrow the rows.
 		for _, c := range []struct {
@@ -81,6 +101,12 @@ func TestAuditPage(t *testing.T) {
 			{"action=user.created&actor=test", []string{"user.created", "user.created"}},
 			{"action=agent", []string{"agent.created"}},
 			{"actorType=apiKey", []string{}},
+			{"actorId=" + e.admin.ID, []string{"key.created"}},
+			{"actorId=" + strings.ToUpper(e.admin.ID), []string{"key.created"}},
+			{"from=2000-01-01&to=2999-12-31&action=key.created", []string{"key.created"}},
+			{"to=2000-01-01", []string{}},
+			{"from=" + today, []string{"key.created", "user.created", "user.created", "instruction.created", "agent.created", "organisation.created"}},
+			{"from=" + tomorrow, []string{}},
 			{"action=nothing.like.this", []string{}},
 		} {
 			t.Run(c.query, func(t *testing.T) {
@@ -126,6 +152,10 @@ func TestAuditPage(t *testing.T) {
 			{"limit=0", "limit"},
 			{"limit=1000", "limit"},
 			{"actorType=robot", "actorType"},
+			{"actorId=ada", "actorId"},
+			{"from=yesterday", "from"},
+			{"to=2026-13-01", "to"},
+			{"from=2026-03-02&to=2026-03-01", "to"},
 			{"action=" + url.QueryEscape(string(make([]byte, 101))), "action"},
 		} {
 			t.Run(c.query, func(t *testing.T) {

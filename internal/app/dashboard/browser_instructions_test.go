@@ -1,13 +1,16 @@
 package dashboard_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
+	"github.com/aiusage/kit/spec"
 )
 
 // TestBrowserInstructions creates an instruction through the form in
@@ -70,7 +73,16 @@ func TestBrowserInstructions(t *testing.T) {
 	require.Contains(t, text(t, ctx, "table.instructions"), "Mergers")
 	require.NotContains(t, text(t, ctx, "table.instructions"), "Falcon codes")
 
-	// At a phone's width nothing scrolls sideways.
+	// At a phone's width nothing scrolls sideways, with an agent name of 40
+	// characters and names and a title of 200, used by an instruction.
+	long40, err := e.orgs.CreateAgent(t.Context(), e.org.ID, "Customer-support-assistant-for-Europe-40", admin)
+	require.NoError(t, err)
+	long200, err := e.orgs.CreateAgent(t.Context(), e.org.ID, strings.Repeat("Agent", 40), admin)
+	require.NoError(t, err)
+	_, err = e.orgs.CreateInstruction(t.Context(), e.org.ID, org.InstructionCreate{AgentType: spec.AgentTypeDataProtection,
+		Title: strings.Repeat("Title", 40), Trigger: spec.StringMatchTrigger([]string{strings.Repeat("word", 50)}, true),
+		Action: spec.ActionBlock, Criticality: spec.CriticalityHigh, UsedBy: []string{long40.ID, long200.ID}}, admin)
+	require.NoError(t, err)
 	phone := newBrowser(t, 390, 844)
 	signInBrowser(t, phone, e.url, "ada@acme.test")
 	for _, c := range []struct{ path, name string }{

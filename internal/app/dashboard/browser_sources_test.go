@@ -59,21 +59,22 @@ func TestBrowserSourcesAndAudit(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`table.audit`)),
 	)
 	require.Equal(t, "Audit trail", text(t, c, "h1"))
-	require.Equal(t, "source.synced", text(t, c, `table.audit tbody tr td.mono`), "the newest record first")
-	require.Contains(t, text(t, c, `table.audit tbody tr td[data-label=Actor]`), "Ada")
+	require.Equal(t, "synced source", text(t, c, `table.audit tbody tr td[data-label=Action]`), "the newest record first")
+	require.Contains(t, text(t, c, `table.audit tbody tr td[data-label=Who]`), "Ada")
+	require.Equal(t, "source Vendor AI", text(t, c, `table.audit tbody tr td[data-label=What] a[href="/sources"]`))
 	// Open the change of the newest record, then filter by action.
 	do(t, c, chromedp.Click(chromedp.CSS(`table.audit details.change summary`)))
 	require.Contains(t, text(t, c, `table.audit details.change pre`), `"records"`)
 	shot(t, c, "audit")
 	do(t, c,
-		chromedp.SendKeys(chromedp.CSS(`#action`), "key."),
+		chromedp.SetValue(chromedp.CSS(`#action`), "key.created"),
 		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`form.filters a[href="/audit"]`)),
 	)
 	n, err := chromedp.Run(c, chromedp.Evaluate[int](`document.querySelectorAll('table.audit tbody tr').length`))
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "only the key's creation")
-	require.Equal(t, "key.created", text(t, c, `table.audit tbody tr td.mono`))
+	require.Equal(t, "created API key", text(t, c, `table.audit tbody tr td[data-label=Action]`))
 
 	// At a phone's width nothing scrolls sideways.
 	phone := newBrowser(t, 390, 844)

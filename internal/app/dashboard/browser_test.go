@@ -165,6 +165,15 @@ func TestBrowserAdministrator(t *testing.T) {
 	require.Contains(t, text(t, ctx, ".notice"), "revoked")
 	status, _ = e.api(t, http.MethodGet, "/organisations", secret, "")
 	require.Equal(t, http.StatusUnauthorized, status, "the next API call after revocation")
+	// The key's last use: the organisation API, before its revocation; a
+	// key with a name of 200 characters, never used.
+	_, err = e.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: e.org.ID, Name: strings.Repeat("Key", 66) + "!!", Type: org.KeyTypeAPI}, admin)
+	require.NoError(t, err)
+	do(t, ctx, chromedp.Navigate(e.url+"/settings/api-keys"), chromedp.WaitVisible(chromedp.CSS(`td.lastused`)))
+	used := text(t, ctx, `tr:has(td.lastused) + tr td.lastused`)
+	require.Contains(t, used, "organisation API")
+	require.Contains(t, used, " UTC")
+	require.Equal(t, "never used", text(t, ctx, `td.lastused`), "the newest key first")
 	shot(t, ctx, "api-keys")
 	createIngestionKey(t, ctx, e.url, "laptops")
 	shot(t, ctx, "ingestion-key-created")

@@ -187,7 +187,9 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		m := secretRe.FindStringSubmatch(p.Body)
 		require.NotNil(t, m, "the secret is shown once: %s", p.Body)
 		secret := m[1]
-		require.NotContains(t, b.get(t, "/settings/api-keys").Body, secret, "the secret is shown only once")
+		fresh := b.get(t, "/settings/api-keys").Body
+		require.NotContains(t, fresh, secret, "the secret is shown only once")
+		require.Contains(t, fresh, "never used")
 
 		status, body := e.api(t, http.MethodGet, "/organisations", secret, "")
 		require.Equal(t, http.StatusOK, status, body)
@@ -200,6 +202,8 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		require.Contains(t, list, "crm-sync")
 		require.Contains(t, list, "…"+keys[0].Last4)
 		require.Contains(t, list, "<td>Ada</td>", "created by the signed-in user")
+		require.NotContains(t, list, "never used", "the key was used")
+		require.Contains(t, list, `<span class="muted">organisation API</span>`, "last used through the organisation API")
 
 		p = b.post(t, "/settings/api-keys/"+keys[0].ID+"/revoke", url.Values{})
 		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)

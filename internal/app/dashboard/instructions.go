@@ -25,21 +25,25 @@ import (
 // form sends.
 var instructionFilters = []string{"search", "agentId", "agentType", "triggerType", "action", "page", "pageSize"}
 
-// choices are the values of the form's selects.
+// choices are the values of the form's selects. The agent type has one
+// value (spec.AgentTypeDataProtection), so the form states it instead of
+// offering a choice.
 type choices struct {
-	AgentTypes, TriggerTypes, Actions, Criticalities []string
+	TriggerTypes, Actions, Criticalities []string
+	Categories                           []org.DataCategory
 }
 
 var instructionChoices = choices{
-	AgentTypes:    []string{spec.AgentTypeDataProtection},
 	TriggerTypes:  []string{spec.TriggerRegex, spec.TriggerStringMatch, spec.TriggerSemantic},
 	Actions:       []string{spec.ActionBlock, spec.ActionAllow},
 	Criticalities: []string{spec.CriticalityHigh, spec.CriticalityLow},
+	Categories:    org.DataCategories(),
 }
 
 type instructionRow struct {
 	spec.Instruction
-	Agents []string // names of usedBy
+	Agents   []string // names of usedBy
+	Category string   // the name of the data category, if it has one
 }
 
 type instructionsData struct {
@@ -103,6 +107,9 @@ func (d *Dashboard) instructions(w http.ResponseWriter, r *http.Request) error {
 	data.List = list
 	for _, in := range list.Items {
 		row := instructionRow{Instruction: in}
+		if in.CategoryID != nil {
+			row.Category, _ = org.DataCategoryName(*in.CategoryID)
+		}
 		for _, id := range in.UsedBy {
 			if n, ok := names[id]; ok {
 				row.Agents = append(row.Agents, n)
@@ -152,7 +159,16 @@ type instructionForm struct {
 	UsedBy         map[string]bool // for the checkboxes
 	UsedByList     []string        // in the order sent
 	AllowRedaction bool
-	AssessmentID   string
+	// AssessmentID is the stored instruction's, shown but never sent: the
+	// form leaves it as the API set it.
+	AssessmentID string
+}
+
+// OtherCategory reports whether the form's category is set but none of the
+// named ones (an id the API was given).
+func (f instructionForm) OtherCategory() bool {
+	_, named := org.DataCategoryName(strings.ToLower(f.CategoryID))
+	return f.CategoryID != "" && !named
 }
 
 type instructionFormData struct {
@@ -182,7 +198,6 @@ func formOf(form url.Values) instructionForm {
 		Pattern: get("pattern"), Values: get("values"), Text: get("text"),
 		CaseSensitive: form.Get("isCaseSensitive") != "", Action: get("action"), Criticality: get("criticality"),
 		CategoryID: strings.TrimSpace(get("categoryId")), UsedBy: used, UsedByList: list, AllowRedaction: form.Get("allowRedaction") != "",
-		AssessmentID: get("assessmentId"),
 	}
 }
 
@@ -242,15 +257,16 @@ func optional(s string) *string {
 	return &s
 }
 
-// createRequest is the create request of the form.
+// createRequest is the create request of the form, without an assessment
+// id: a person creating an instruction has none.
 func (f instructionForm) createRequest() org.InstructionCreate {
 	return org.InstructionCreate{AgentType: f.AgentType, Title: f.Title, Trigger: f.trigger(),
 		Action: f.Action, Criticality: f.Criticality, CategoryID: optional(f.CategoryID), UsedBy: f.usedBy(),
-		AllowRedaction: f.AllowRedaction, AssessmentID: optional(f.AssessmentID)}
+		AllowRedaction: f.AllowRedaction}
 }
 
-// patchRequest is the patch request of the form: every field, an empty
-// category or assessment cleared.
+// patchRequest is the patch request of the form: every field but the
+// assessment id, which stays as it is; an empty category cleared.
 func (f instructionForm) patchRequest() org.InstructionPatch {
 	trigger, used := f.trigger(), f.usedBy()
 	nullable := func(s string) spec.Nullable[string] {
@@ -261,7 +277,7 @@ func (f instructionForm) patchRequest() org.InstructionPatch {
 	}
 	return org.InstructionPatch{AgentType: &f.AgentType, Title: &f.Title, Trigger: &trigger,
 		Action: &f.Action, Criticality: &f.Criticality, CategoryID: nullable(f.CategoryID), UsedBy: &used,
-		AllowRedaction: &f.AllowRedaction, AssessmentID: nullable(f.AssessmentID)}
+		AllowRedaction: &f.AllowRedaction}
 }
 
 func (d *Dashboard) renderInstructionForm(w http.ResponseWriter, r *http.Request, status int, f instructionForm, p *pageData) error {
@@ -367,6 +383,9 @@ func (d *Dashboard) updateInstruction(w http.ResponseWriter, r *http.Request) er
 	}
 	f := formOf(r.PostForm)
 	f.ID = in.ID
+	if in.AssessmentID != nil {
+		f.AssessmentID = *in.AssessmentID
+	}
 	if sameSet(f.UsedByList, in.UsedBy) {
 		f.UsedByList = in.UsedBy // the checkboxes' order is not a change
 	}

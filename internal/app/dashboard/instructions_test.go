@@ -204,6 +204,7 @@ func TestInstructionFormMatchesAPI(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(body), &viaAPI))
 
 		require.Equal(t, strings.ToLower(category), *viaForm.CategoryID)
+		require.Nil(t, viaForm.AssessmentID, "a person creating an instruction gives no assessment id")
 		require.Equal(t, []string{e.agent.ID}, viaForm.UsedBy)
 		require.False(t, *viaForm.Trigger.IsCaseSensitive)
 		for _, in := range []*spec.Instruction{&viaForm, &viaAPI} {
@@ -239,7 +240,7 @@ func TestInstructionFormErrors(t *testing.T) {
 			want  []string // in the page, besides the field
 		}{
 			{"invalid regex", regexForm("Codes", `FALCON-(\d+`, e.agent.ID), "trigger.pattern",
-				[]string{"invalid RE2 syntax", `value="FALCON-(\d&#43;"`, `aria-invalid="true" aria-describedby="e-pattern"`}},
+				[]string{"invalid RE2 syntax", `value="FALCON-(\d&#43;"`, `aria-describedby="h-pattern e-pattern" aria-invalid="true"`}},
 			{"costly regex", regexForm("Words", `[a-z]{0,1000}x`, e.agent.ID), "trigger.pattern",
 				[]string{"compiles to 2003 instructions", "at most 2000 are allowed"}},
 			{"empty title", regexForm("", "x"), "title", []string{"minLength"}},
@@ -306,6 +307,12 @@ func TestInstructionEditAndDelete(t *testing.T) {
 		other, err := e.orgs.CreateAgent(ctx, e.org.ID, "Sales", admin)
 		require.NoError(t, err)
 		in := e.instruction(t, "Mergers")
+		credentials := org.DataCategories()[3]
+		require.Equal(t, "Credentials and secrets", credentials.Name)
+		// An assessment id comes only through the API; the form shows it
+		// and keeps it.
+		in, err = e.orgs.UpdateInstruction(ctx, e.org.ID, in.ID, org.InstructionPatch{AssessmentID: spec.Some("as-7")}, admin)
+		require.NoError(t, err)
 		adm := e.browser()
 		adm.signIn(t, "ada@acme.test", "/instructions")
 
@@ -314,6 +321,10 @@ func TestInstructionEditAndDelete(t *testing.T) {
 		require.Contains(t, p.Body, "<h1>Edit instruction</h1>")
 		require.Contains(t, p.Body, `action="/instructions/`+in.ID+`"`)
 		require.Contains(t, p.Body, `value="Mergers"`)
+		require.Contains(t, p.Body, `Made from assessment <code class="mono">as-7</code>`)
+		require.NotContains(t, p.Body, `name="assessmentId"`)
+		require.NotContains(t, p.Body, `<select id="agentType"`, "one agent type: no choice to offer")
+		require.Contains(t, p.Body, `<input type="hidden" name="agentType" value="DataProtection">`)
 		require.Contains(t, p.Body, ">Project Falcon</textarea>")
 		require.Contains(t, p.Body, `<option value="StringMatch" selected>`)
 		require.Contains(t, p.Body, `value="`+e.agent.ID+`" checked`)
@@ -329,7 +340,8 @@ func TestInstructionEditAndDelete(t *testing.T) {
 
 		edit := url.Values{"title": {"Mergers and acquisitions"}, "agentType": {"DataProtection"}, "triggerType": {"StringMatch"},
 			"values": {"Project Falcon\r\n  Project Eagle  \r\n\r\n"}, "action": {"Allow"}, "criticality": {"Low"},
-			"usedBy": {other.ID}, "allowRedaction": {"true"}, "assessmentId": {"as-9"}}
+			"usedBy": {other.ID}, "allowRedaction": {"true"}, "assessmentId": {"as-9"},
+			"categoryId": {credentials.ID}}
 		p = adm.post(t, "/instructions/"+in.ID, edit)
 		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
 		require.Equal(t, "/instructions?done=updated", p.location())
@@ -341,7 +353,12 @@ func TestInstructionEditAndDelete(t *testing.T) {
 		require.Equal(t, spec.CriticalityLow, got.Criticality)
 		require.Equal(t, []string{other.ID}, got.UsedBy)
 		require.True(t, got.AllowRedaction)
-		require.Equal(t, "as-9", *got.AssessmentID)
+		require.Equal(t, "as-7", *got.AssessmentID, "the form does not change the assessment id")
+		require.Equal(t, credentials.ID, *got.CategoryID)
+		// The category is chosen and shown by its name.
+		require.Contains(t, adm.get(t, "/instructions").Body, `<span class="tag">Credentials and secrets</span>`)
+		require.Contains(t, adm.get(t, "/instructions/"+in.ID+"/edit").Body,
+			`<option value="`+credentials.ID+`" selected>Credentials and secrets: `)
 		agents, err := e.orgs.Agents(ctx, e.org.ID)
 		require.NoError(t, err)
 		counts := map[string]int{}
@@ -352,7 +369,7 @@ func TestInstructionEditAndDelete(t *testing.T) {
 		// order: compare by id.
 		require.Equal(t, map[string]int{e.agent.ID: 0, other.ID: 1}, counts)
 
-		// An emptied assessment id is cleared; an edit that breaks a rule keeps the input.
+		// An assessment id sent by a form is ignored; an edit that breaks a rule keeps the input.
 		edit.Set("assessmentId", "")
 		edit.Set("triggerType", "Semantic")
 		edit.Set("text", "deals")
@@ -366,7 +383,7 @@ func TestInstructionEditAndDelete(t *testing.T) {
 		got, err = e.orgs.Instruction(ctx, e.org.ID, in.ID)
 		require.NoError(t, err)
 		require.Equal(t, spec.SemanticTrigger("deals"), got.Trigger)
-		require.Nil(t, got.AssessmentID)
+		require.Equal(t, "as-7", *got.AssessmentID)
 
 		for _, path := range []string{"/instructions/00000000-0000-4000-8000-000000000000/edit", "/instructions/nope/edit"} {
 			require.Equal(t, http.StatusNotFound, adm.get(t, path).Status, path)

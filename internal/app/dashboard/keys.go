@@ -14,6 +14,7 @@ type keyRow struct {
 	org.APIKey
 	Status    string
 	CreatedBy string
+	LastUsed  *org.LastUse // nil: never used
 }
 
 type keysData struct {
@@ -33,13 +34,21 @@ func (d *Dashboard) keysPage(r *http.Request, p *pageData) error {
 	if err != nil {
 		return err
 	}
+	used, err := d.cfg.Orgs.KeysLastUsed(r.Context(), v.Organisation.ID)
+	if err != nil {
+		return err
+	}
 	now := d.cfg.Now()
 	data, _ := p.Data.(keysData)
 	data.Expiry = org.DefaultExpiry(now).Format("2006-01-02")
 	data.Keys = data.Keys[:0]
 	for i := len(keys) - 1; i >= 0; i-- { // newest first
 		k := keys[i]
-		data.Keys = append(data.Keys, keyRow{APIKey: k, Status: k.Status(now), CreatedBy: creators[k.ID]})
+		row := keyRow{APIKey: k, Status: k.Status(now), CreatedBy: creators[k.ID]}
+		if u, ok := used[k.ID]; ok {
+			row.LastUsed = &u
+		}
+		data.Keys = append(data.Keys, row)
 	}
 	p.Title, p.Nav, p.Data = "API keys", "keys", data
 	return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -22,6 +23,11 @@ type AuditQuery struct {
 	Actor string
 	// ActorType is ActorUser, ActorAPIKey or ActorAdmin.
 	ActorType string
+	// ActorID is the id of the actor (a user's or an API key's), exactly.
+	ActorID string
+	// From and To bound the records' time: From <= At < To; a zero time
+	// is no bound.
+	From, To time.Time
 	// Action is a prefix of the action: "key." matches key.created and
 	// key.revoked; a whole action matches itself.
 	Action string
@@ -47,7 +53,7 @@ func (s *Store) AuditPage(ctx context.Context, orgID string, q AuditQuery) ([]Au
 		return nil, 0, fmt.Errorf("before must not be negative: %w", spec.ErrInvalid)
 	case q.ActorType != "" && q.ActorType != ActorUser && q.ActorType != ActorAPIKey && q.ActorType != ActorAdmin:
 		return nil, 0, fmt.Errorf("actor type must be %s, %s or %s, got %q: %w", ActorUser, ActorAPIKey, ActorAdmin, q.ActorType, spec.ErrInvalid)
-	case !utf8.ValidString(q.Actor) || !utf8.ValidString(q.Action):
+	case !utf8.ValidString(q.Actor) || !utf8.ValidString(q.Action) || !utf8.ValidString(q.ActorID):
 		return nil, 0, fmt.Errorf("actor and action must be UTF-8: %w", spec.ErrInvalid)
 	}
 	where := []string{"org_id = $1"}
@@ -64,6 +70,15 @@ func (s *Store) AuditPage(ctx context.Context, orgID string, q AuditQuery) ([]Au
 	}
 	if q.ActorType != "" {
 		add("actor_type = $?", q.ActorType)
+	}
+	if q.ActorID != "" {
+		add("actor_id = $?", strings.ToLower(q.ActorID))
+	}
+	if !q.From.IsZero() {
+		add("at >= $?", sqldb.Millis(q.From))
+	}
+	if !q.To.IsZero() {
+		add("at < $?", sqldb.Millis(q.To))
 	}
 	if q.Actor != "" {
 		if s.db.Dialect == sqldb.Postgres {

@@ -198,8 +198,20 @@ const maxSecretLength = 256
 // report on the key's organisation (the review-task API's rate-limit headers)
 // or log the key; an unknown secret returns an empty principal. A caller must
 // therefore treat any error as a refusal, whatever the principal holds.
+//
+// It records the key's use as one of the organisation API
+// ([UseOrganisationAPI]); [Store.AuthenticateFor] names another API.
 func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, error) {
-	return s.authenticate(ctx, secret, KeyTypeAPI)
+	return s.authenticate(ctx, secret, KeyTypeAPI, UseOrganisationAPI)
+}
+
+// AuthenticateFor is [Store.Authenticate] for a request to the API use
+// (the review-task API, MCP): the key's last use ([Store.KeysLastUsed])
+// names that API. Like every authentication of a valid key, it writes the
+// last use at most once per [LastUseInterval] per key, across the processes
+// sharing the database.
+func (s *Store) AuthenticateFor(ctx context.Context, secret string, use KeyUse) (Principal, error) {
+	return s.authenticate(ctx, secret, KeyTypeAPI, use)
 }
 
 // AuthenticateIngestion returns the principal of an Ingestion key secret,
@@ -211,12 +223,12 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 // and the principal of a revoked or expired key comes with its error as
 // there.
 func (s *Store) AuthenticateIngestion(ctx context.Context, secret string) (Principal, error) {
-	return s.authenticate(ctx, secret, KeyTypeIngestion)
+	return s.authenticate(ctx, secret, KeyTypeIngestion, UseTelemetry)
 }
 
 // authenticate returns the principal of secret if it is a valid key of
-// type want.
-func (s *Store) authenticate(ctx context.Context, secret string, want KeyType) (Principal, error) {
+// type want, and notes its use through the API use.
+func (s *Store) authenticate(ctx context.Context, secret string, want KeyType, use KeyUse) (Principal, error) {
 	if secret == "" || len(secret) > maxSecretLength {
 		return Principal{}, spec.ErrUnauthorized
 	}
@@ -230,7 +242,11 @@ func (s *Store) authenticate(ctx context.Context, secret string, want KeyType) (
 		}
 		s.keys.put(digest, k, now, gen)
 	}
-	return k.principal(now, want)
+	p, err := k.principal(now, want)
+	if err == nil {
+		s.noteUse(ctx, p.KeyID, use, now)
+	}
+	return p, err
 }
 
 // storedKey is what Authenticate reads of a key, found or not.

@@ -46,6 +46,7 @@ type Store struct {
 	keyTTL time.Duration
 	keys   *ttlCache[[32]byte, storedKey] // by the secret's SHA-256
 	orgs   *ttlCache[string, Organisation]
+	uses   useTracker // the keys' last uses written by this process
 }
 
 // StoreOption configures a Store.

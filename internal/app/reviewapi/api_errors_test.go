@@ -47,6 +47,10 @@ func TestAPIAuthentication(t *testing.T) {
 			r := h.send(t, http.MethodGet, "/review-tasks", nil, hdr...)
 			require.Equal(t, http.StatusOK, r.Status, "%v: %s", hdr, r.Body)
 		}
+		// The keys' last use names the review-task API.
+		used, err := h.orgs.KeysLastUsed(ctx, tn.org.ID)
+		require.NoError(t, err)
+		require.Equal(t, org.UseReviewAPI, used[expiring.ID].API)
 
 		// Every failure gets the same answer.
 		h.clock.Advance(time.Hour) // the short key expires

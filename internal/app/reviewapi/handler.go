@@ -75,7 +75,7 @@ type principalKey struct{}
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred, _ := httpx.Credential(r, true)
-		p, err := s.orgs.Authenticate(r.Context(), cred)
+		p, err := s.orgs.AuthenticateFor(r.Context(), cred, org.UseReviewAPI)
 		switch {
 		case err != nil && errors.Is(err, spec.ErrForbidden) && p.KeyID != "":
 			// A known key of the wrong kind: its 403 is counted and carries

@@ -124,7 +124,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Princ
 	if cred == "" {
 		return org.Principal{}, "", nil, noKey
 	}
-	p, err := s.orgs.Authenticate(r.Context(), cred)
+	p, err := s.orgs.AuthenticateFor(r.Context(), cred, keyUse(r))
 	switch {
 	case errors.Is(err, spec.ErrUnauthorized):
 		return org.Principal{}, "", nil, noKey
@@ -153,6 +153,16 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Princ
 		return org.Principal{}, "", nil, spec.Errorf(spec.ErrRateLimited, "Too many requests of this key or organisation are in flight; retry when one has finished.")
 	}
 	return p, cred, release, nil
+}
+
+// keyUse is the API a request to the views uses, for the key's last use:
+// MCP for a source's MCP binding (/sources/{sourceId}/mcp), the
+// organisation API otherwise.
+func keyUse(r *http.Request) org.KeyUse {
+	if rest := chi.URLParam(r, "*"); chi.URLParam(r, "sourceId") != "" && (rest == "mcp" || strings.HasPrefix(rest, "mcp/")) {
+		return org.UseMCP
+	}
+	return org.UseOrganisationAPI
 }
 
 // ResourceStatus is the sync status of one resource of a source.

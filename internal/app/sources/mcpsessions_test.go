@@ -52,11 +52,11 @@ func TestCollectedViewMCPSessions(t *testing.T) {
 		actor := org.Actor{Type: org.ActorAdmin, Name: "test"}
 		o, err := orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, actor)
 		require.NoError(t, err)
-		var keys []string
+		var keys, keyIDs []string
 		for _, name := range []string{"a", "b"} {
 			k, err := orgs.CreateKey(ctx, org.KeyCreate{OrganisationID: o.ID, Name: name, Type: org.KeyTypeAPI}, actor)
 			require.NoError(t, err)
-			keys = append(keys, k.Secret)
+			keys, keyIDs = append(keys, k.Secret), append(keyIDs, k.ID)
 		}
 		var sourceID string
 		serve := func(opts ...mcp.Option) string {
@@ -81,6 +81,10 @@ func TestCollectedViewMCPSessions(t *testing.T) {
 			require.Equal(t, http.StatusOK, status)
 			require.Empty(t, id, "the default endpoint is stateless")
 		}
+		// The key's last use names MCP.
+		used, err := orgs.KeysLastUsed(ctx, o.ID)
+		require.NoError(t, err)
+		require.Equal(t, org.UseMCP, used[keyIDs[0]].API)
 
 		u = serve(mcp.WithSessions(true), mcp.WithMaxSessionsPerCredential(2))
 		var ids []string
