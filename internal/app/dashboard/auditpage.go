@@ -42,6 +42,8 @@ var knownActions = []struct{ Value, Label string }{
 	{org.AuditPriceDeleted, "deleted price"},
 	{org.AuditTelemetrySettingsSet, "changed telemetry settings"},
 	{org.AuditOrganisationCreated, "created organisation"},
+	{org.AuditOrganisationUpdated, "changed organisation's plan or name"},
+	{org.AuditTimeZoneSet, "changed organisation's time zone"},
 }
 
 // actionWords returns action in words: as knownActions says, else as
@@ -74,7 +76,7 @@ var resourcePages = map[string]struct{ Noun, Page string }{
 	"review_task":       {"review task", "/review/{id}"},
 	"review_settings":   {"review settings", "/settings/review"},
 	"telemetrySettings": {"telemetry settings", "/settings/telemetry"},
-	"organisation":      {"organisation", ""},
+	"organisation":      {"organisation", "/settings/organisation"},
 }
 
 type auditRow struct {

@@ -73,7 +73,7 @@ func TestAuditPage(t *testing.T) {
 		require.Contains(t, p.Body, `<td data-label="What"><a href="/settings/api-keys">API key crm-sync</a></td>`)
 		require.Contains(t, p.Body, `<td data-label="What"><a href="/agents">agent Support</a></td>`)
 		require.Contains(t, p.Body, `<td data-label="What"><a href="/settings/users">user Rex (rex@acme.test)</a></td>`)
-		require.Contains(t, p.Body, `<td data-label="What">organisation Acme</td>`)
+		require.Contains(t, p.Body, `<td data-label="What"><a href="/settings/organisation">organisation Acme</a></td>`)
 		require.Regexp(t, `<td data-label="What"><a href="/instructions/[0-9a-f-]{36}/edit">instruction Mergers</a></td>`, p.Body)
 		// No id in the visible text: only in links, option values and the
 		// collapsed before and after.
