@@ -24,7 +24,7 @@ const AuditSourceSynced = "source.synced"
 type resourceRow struct {
 	Name string
 	*sources.ResourceStatus
-	State string // "ok", "failed", "syncing" or "never"
+	State string // "ok", "failed", "syncing", "notoffered" or "never"
 }
 
 // sourceRow is one source on the sources page.
@@ -94,10 +94,9 @@ const AuditSourceAdded = "source.created"
 // dashboard.
 const AuditSourceResumed = "source.resumed"
 
-// failedLast reports whether the last attempt to sync the resource failed.
-func failedLast(rs *sources.ResourceStatus) bool {
-	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
-}
+// failedLast reports whether the last attempt to sync the resource failed;
+// a resource the provider does not offer has not failed.
+func failedLast(rs *sources.ResourceStatus) bool { return rs.Failed() }
 
 func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
 	data, _ := p.Data.(sourcesData)
@@ -118,6 +117,8 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 					rr.State = "syncing"
 				case failedLast(rs):
 					rr.State, row.Failed = "failed", true
+				case rs.NotOffered:
+					rr.State = "notoffered"
 				case rs.LastSuccess == nil:
 					rr.State = "never"
 				}
