@@ -111,7 +111,9 @@ func (w *conformanceWorker) Work(ctx context.Context, job *river.Job[Conformance
 	return err
 }
 
-func (w *conformanceWorker) Timeout(*river.Job[ConformanceArgs]) time.Duration { return ConformanceTimeout }
+func (w *conformanceWorker) Timeout(*river.Job[ConformanceArgs]) time.Duration {
+	return ConformanceTimeout
+}
 
 // conformanceURL returns the base address of the REST interface the suite
 // checks for src: a REST source's URL; an MCP source's endpoint without its
