@@ -37,6 +37,12 @@ type sourceRow struct {
 	// TransportName names the transport for people ("REST", "OpenAI usage
 	// API", ...).
 	TransportName string
+	// Checkable: the conformance suite can check it (REST and MCP).
+	Checkable bool
+	// Check is its latest conformance check; nil before the first.
+	Check *sources.ConformanceRun
+	// CheckPending: Check is queued or running.
+	CheckPending bool
 }
 
 type sourcesData struct {
@@ -107,8 +113,16 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 		if err != nil {
 			return err
 		}
+		checks, err := d.cfg.Sources.LatestConformance(r.Context(), viewerOf(r).Organisation.ID)
+		if err != nil {
+			return err
+		}
 		for _, l := range listed {
-			row := sourceRow{Listed: l, EveryText: every(l.Source.Every), TransportName: transportName(l.Transport)}
+			row := sourceRow{Listed: l, EveryText: every(l.Source.Every), TransportName: transportName(l.Transport),
+				Checkable: checkable(l.Transport)}
+			if c, ok := checks[l.ID]; ok {
+				row.Check, row.CheckPending = &c, c.Pending(d.cfg.Now())
+			}
 			for _, name := range resourceOrder(l.Resources) {
 				rs := l.Resources[name]
 				rr := resourceRow{Name: name, ResourceStatus: rs, State: "ok"}
@@ -149,6 +163,8 @@ func (d *Dashboard) sourcesPage(w http.ResponseWriter, r *http.Request) error {
 		p.Notice = "The source is added; the scheduler syncs it within a minute, or use Sync now."
 	case "resumed":
 		p.Notice = "The source is resumed; the scheduler syncs it within a minute, or use Sync now."
+	case "checking":
+		p.Notice = "The conformance check runs in the background, usually for a minute or two; reload this page to see its report on the source's card."
 	}
 	return d.renderSources(w, r, http.StatusOK, p)
 }
