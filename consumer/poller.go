@@ -377,7 +377,7 @@ func (p *Poller) syncResource(ctx context.Context, r Resource) (rr ResourceResul
 		rr.Skipped = "the lease was lost to another poller"
 	case errors.Is(err, provider.ErrUnsupported) || errors.Is(err, provider.ErrNotFound):
 		rr.Skipped = "the provider does not offer " + string(r)
-		p.recordFailure(ctx, r, "not offered by the provider: "+p.errorText(err))
+		p.recordFailure(ctx, r, NotOfferedPrefix+p.errorText(err))
 	default:
 		rr.Err = err
 		if ctx.Err() == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -134,6 +135,18 @@ type Checkpoint struct {
 	LastSuccess time.Time
 	LastError   string
 	LastErrorAt time.Time
+}
+
+// NotOfferedPrefix starts the LastError the poller records for a resource
+// the provider does not offer (it answered 404 or 501 for it, as
+// provider.ErrNotFound or provider.ErrUnsupported).
+const NotOfferedPrefix = "not offered by the provider: "
+
+// NotOffered reports whether the last attempt at the resource found that
+// the provider does not offer it: a state of the provider, not a failed
+// sync. A later success or another failure replaces it.
+func (c Checkpoint) NotOffered() bool {
+	return c.LastError != "" && strings.HasPrefix(c.LastError, NotOfferedPrefix)
 }
 
 // Record is one record as received, with what the store indexes.

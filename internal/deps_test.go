@@ -86,6 +86,7 @@ var rules = map[string][]string{
 	"internal/app/telemetry/tools": {"spec"},
 	"internal/app/sources": {"spec", "spec/webhook", "provider", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"consumer/vendorusage", // the openai and anthropic transports
+		"conformance",          // "check this source": the suite run against a source
 		"internal/app/org", "internal/infra/"},
 
 	// The OTLP/HTTP and OTLP/gRPC wire layer of the telemetry endpoint: decoding and

@@ -38,6 +38,7 @@ var knownActions = []struct{ Value, Label string }{
 	{AuditSourceAdded, "added source"},
 	{AuditSourceSynced, "synced source"},
 	{AuditSourceResumed, "resumed source"},
+	{AuditSourceChecked, "checked source's conformance"},
 	{org.AuditPriceSet, "set price"},
 	{org.AuditPriceDeleted, "deleted price"},
 	{org.AuditTelemetrySettingsSet, "changed telemetry settings"},

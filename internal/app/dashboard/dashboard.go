@@ -155,6 +155,8 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Post("/sources", d.action(d.addSource))
 				r.Post("/sources/{sourceId}/sync", d.action(d.syncSource))
 				r.Post("/sources/{sourceId}/resume", d.action(d.resumeSource))
+				r.Post("/sources/{sourceId}/conformance", d.action(d.checkSource))
+				r.Get("/sources/{sourceId}/conformance/{run}", d.page(d.conformanceReport))
 				r.Get("/audit", d.page(d.audit))
 				r.Get(orgSettingsPath, d.page(d.orgSettings))
 				r.Post(orgSettingsPath, d.action(d.saveOrgSettings))

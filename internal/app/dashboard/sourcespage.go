@@ -24,7 +24,7 @@ const AuditSourceSynced = "source.synced"
 type resourceRow struct {
 	Name string
 	*sources.ResourceStatus
-	State string // "ok", "failed", "syncing" or "never"
+	State string // "ok", "failed", "syncing", "notoffered" or "never"
 }
 
 // sourceRow is one source on the sources page.
@@ -37,6 +37,12 @@ type sourceRow struct {
 	// TransportName names the transport for people ("REST", "OpenAI usage
 	// API", ...).
 	TransportName string
+	// Checkable: the conformance suite can check it (REST and MCP).
+	Checkable bool
+	// Check is its latest conformance check; nil before the first.
+	Check *sources.ConformanceRun
+	// CheckPending: Check is queued or running.
+	CheckPending bool
 }
 
 type sourcesData struct {
@@ -94,10 +100,9 @@ const AuditSourceAdded = "source.created"
 // dashboard.
 const AuditSourceResumed = "source.resumed"
 
-// failedLast reports whether the last attempt to sync the resource failed.
-func failedLast(rs *sources.ResourceStatus) bool {
-	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
-}
+// failedLast reports whether the last attempt to sync the resource failed;
+// a resource the provider does not offer has not failed.
+func failedLast(rs *sources.ResourceStatus) bool { return rs.Failed() }
 
 func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status int, p *pageData) error {
 	data, _ := p.Data.(sourcesData)
@@ -108,8 +113,16 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 		if err != nil {
 			return err
 		}
+		checks, err := d.cfg.Sources.LatestConformance(r.Context(), viewerOf(r).Organisation.ID)
+		if err != nil {
+			return err
+		}
 		for _, l := range listed {
-			row := sourceRow{Listed: l, EveryText: every(l.Source.Every), TransportName: transportName(l.Transport)}
+			row := sourceRow{Listed: l, EveryText: every(l.Source.Every), TransportName: transportName(l.Transport),
+				Checkable: checkable(l.Transport)}
+			if c, ok := checks[l.ID]; ok {
+				row.Check, row.CheckPending = &c, c.Pending(d.cfg.Now())
+			}
 			for _, name := range resourceOrder(l.Resources) {
 				rs := l.Resources[name]
 				rr := resourceRow{Name: name, ResourceStatus: rs, State: "ok"}
@@ -118,6 +131,8 @@ func (d *Dashboard) renderSources(w http.ResponseWriter, r *http.Request, status
 					rr.State = "syncing"
 				case failedLast(rs):
 					rr.State, row.Failed = "failed", true
+				case rs.NotOffered:
+					rr.State = "notoffered"
 				case rs.LastSuccess == nil:
 					rr.State = "never"
 				}
@@ -148,6 +163,8 @@ func (d *Dashboard) sourcesPage(w http.ResponseWriter, r *http.Request) error {
 		p.Notice = "The source is added; the scheduler syncs it within a minute, or use Sync now."
 	case "resumed":
 		p.Notice = "The source is resumed; the scheduler syncs it within a minute, or use Sync now."
+	case "checking":
+		p.Notice = "The conformance check runs in the background, usually for a minute or two; reload this page to see its report on the source's card."
 	}
 	return d.renderSources(w, r, http.StatusOK, p)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aiusage/kit/consumer"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/ident"
@@ -165,7 +166,10 @@ func keyUse(r *http.Request) org.KeyUse {
 	return org.UseOrganisationAPI
 }
 
-// ResourceStatus is the sync status of one resource of a source.
+// ResourceStatus is the sync status of one resource of a source. A
+// resource the provider does not offer (it answered 404 or 501 for it) is
+// NotOffered, with the provider's answer in NotOfferedDetail, and has no
+// LastError: it is a state of the provider, not a failed sync.
 type ResourceStatus struct {
 	Records     int64      `json:"records"`
 	Missing     int64      `json:"missing"`
@@ -177,6 +181,18 @@ type ResourceStatus struct {
 	LastErrorAt *time.Time `json:"lastErrorAt"`
 	NeedsFull   bool       `json:"needsFull,omitempty"`
 	Reason      string     `json:"needsFullReason,omitempty"`
+	// NotOffered is set when the provider's last answer said it does not
+	// offer the resource; NotOfferedAt is when.
+	NotOffered       bool       `json:"notOffered,omitempty"`
+	NotOfferedDetail string     `json:"notOfferedDetail,omitempty"`
+	NotOfferedAt     *time.Time `json:"notOfferedAt,omitempty"`
+}
+
+// Failed reports whether the last attempt to sync the resource failed: it
+// has an error more recent than its last success. A resource the provider
+// does not offer has not failed.
+func (rs *ResourceStatus) Failed() bool {
+	return rs.LastError != "" && (rs.LastSuccess == nil || rs.LastErrorAt != nil && rs.LastErrorAt.After(*rs.LastSuccess))
 }
 
 // Listed is a source as GET /organisations/{id}/sources lists it.
@@ -220,9 +236,15 @@ func (s *Service) Statuses(ctx context.Context, orgID string) ([]Listed, error) 
 			continue
 		}
 		c := st.Checkpoint
-		res[string(st.Resource)] = &ResourceStatus{Records: st.Records, Missing: st.Missing, Quarantined: st.Quarantined,
+		rs := &ResourceStatus{Records: st.Records, Missing: st.Missing, Quarantined: st.Quarantined,
 			InProgress: c.InProgress, Watermark: timePtr(c.Watermark), LastSuccess: timePtr(c.LastSuccess),
 			LastError: c.LastError, LastErrorAt: timePtr(c.LastErrorAt), NeedsFull: c.NeedsFull, Reason: c.NeedsFullReason}
+		if c.NotOffered() {
+			rs.NotOffered, rs.NotOfferedAt = true, rs.LastErrorAt
+			rs.NotOfferedDetail = strings.TrimPrefix(c.LastError, consumer.NotOfferedPrefix)
+			rs.LastError, rs.LastErrorAt = "", nil
+		}
+		res[string(st.Resource)] = rs
 	}
 	return out, nil
 }

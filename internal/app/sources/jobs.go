@@ -111,13 +111,16 @@ func (w *scheduleWorker) Work(ctx context.Context, _ *river.Job[scheduleArgs]) e
 }
 
 // Jobs registers the sources' background work on the service's job queue:
-// the sync and schedule workers, the queue of the syncs (SyncQueue), and
+// the sync and schedule workers, the queue of the syncs (SyncQueue), the
+// conformance checks' worker and queue (ConformanceQueue), and
 // the scheduler's periodic job, which every ScheduleInterval queues a sync
 // of each source due.
 func (s *Service) Jobs(j *riverjobs.Jobs) {
 	river.AddWorker(j.Workers, &syncWorker{s: s})
 	river.AddWorker(j.Workers, &scheduleWorker{s: s})
 	j.AddQueue(SyncQueue, s.cfg.SyncWorkers)
+	river.AddWorker(j.Workers, &conformanceWorker{s: s})
+	j.AddQueue(ConformanceQueue, 1)
 	j.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(s.cfg.ScheduleInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return scheduleArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true}))

@@ -547,6 +547,9 @@ func (s *Service) Remove(ctx context.Context, orgID, id string) (Source, error) 
 	if n, _ := res.RowsAffected(); n == 0 {
 		return Source{}, fmt.Errorf("source %s: %w", src.ID, spec.ErrNotFound)
 	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM source_conformance_runs WHERE source_id = $1`, src.ID); err != nil {
+		return Source{}, fmt.Errorf("sources: remove %s: its conformance reports: %w", src.ID, err)
+	}
 	return src, nil
 }
 
