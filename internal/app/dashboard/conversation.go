@@ -166,7 +166,7 @@ func conversationViewOf(js json.RawMessage, src sources.Source) (*conversationVi
 			v.Usage += ", " + thousands(u.TotalTokens) + " in total"
 		}
 		if u.Cost != 0 {
-			v.Usage += fmt.Sprintf("; cost %.4f", u.Cost) // the interface gives no currency
+			v.Usage += "; cost " + money(u.Cost) // costs in the data are USD, as on the usage page
 		}
 	}
 	search := func(k, val string) string {

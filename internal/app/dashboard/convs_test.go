@@ -145,7 +145,7 @@ func TestConversationPage(t *testing.T) {
 		require.True(t, i1 > 0 && i1 < i2 && i2 < i3, "messages in order, escaped once: %d %d %d", i1, i2, i3)
 		require.NotContains(t, p.Body, "<b>fees</b>", "message text is escaped")
 		for _, want := range []string{"Vendor One", "Ann.Lee@acme.example", "Legal", "lawyers", "Contract Helper", "gpt-large",
-			"openai", "completed", "Be precise.", "supply-contract.pdf", "application/pdf", "legal-eu", "1,234,567 input and 890 output tokens",
+			"openai", "completed", "Be precise.", "supply-contract.pdf", "application/pdf", "legal-eu", "1,234,567 input and 890 output tokens", "; cost USD 0.50",
 			`"temperature": 0.2`} {
 			require.Contains(t, body, want)
 		}
