@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -357,9 +358,9 @@ func (d *Dashboard) usage(w http.ResponseWriter, r *http.Request) error {
 	oq := sources.OrgUsageQuery{From: from, To: to, Granularity: uq.Granularity}
 	if uq.User != "" {
 		pn, err := d.resolvePerson(ctx, orgID, uq.User)
-		if msg, status, ok := clientMessage(err); ok {
-			p.Error, data.Invalid = msg, true
-			d.render(w, r, status, "usage", p)
+		if bad := (badParam{}); errors.As(err, &bad) {
+			p.Error, data.Invalid = bad.msg, true
+			d.render(w, r, http.StatusBadRequest, "usage", p)
 			return nil
 		} else if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiusage/kit/consumer/sqlstore"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -47,22 +48,27 @@ func (d *Dashboard) resolvePerson(ctx context.Context, orgID, v string) (person,
 		return person{}, err
 	}
 	id := strings.ToLower(v)
-	var named []string
+	var named []people.User
 	for _, u := range users {
 		switch {
 		case u.Email == id:
 			return person{Label: personLabel(u.Email, u.Name), IDs: []string{u.Email}}, nil
 		case u.Name != "" && strings.EqualFold(strings.TrimSpace(u.Name), v):
-			named = append(named, u.Email)
+			named = append(named, u)
 		}
 	}
 	switch len(named) {
 	case 0:
 		return person{Label: v, IDs: []string{id}}, nil
 	case 1:
-		return person{Label: personLabel(named[0], v), IDs: named}, nil
+		return person{Label: personLabel(named[0].Email, named[0].Name), IDs: []string{named[0].Email}}, nil
 	}
-	return person{}, badParamf("The parameter user (%s) is the name of %d people: %s; give one's email.", v, len(named), strings.Join(named, ", "))
+	emails := make([]string, len(named))
+	for i, u := range named {
+		emails[i] = u.Email
+	}
+	slices.Sort(emails)
+	return person{}, badParamf("The parameter user (%s) is the name of %d people: %s; give one's email.", v, len(named), strings.Join(emails, ", "))
 }
 
 func personLabel(email, name string) string {
