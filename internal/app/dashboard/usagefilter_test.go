@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,5 +100,24 @@ func TestUsagePersonFilter(t *testing.T) {
 			require.Contains(t, p.Body, `<form method="get" action="/usage"`, q)
 		}
 		require.True(t, slices.ContainsFunc(personUsage.usage, func(r provider.UsageRecord) bool { return r.UserID == "" }))
+	})
+}
+
+// TestConversationLinksToUsage: a conversation's person links to their
+// usage over the 30 days up to the conversation.
+func TestConversationLinksToUsage(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newUsageEnv(t, db)
+		one, _ := convsFixture(t, e, "Long name")
+		b := e.browser()
+		b.signIn(t, "rex@acme.test", "/")
+		p := b.get(t, "/conversations/c1?source="+url.QueryEscape(one))
+		require.Equal(t, http.StatusOK, p.Status)
+		want := "/usage?from=" + usageDay0.AddDate(0, 0, -29).Format("2006-01-02") + "&to=" + usageDay0.Format("2006-01-02") +
+			"&user=Ann.Lee%40acme.example"
+		require.Contains(t, html.UnescapeString(p.Body), `<a href="`+want+`">their usage</a>`)
+		p = b.get(t, want)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "Usage of <strong>Ann.Lee@acme.example</strong>")
 	})
 }
