@@ -83,6 +83,25 @@ func TestUsageSeries(t *testing.T) {
 		require.Equal(t, at(2*time.Hour), hourly[0].End)
 		require.Empty(t, series(sqlstore.UsageSeriesQuery{Sources: []string{}}))
 
+		// Kept to some users: their buckets only, matched whatever the case.
+		l := acquire(t, s, lease("y", consumer.Usage, "p"))
+		save(t, s, l, 1,
+			bucket{gran: spec.GranularityDay, start: day0, dims: map[string]string{"model": "m3", "userId": "Carol@Example.COM"}, requests: 5, in: 9}.record(),
+			bucket{gran: spec.GranularityDay, start: day0, dims: map[string]string{"model": "m3"}, requests: 7, in: 1, cost: 2}.record())
+		one := series(sqlstore.UsageSeriesQuery{UserIDs: []string{"U1"}})
+		require.Equal(t, []sqlstore.UsagePoint{pt(day0, 2, 20, 2, 1, f64(0.5), true)}, one)
+		two := series(sqlstore.UsageSeriesQuery{UserIDs: []string{"ub", "UA", "ua"}, GroupBy: []string{spec.DimensionUserID}})
+		require.Len(t, two, 2)
+		require.Equal(t, []string{"ua", "ub"}, []string{two[0].UserID, two[1].UserID})
+		require.Equal(t, int64(3), two[0].Requests)
+		carol := series(sqlstore.UsageSeriesQuery{Sources: []string{"a", "y"}, UserIDs: []string{"carol@example.com"}})
+		require.Equal(t, []sqlstore.UsagePoint{pt(day0, 5, 9, 0, 1, f64(0), true)}, carol)
+		require.Empty(t, series(sqlstore.UsageSeriesQuery{Sources: []string{"a", "y"}, UserIDs: []string{"carol"}}))
+		many := make([]string, sqlstore.MaxSeriesUsers+1)
+		for i := range many {
+			many[i] = fmt.Sprintf("u%d", i)
+		}
+
 		for name, q := range map[string]sqlstore.UsageSeriesQuery{
 			"granularity": {Sources: []string{"a"}, Start: day0, End: day1, Granularity: "week"},
 			"dimension":   {Sources: []string{"a"}, Start: day0, End: day1, GroupBy: []string{"team"}},
@@ -90,6 +109,8 @@ func TestUsageSeries(t *testing.T) {
 			"no range":    {Sources: []string{"a"}},
 			"backwards":   {Sources: []string{"a"}, Start: day1, End: day0},
 			"too long":    {Sources: []string{"a"}, Start: day0, End: day0.Add(32 * 24 * time.Hour), Granularity: spec.GranularityHour},
+			"empty user":  {Sources: []string{"a"}, Start: day0, End: day1, UserIDs: []string{""}},
+			"many users":  {Sources: []string{"a"}, Start: day0, End: day1, UserIDs: many},
 		} {
 			_, err := s.UsageSeries(ctx, q)
 			require.ErrorIs(t, err, spec.ErrInvalid, name)

@@ -15,6 +15,9 @@ import (
 // DimensionSource groups a usage series by source ([UsageSeriesQuery]).
 const DimensionSource = "source"
 
+// MaxSeriesUsers bounds the userIds a [UsageSeriesQuery] may keep to.
+const MaxSeriesUsers = 20
+
 // MaxSeriesPoints bounds the points of one [Store.UsageSeries]: a query
 // that would give more is [spec.ErrTooLarge].
 const MaxSeriesPoints = 100_000
@@ -35,6 +38,11 @@ type UsageSeriesQuery struct {
 	// order: DimensionSource and those of spec.Dimensions (model,
 	// assistantId, userId, department).
 	GroupBy []string
+	// UserIDs, when not empty, keep to the stored buckets of these
+	// userIds: a bucket counts when its userId, lower-cased, is one of
+	// them lower-cased (ASCII letters on SQLite). Buckets not attributed to
+	// a user (userId "") never match. At most [MaxSeriesUsers].
+	UserIDs []string
 }
 
 // UsagePoint is one bucket of a usage series: one time slot and one
@@ -65,8 +73,8 @@ type UsagePoint struct {
 	DailyCost *float64
 }
 
-// UsageSeries returns the usage of q.Sources by q.Granularity and
-// q.GroupBy, in order of Start, then Source, Model, AssistantID, UserID and
+// UsageSeries returns the usage of q.Sources (of q.UserIDs, when given) by
+// q.Granularity and q.GroupBy, in order of Start, then Source, Model, AssistantID, UserID and
 // Department (byte by byte), without empty points. It adds up the stored
 // buckets as [Store.Usage] does; grouped by source, the buckets of each
 // source apart. A bad granularity, groupBy or range is [spec.ErrInvalid];
@@ -177,5 +185,15 @@ func planSeries(q *UsageSeriesQuery) (*usagePlan, error) {
 			int(maxRange.Hours()/24), int(maxRange.Hours()/24), gran)
 	}
 	p.sources = slices.Compact(slices.Sorted(slices.Values(q.Sources)))
+	if len(q.UserIDs) > MaxSeriesUsers {
+		return nil, provider.Invalid("userId", "at most %d userIds, not %d", MaxSeriesUsers, len(q.UserIDs))
+	}
+	for _, u := range q.UserIDs {
+		if u == "" {
+			return nil, provider.Invalid("userId", "an empty userId matches no bucket")
+		}
+		p.users = append(p.users, strings.ToLower(u))
+	}
+	p.users = slices.Compact(slices.Sorted(slices.Values(p.users)))
 	return p, nil
 }

@@ -38,6 +38,9 @@ type usagePlan struct {
 	// source when bySource, and after the metrics the number of stored
 	// buckets summed and of those that carried a cost. Usage reads neither.
 	series, bySource bool
+	// users, lower-cased, keep to the buckets of these userIds (only
+	// [Store.UsageSeries]); none: every bucket.
+	users []string
 }
 
 func planUsage(q *provider.UsageQuery) (*usagePlan, error) {
@@ -141,6 +144,15 @@ func (p *usagePlan) sql() (string, []any) {
 		WHERE d.source = r.source AND d.resource = 'usage' AND d.time_ms = ` + floorSQL("r.time_ms", dayMS) + `
 		AND d.source ` + inSources + ` AND d.time_ms >= ` + lo + ` AND d.time_ms < ` + hi + `
 		AND d.granularity = 'day' AND d.missing_at IS NULL)))`)
+	}
+	if len(p.users) > 0 {
+		// Within the range of the index of usage buckets the sources and
+		// times select: the filter bounds no more rows than they do.
+		ph := make([]string, len(p.users))
+		for i, u := range p.users {
+			ph[i] = args.Add(u)
+		}
+		b.WriteString("\n\tAND lower(r.user_id) IN (" + strings.Join(ph, ", ") + ")")
 	}
 	b.WriteString(") t")
 	if p.after != nil && p.lo <= ms(p.after.Start) {

@@ -99,6 +99,8 @@ func usagePlanCases(sources []string) map[string]*usagePlan {
 			GroupBy: []string{DimensionSource}}),
 		"organisation series, by department": series(UsageSeriesQuery{Sources: sources, Start: usageYear, End: end,
 			GroupBy: []string{spec.DimensionDepartment}}),
+		"organisation series, of one user by model": series(UsageSeriesQuery{Sources: sources, Start: usageYear, End: end,
+			GroupBy: []string{spec.DimensionModel}, UserIDs: []string{"U0003"}}),
 	}
 }
 

@@ -39,6 +39,7 @@ type conversationView struct {
 	Usage      string // the tokens and cost, in words; "" without
 	// Links to the searches of the same person, assistant and thread.
 	PersonLink, AssistantLink, ThreadLink string
+	PersonUsageLink                       string            // the person's usage page
 	Choices                               []conversationRow // several sources hold the id: pick one
 }
 
@@ -174,6 +175,11 @@ func conversationViewOf(js json.RawMessage, src sources.Source) (*conversationVi
 	}
 	if u := c.User; u != nil && (u.Email != "" || u.ID != "") {
 		v.PersonLink = "/conversations?" + url.Values{"user": {cmp.Or(u.Email, u.ID)}}.Encode()
+		// Their usage over the 30 days up to the conversation's.
+		to := c.StartedAt.UTC()
+		uq := usageQuery{From: to.AddDate(0, 0, 1-defaultDays).Format(dateLayout), To: to.Format(dateLayout),
+			Granularity: spec.GranularityDay, Metric: defaultUsageMetr}
+		v.PersonUsageLink = usageLink(uq, cmp.Or(u.Email, u.ID))
 	}
 	if a := c.Assistant; a != nil && a.ID != "" {
 		v.AssistantLink = "/assistants/" + url.PathEscape(a.ID) + "?source=" + url.QueryEscape(src.ID)

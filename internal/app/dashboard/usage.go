@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -43,6 +44,7 @@ type usageQuery struct {
 	From, To    string // dates, YYYY-MM-DD, both included
 	Granularity string
 	Metric      string
+	User        string // the Person filter as given, trimmed; "" for everyone
 }
 
 // cost is a sum of costs: nil when no bucket reported one; Complete when
@@ -217,6 +219,7 @@ type slotRow struct {
 
 type groupRow struct {
 	Name   string
+	Href   string // the usage page kept to this group (per user), if any
 	Swatch template.HTML
 	Folded bool // drawn as part of "Other"
 	Share  string
@@ -253,6 +256,12 @@ type usageData struct {
 	OverTime    template.HTML
 	OverTimeRow []slotRow
 	Groups      []groupChart
+	// Person is the Person filter resolved: nil for everyone.
+	Person *person
+	// Suggest are the Person field's suggestions; Everyone the page
+	// without the Person filter.
+	Suggest  []suggestion
+	Everyone string
 }
 
 // Currency is the currency of the page's costs.
@@ -262,6 +271,11 @@ func (usageData) Currency() string { return costCurrency }
 func (d *Dashboard) parseUsageQuery(r *http.Request) (usageQuery, time.Time, time.Time, error) {
 	q := r.URL.Query()
 	uq := usageQuery{From: q.Get("from"), To: q.Get("to"), Granularity: q.Get("granularity"), Metric: q.Get("metric")}
+	user, err := parsePerson(q.Get("user"))
+	if err != nil {
+		return uq, time.Time{}, time.Time{}, err
+	}
+	uq.User = user
 	switch uq.Granularity {
 	case "":
 		uq.Granularity = spec.GranularityDay
@@ -340,13 +354,32 @@ func (d *Dashboard) usage(w http.ResponseWriter, r *http.Request) error {
 		d.render(w, r, http.StatusOK, "usage", p)
 		return nil
 	}
-	u, err := d.cfg.Sources.OrgUsage(r.Context(), viewerOf(r).Organisation.ID,
-		sources.OrgUsageQuery{From: from, To: to, Granularity: uq.Granularity})
+	ctx, orgID := r.Context(), viewerOf(r).Organisation.ID
+	oq := sources.OrgUsageQuery{From: from, To: to, Granularity: uq.Granularity}
+	if uq.User != "" {
+		pn, err := d.resolvePerson(ctx, orgID, uq.User)
+		if bad := (badParam{}); errors.As(err, &bad) {
+			p.Error, data.Invalid = bad.msg, true
+			d.render(w, r, http.StatusBadRequest, "usage", p)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		data.Person, oq.UserIDs, data.Everyone = &pn, pn.IDs, usageLink(uq, "")
+	}
+	u, err := d.cfg.Sources.OrgUsage(ctx, orgID, oq)
 	if msg, status, ok := clientMessage(err); ok {
 		p.Error, data.Invalid = msg, true
 		d.render(w, r, status, "usage", p)
 		return nil
 	} else if err != nil {
+		return err
+	}
+	seen, err := d.seenUsers(ctx, orgID, u.From, u.To, u.ByUser, data.Person != nil)
+	if err != nil {
+		return err
+	}
+	if data.Suggest, err = d.personSuggestions(ctx, orgID, seen); err != nil {
 		return err
 	}
 	data.build(u, uq)
@@ -441,6 +474,13 @@ func (data *usageData) build(u sources.OrgUsage, uq usageQuery) {
 		}},
 	} {
 		data.Groups = append(data.Groups, groupSeries(g.id, g.title, g.dim, g.points, g.key, index, axis, tips, seen, uq.Metric, data.MetricName, u.Granularity, format))
+	}
+	// Each user's row leads to the page kept to them.
+	users := &data.Groups[len(data.Groups)-1]
+	for i, row := range users.Rows {
+		if row.Name != "(no user)" {
+			users.Rows[i].Href = usageLink(uq, row.Name)
+		}
 	}
 }
 

@@ -28,6 +28,9 @@ type OrgUsageQuery struct {
 	// Granularity is spec.GranularityDay (the default) or
 	// spec.GranularityHour.
 	Granularity string
+	// UserIDs, when not empty, keep every series to the usage of these
+	// userIds (see sqlstore.UsageSeriesQuery.UserIDs).
+	UserIDs []string
 }
 
 // OrgUsage is an organisation's usage, summed over its sources, in four
@@ -97,7 +100,7 @@ func (s *Service) OrgUsage(ctx context.Context, orgID string, q OrgUsageQuery) (
 		{[]string{spec.DimensionUserID}, &out.ByUser},
 	} {
 		*series.out, err = s.store.UsageSeries(ctx, sqlstore.UsageSeriesQuery{Sources: ids, Start: out.From, End: out.To,
-			Granularity: out.Granularity, GroupBy: series.by})
+			Granularity: out.Granularity, GroupBy: series.by, UserIDs: q.UserIDs})
 		if err != nil {
 			return OrgUsage{}, err
 		}
