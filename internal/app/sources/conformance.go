@@ -296,22 +296,30 @@ func (s *Service) runConformance(ctx context.Context, runID string) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	now := s.now().UnixMilli()
-	if runErr != nil {
-		_, err = s.db.ExecContext(wctx, `UPDATE source_conformance_runs SET state = $2, finished_at_ms = $3, error = $4 WHERE id = $1`,
-			runID, ConformanceFailed, now, conformanceErrorText(ctx, runErr))
-	} else {
-		c := rep.Counts()
-		_, err = s.db.ExecContext(wctx, `UPDATE source_conformance_runs SET state = $2, finished_at_ms = $3, passed = $4, failed = $5,
+	// The outcome and the pruning of older runs commit together, so that a
+	// run is never seen done beside more than ConformanceKeep runs.
+	err = s.db.InTxRetry(wctx, func(tx *sql.Tx) error {
+		var err error
+		if runErr != nil {
+			_, err = tx.ExecContext(wctx, `UPDATE source_conformance_runs SET state = $2, finished_at_ms = $3, error = $4 WHERE id = $1`,
+				runID, ConformanceFailed, now, conformanceErrorText(ctx, runErr))
+		} else {
+			c := rep.Counts()
+			_, err = tx.ExecContext(wctx, `UPDATE source_conformance_runs SET state = $2, finished_at_ms = $3, passed = $4, failed = $5,
 			warned = $6, skipped = $7, errored = $8, report = $9 WHERE id = $1`, runID, ConformanceDone, now,
-			c[conformance.StatusPass], c[conformance.StatusFail], c[conformance.StatusWarn], c[conformance.StatusSkip], c[conformance.StatusError], html)
-	}
+				c[conformance.StatusPass], c[conformance.StatusFail], c[conformance.StatusWarn], c[conformance.StatusSkip], c[conformance.StatusError], html)
+		}
+		if err != nil {
+			return fmt.Errorf("sources: conformance run %s: %w", runID, err)
+		}
+		if _, err := tx.ExecContext(wctx, `DELETE FROM source_conformance_runs WHERE source_id = $1 AND id NOT IN
+		(SELECT id FROM source_conformance_runs WHERE source_id = $1 ORDER BY requested_at_ms DESC, id DESC LIMIT $2)`, src.ID, ConformanceKeep); err != nil {
+			return fmt.Errorf("sources: conformance run %s: prune: %w", runID, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("sources: conformance run %s: %w", runID, err)
-	}
-	_, err = s.db.ExecContext(wctx, `DELETE FROM source_conformance_runs WHERE source_id = $1 AND id NOT IN
-		(SELECT id FROM source_conformance_runs WHERE source_id = $1 ORDER BY requested_at_ms DESC, id DESC LIMIT $2)`, src.ID, ConformanceKeep)
-	if err != nil {
-		return fmt.Errorf("sources: conformance run %s: prune: %w", runID, err)
+		return err
 	}
 	attrs := []slog.Attr{slog.String("source", src.ID), slog.String("organisation", src.OrganisationID)}
 	if runErr != nil {
