@@ -129,7 +129,7 @@ const htmlTemplate = `<!DOCTYPE html>
 *, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
 body { margin: 0; background: #f6f7f9; color: #1d2433; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 62rem; margin: 0 auto; padding: 1rem; }
+main { max-width: 62rem; margin: 0 auto; padding: 1rem; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0.5rem 0 1rem; }
 h2 { font-size: 1.2rem; margin: 2rem 0 0.75rem; }
 nav h2 { margin-top: 0; }

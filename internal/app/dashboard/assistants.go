@@ -175,7 +175,7 @@ func (d *Dashboard) assistants(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
-	names := optionLabels(data.Sources)
+	names, zone := optionLabels(data.Sources), zoneOf(r)
 	var rows []assistantRow
 	for _, rec := range page.Items {
 		var a spec.Assistant
@@ -184,7 +184,7 @@ func (d *Dashboard) assistants(w http.ResponseWriter, r *http.Request) error {
 		}
 		src := sourceOf(rec.JSON)
 		row := assistantRow{Link: recordLink("/assistants/", a.ID, src), Name: a.Name, ID: a.ID, Status: a.Status,
-			Visibility: a.Visibility, Model: a.Model, Updated: date(a.UpdatedAt), Source: names[src]}
+			Visibility: a.Visibility, Model: a.Model, Updated: date(a.UpdatedAt, zone), Source: names[src]}
 		if o := a.Owner; o != nil {
 			row.Owner = o.Email
 			if row.Owner == "" {
@@ -258,7 +258,7 @@ func (d *Dashboard) assistantPage(w http.ResponseWriter, r *http.Request) error 
 	if u := v.A.Usage; u != nil {
 		v.Usage = thousands(u.ConversationCount) + " conversations by " + thousands(u.UserCount) + " people"
 		if !u.LastUsedAt.IsZero() {
-			v.Usage += "; last used " + date(u.LastUsedAt)
+			v.Usage += "; last used " + date(u.LastUsedAt, zoneOf(r))
 		}
 	}
 	v.ConversationsLink = "/conversations?" + url.Values{"assistant": {v.A.ID}, "source": {in[0].ID}}.Encode()

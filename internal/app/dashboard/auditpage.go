@@ -82,7 +82,7 @@ var resourcePages = map[string]struct{ Noun, Page string }{
 
 type auditRow struct {
 	org.AuditRecord
-	When       string // UTC, to the second
+	When       string // in the organisation's zone, to the second
 	ActionText string // the action in words
 	ActorLabel string // what the actor is: an email, "API key", "command line"
 	// What names the resource in words ("API key crm-sync"); Link is the
@@ -266,9 +266,9 @@ type auditNames struct {
 
 // describe fills the row's words: the action, the actor, and the resource
 // with a link to its page.
-func describe(rec org.AuditRecord, known auditNames) auditRow {
+func describe(rec org.AuditRecord, known auditNames, zone *time.Location) auditRow {
 	users := known.users
-	row := auditRow{AuditRecord: rec, When: rec.At.UTC().Format("2006-01-02 15:04:05 UTC"),
+	row := auditRow{AuditRecord: rec, When: dateSecond(rec.At.Time, zone),
 		ActionText: actionWords(rec.Action), Before: prettyJSON(rec.Before), After: prettyJSON(rec.After)}
 	switch rec.Actor.Type {
 	case org.ActorUser:
@@ -382,7 +382,7 @@ func (d *Dashboard) audit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, rec := range recs {
-		data.Rows = append(data.Rows, describe(rec, known))
+		data.Rows = append(data.Rows, describe(rec, known, v.Zone))
 	}
 	if q.Before > 0 {
 		data.NewestURL = auditURL(q, 0)

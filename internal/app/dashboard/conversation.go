@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -121,12 +122,12 @@ func (d *Dashboard) conversationPage(w http.ResponseWriter, r *http.Request) err
 			if err := json.Unmarshal(js, &c); err != nil {
 				return fmt.Errorf("dashboard: conversation %q of source %s: %w", id, in[i].ID, err)
 			}
-			v.Choices = append(v.Choices, rowOf(foundOf(c, js, in[i].ID), map[string]string{in[i].ID: in[i].Name}))
+			v.Choices = append(v.Choices, rowOf(foundOf(c, js, in[i].ID), map[string]string{in[i].ID: in[i].Name}, zoneOf(r)))
 		}
 		d.render(w, r, http.StatusOK, "conversation", &pageData{Title: "Conversation " + excerpt(id, 60), Nav: "conversations", Data: &v})
 		return nil
 	}
-	v, err := conversationViewOf(found[0], in[0])
+	v, err := conversationViewOf(found[0], in[0], zoneOf(r))
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (d *Dashboard) conversationPage(w http.ResponseWriter, r *http.Request) err
 }
 
 // conversationViewOf is how the page shows conversation js of src.
-func conversationViewOf(js json.RawMessage, src sources.Source) (*conversationView, error) {
+func conversationViewOf(js json.RawMessage, src sources.Source, zone *time.Location) (*conversationView, error) {
 	v := &conversationView{SourceID: src.ID, SourceName: src.Name}
 	if err := json.Unmarshal(js, &v.C); err != nil {
 		return nil, fmt.Errorf("dashboard: conversation of source %s: %w", src.ID, err)
@@ -155,7 +156,7 @@ func conversationViewOf(js json.RawMessage, src sources.Source) (*conversationVi
 		}
 	}
 	for _, m := range c.Messages {
-		v.Messages = append(v.Messages, messageView{ID: m.ID, Role: cmp.Or(m.Role, "message"), Content: m.Content, Created: date(m.CreatedAt)})
+		v.Messages = append(v.Messages, messageView{ID: m.ID, Role: cmp.Or(m.Role, "message"), Content: m.Content, Created: date(m.CreatedAt, zone)})
 	}
 	if c.Parameters != nil {
 		v.Parameters = indentJSON(mustJSON(c.Parameters))

@@ -169,7 +169,7 @@ func (d *Dashboard) conversations(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	for _, f := range res.found {
-		data.Rows = append(data.Rows, rowOf(f, names))
+		data.Rows = append(data.Rows, rowOf(f, names, zoneOf(r)))
 	}
 	data.Scanned, data.Stopped = res.scanned, res.stopped
 	if res.next != nil {
@@ -230,10 +230,10 @@ func (cq conversationQuery) values() url.Values {
 }
 
 // rowOf is how the list shows f.
-func rowOf(f sqlstore.FoundConversation, names map[string]string) conversationRow {
+func rowOf(f sqlstore.FoundConversation, names map[string]string, zone *time.Location) conversationRow {
 	c := f.Conversation
 	row := conversationRow{Link: conversationLink(c.ID, f.Source), Source: names[f.Source], ID: c.ID, Messages: len(c.Messages), Status: c.Status,
-		Started: c.StartedAt.UTC().Format("2006-01-02 15:04 UTC")}
+		Started: date(c.StartedAt, zone)}
 	if row.Source == "" {
 		row.Source = f.Source
 	}

@@ -60,7 +60,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
-	names := optionLabels(data.Sources)
+	names, zone := optionLabels(data.Sources), zoneOf(r)
 	var rows []eventRow
 	for _, rec := range page.Items {
 		var e spec.Event
@@ -68,7 +68,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("dashboard: event: %w", err)
 		}
 		src := sourceOf(rec.JSON)
-		row := eventRow{Link: eventLink(&e, src), When: date(e.OccurredAt), Type: e.Type, Category: e.Category,
+		row := eventRow{Link: eventLink(&e, src), When: date(e.OccurredAt, zone), Type: e.Type, Category: e.Category,
 			Action: e.Action, Source: names[src]}
 		if a := e.Actor; a != nil {
 			row.Actor = cmp.Or(a.Email, a.ID, a.Type)

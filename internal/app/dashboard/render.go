@@ -110,6 +110,21 @@ func date(t any, zone ...*time.Location) string {
 	return v.In(loc).Format("2006-01-02 15:04 ") + zoneName(loc)
 }
 
+// dateSecond is date to the second, for records in which the order of
+// events within a minute matters (the audit log).
+func dateSecond(t time.Time, zone *time.Location) string {
+	if zone == nil {
+		zone = time.UTC
+	}
+	return t.In(zone).Format("2006-01-02 15:04:05 ") + zoneName(zone)
+}
+
+// zoneOf is the zone of the request's viewer's organisation, for times a
+// handler formats itself; UTC without a viewer.
+func zoneOf(r *http.Request) *time.Location {
+	return (&pageData{Viewer: viewerOf(r)}).Zone()
+}
+
 // zoneName is the name a page gives a zone: its IANA name, "UTC" for UTC.
 func zoneName(loc *time.Location) string {
 	if loc == nil || loc == time.UTC || loc.String() == "" {

@@ -68,7 +68,7 @@ func (d *Dashboard) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Fields = nil
 	p.Data = usersData{Invited: &u, Password: password}
-	p.Notice = u.Email + " can now sign in with the one-time password below, until " + date(u.OneTimePasswordUntil) +
+	p.Notice = u.Email + " can now sign in with the one-time password below, until " + date(u.OneTimePasswordUntil, zoneOf(r)) +
 		", and must then choose their own. Hand it over safely: it is shown only this once."
 	return d.renderUsers(w, r, http.StatusCreated, p)
 }
@@ -134,7 +134,7 @@ func (d *Dashboard) resetPassword(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	p := &pageData{Data: usersData{Invited: &u, Password: password, Reset: true}}
-	p.Notice = u.Email + " is signed out everywhere and can sign in with the one-time password below, until " + date(u.OneTimePasswordUntil) +
+	p.Notice = u.Email + " is signed out everywhere and can sign in with the one-time password below, until " + date(u.OneTimePasswordUntil, zoneOf(r)) +
 		", and must then choose their own. Hand it over safely: it is shown only this once."
 	return d.renderUsers(w, r, http.StatusOK, p)
 }
