@@ -290,6 +290,9 @@ func TestPromptsInterleaved(t *testing.T) {
 		require.NoError(t, err)
 		id := telemetry.ConversationID(telemetry.SourceID(e.ingest.ID), "claude-code", "s-x", "")
 		reached, release := make(chan struct{}), make(chan struct{})
+		var released sync.Once
+		free := func() { released.Do(func() { close(release) }) }
+		t.Cleanup(free) // before the service stops, so no handler waits on it
 		var once sync.Once
 		telemetry.SetBeforeConversationSave(func(cid string, n int) {
 			if cid == id && n == 1 {
@@ -307,10 +310,22 @@ func TestPromptsInterleaved(t *testing.T) {
 			defer close(done)
 			postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", late))
 		}()
-		<-reached
+		// A request that ends without reaching the hook (a refused request
+		// fails the test from its goroutine) must fail the test, not hang it.
+		select {
+		case <-reached:
+		case <-done:
+			t.Fatal("the first request ended before it wrote the conversation")
+		case <-time.After(time.Minute):
+			t.Fatal("the first request did not reach the conversation's write within a minute")
+		}
 		postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", early))
-		close(release)
-		<-done
+		free()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the first request did not finish within a minute after it was released")
+		}
 		require.Equal(t, []string{early.text, late.text}, contents(e.conversations(t)[id]))
 	})
 }
