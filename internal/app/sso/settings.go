@@ -127,7 +127,21 @@ func (s *Service) Settings(ctx context.Context, orgID string) (Settings, error) 
 // change.
 type settingsAudit struct {
 	Settings
-	ClientSecretChanged bool `json:"clientSecretChanged"`
+	ClientSecretChanged bool
+}
+
+// MarshalJSON writes the settings with clientSecretChanged.
+func (a settingsAudit) MarshalJSON() ([]byte, error) {
+	b, err := a.Settings.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["clientSecretChanged"], _ = json.Marshal(a.ClientSecretChanged)
+	return json.Marshal(m)
 }
 
 // checkDiscovery fetches the issuer's discovery document through the guard
