@@ -159,7 +159,7 @@ type Principal struct {
 // Actor is who made a change: an API key, an administrator working with the
 // aiusage admin commands, or a person signed in to the dashboard.
 type Actor struct {
-	Type string `json:"type"` // ActorAPIKey, ActorAdmin or ActorUser
+	Type string `json:"type"` // ActorAPIKey, ActorAdmin, ActorUser or ActorIdP
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name"`
 }
@@ -171,6 +171,9 @@ const (
 	// ActorUser is a person of the organisation signed in to the dashboard
 	// (package people), by user id and name.
 	ActorUser = "user"
+	// ActorIdP is an organisation's identity provider (package sso), by
+	// its issuer URL as Name: it creates and updates the people it signs in.
+	ActorIdP = "identityProvider"
 )
 
 // Actor returns the actor of changes made with the key.

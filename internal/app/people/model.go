@@ -59,6 +59,13 @@ type User struct {
 	// operator): it must be changed at the first sign-in, and it cannot be
 	// signed in with from this time on. Nil for a password the user chose.
 	OneTimePasswordUntil *time.Time `json:"oneTimePasswordUntil"`
+	// SSO says the user is linked to a subject of the organisation's
+	// identity provider (package sso): created or signed in through it.
+	SSO bool `json:"sso"`
+	// BreakGlassUntil is set when the operator gave the user a break-glass
+	// password ([Store.BreakGlass]): until this time it signs in even while
+	// the organisation requires single sign-on. Nil otherwise.
+	BreakGlassUntil *time.Time `json:"breakGlassUntil"`
 }
 
 // MustChangePassword says whether the user holds a one-time password: a
@@ -69,7 +76,10 @@ func (u User) MustChangePassword() bool { return u.OneTimePasswordUntil != nil }
 // milliseconds ([spec.Time]).
 func (u User) MarshalJSON() ([]byte, error) {
 	type plain User
-	var disabled, oneTime *spec.Time
+	var disabled, oneTime, breakGlass *spec.Time
+	if u.BreakGlassUntil != nil {
+		breakGlass = spec.TimePtr(*u.BreakGlassUntil)
+	}
 	if u.DisabledAt != nil {
 		disabled = spec.TimePtr(*u.DisabledAt)
 	}
@@ -81,7 +91,8 @@ func (u User) MarshalJSON() ([]byte, error) {
 		CreatedAt            spec.Time  `json:"createdAt"`
 		DisabledAt           *spec.Time `json:"disabledAt"`
 		OneTimePasswordUntil *spec.Time `json:"oneTimePasswordUntil"`
-	}{plain(u), spec.NewTime(u.CreatedAt), disabled, oneTime})
+		BreakGlassUntil      *spec.Time `json:"breakGlassUntil"`
+	}{plain(u), spec.NewTime(u.CreatedAt), disabled, oneTime, breakGlass})
 }
 
 // Actor returns the actor of the changes the user makes, for the audit
@@ -150,6 +161,9 @@ const (
 	// a new password (a one-time one, or, by the operator, a chosen one),
 	// ending the user's sessions.
 	AuditUserPasswordReset = "user.password_reset"
+	// AuditUserBreakGlass: the operator gave a user a break-glass password
+	// ([Store.BreakGlass]), ending the user's sessions.
+	AuditUserBreakGlass = "user.break_glass"
 )
 
 // auditResource is the resource type of users in the audit trail.
@@ -181,4 +195,38 @@ type ThrottledError struct {
 
 func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("people: too many failed sign-ins; retry in %d seconds", int64((e.RetryAfter+time.Second-1)/time.Second))
+}
+
+// ErrSSORequired is the error of [Store.SignIn] with the right password of
+// a user whose organisation requires single sign-on (Config.SSORequired),
+// unless the user holds a break-glass password still valid. It is of kind
+// spec.ErrForbidden.
+var ErrSSORequired = fmt.Errorf("people: this organisation requires single sign-on; sign in through its identity provider: %w", spec.ErrForbidden)
+
+// Errors of [Store.ProvisionSSO], each of kind spec.ErrForbidden.
+var (
+	// ErrUserDisabled: the user with the identity's email is disabled.
+	ErrUserDisabled = fmt.Errorf("people: the user is disabled: %w", spec.ErrForbidden)
+	// ErrOtherOrganisation: the identity's email names a user of another
+	// organisation.
+	ErrOtherOrganisation = fmt.Errorf("people: the email is a user of another organisation: %w", spec.ErrForbidden)
+	// ErrSubjectMismatch: the user with the identity's email is linked to
+	// another subject (or another issuer) of an identity provider.
+	ErrSubjectMismatch = fmt.Errorf("people: the user is linked to another identity provider subject: %w", spec.ErrForbidden)
+)
+
+// SSOIdentity is a person an organisation's identity provider signed in,
+// as [Store.ProvisionSSO] takes it.
+type SSOIdentity struct {
+	OrganisationID string
+	// Issuer and Subject name the person at the identity provider (the ID
+	// token's iss and sub); the pair links one user.
+	Issuer  string
+	Subject string
+	// Email is the person's verified email, normalised as every email.
+	Email string
+	// Name is the person's name; empty, the part of the email before the @.
+	Name string
+	// Role is the role the provider's claims map to.
+	Role Role
 }

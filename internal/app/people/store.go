@@ -103,6 +103,11 @@ type Config struct {
 	// HashCost is the cost of the password hashes the store makes.
 	// Default HashStrong; HashTest is for tests alone.
 	HashCost HashCost
+	// SSORequired reports whether the organisation orgID requires single
+	// sign-on: then [Store.SignIn] refuses a right password with
+	// [ErrSSORequired], unless the user holds a break-glass password still
+	// valid. Default nil: no organisation requires it.
+	SSORequired func(ctx context.Context, orgID string) (bool, error)
 }
 
 // Store keeps the people of organisations, their sessions and the throttle
