@@ -577,8 +577,8 @@ instruction.created, instruction.updated, instruction.deleted, user.created,
 user.role_changed, user.disabled, user.break_glass, sso.settings.set,
 sso.settings.deleted, sso.required.set, sso.signed_in, sso.refused,
 sso.session_ended, among others), resourceType, resourceId, and the resource
-before and after the change (null before a creation and after a deletion). --after SEQ prints
-only the records after that one, to follow the trail.
+before and after the change (null before a creation and after a deletion).
+--after SEQ prints only the records after that one, to follow the trail.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) {

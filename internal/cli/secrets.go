@@ -38,12 +38,12 @@ const keyFileSuffix = ".key"
 // secretKeyHelp is the part of the help of every command that opens the
 // service's database about the key of its secrets.
 const secretKeyHelp = `The secrets the service reads back (webhook signing secrets, source tokens,
-push secrets, identity providers' client secrets) are stored encrypted with
-AES-256-GCM under a key kept outside the database: $AIUSAGE_SECRET_KEY (the
-base64 of 32 random bytes, e.g. from 'openssl rand -base64 32', or several
-"ID:BASE64" separated by commas, the first one current), else the key file
---secret-key-file, else, for a SQLite file, the key file beside it (the
-database's path followed by .key), created with mode 0600 on first use. PostgreSQL needs one of the first two, the same
+push secrets) are stored encrypted with AES-256-GCM under a key kept outside
+the database: $AIUSAGE_SECRET_KEY (the base64 of 32 random bytes, e.g. from
+'openssl rand -base64 32', or several "ID:BASE64" separated by commas, the
+first one current), else the key file --secret-key-file, else, for a SQLite
+file, the key file beside it (the database's path followed by .key), created
+with mode 0600 on first use. PostgreSQL needs one of the first two, the same
 in every process of the database. See docs/security.md.`
 
 // secretFlags is the --secret-key-file flag of the commands that open the
@@ -158,12 +158,12 @@ func adminRotateSecretKeyCommand() *command {
 		long: `Re-encrypts the stored secrets (webhook signing secrets, source tokens and
 push secrets, the client secrets of the organisations' identity providers
 and the refresh tokens they gave, the demo's keys) that are not sealed under
-the current key:
-the first key of $AIUSAGE_SECRET_KEY or of the key file. Each row changes on
-its own, in one statement that applies only if the row is as it was read, so
-an interrupted run leaves no row half done, and running it again resumes.
-Prints one JSON object: keyId (the current key), resealed (rows changed, per
-table), remaining (rows still under another key: written meanwhile by a
+the current key: the first key of $AIUSAGE_SECRET_KEY or of the key file.
+Each row changes on its own, in one statement that applies only if the row
+is as it was read, so an interrupted run leaves no row half done, and
+running it again resumes. Prints one JSON object: keyId (the current key),
+resealed (rows changed, per table; "sso" counts the client secrets and the
+refresh tokens of single sign-on), remaining (rows still under another key: written meanwhile by a
 process that does not know the current key yet), keysInUse (rows per key id),
 unusedKeys (keys of the keyring no row needs any more: remove them) and, with
 a key file, keyFile.

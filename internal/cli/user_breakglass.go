@@ -19,6 +19,13 @@ const (
 	breakGlassMax     = people.MaxBreakGlass
 )
 
+// breakGlassExit is the part of the help of "admin user break-glass" about
+// exit codes.
+const breakGlassExit = `Exit status: 0 on success; 1 when the organisation or user is unknown, the
+user is disabled, or the database cannot be reached; 2 for a bad command line
+(a missing or malformed flag, including --database-url, or a --for out of
+bounds).`
+
 // breakGlassJSON is what "admin user break-glass" prints.
 type breakGlassJSON struct {
 	User            people.User `json:"user"`
@@ -45,19 +52,20 @@ user's sessions, and prints one JSON object: {"user": USER, "oneTimePassword":
 PASSWORD, "until": TIME}, the user as 'admin user list' shows it. A line on
 standard error says until when the password works.
 
-The user must change the password at the first sign-in, before doing anything
-else; the new password also stops working for sign-in once --for has passed,
-while the organisation requires single sign-on. Within that time an
-Administrator fixes the single sign-on settings in the dashboard, or turns
-the requirement off there (or the operator does, with 'aiusage admin sso
-require --org ID --off').
+The password must be used within --for, and the user must change it at that
+first sign-in, before doing anything else. Until --for has passed, the user's
+password (this one, then the one they choose) signs in even while the
+organisation requires single sign-on; after that, passwords are refused again
+while it is required. Within that time an Administrator fixes the single
+sign-on settings in the dashboard, or turns the requirement off there (or the
+operator does, with 'aiusage admin sso require --org ID --off').
 
 The email names one user in the whole service, so --org is optional; when
 given, the user must be of that organisation. The user must be active. The
 change is recorded in the organisation's audit trail (user.break_glass) with
 the administrator as actor, never with the password.
 
-` + userExit,
+` + breakGlassExit,
 		flags: func(fs *flag.FlagSet) {
 			f.register(fs, true)
 			fs.StringVar(&f.org, "org", "", "`ID` of the user's organisation, a UUID; when given, the user must be of it")
