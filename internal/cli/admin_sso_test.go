@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,9 +408,10 @@ func TestAdminUserBreakGlassErrors(t *testing.T) {
 	require.Equal(t, 2, breaks, "a refused command changes nothing")
 }
 
-// TestRotateSecretKeySSO: the client secrets of the SSO settings are
-// resealed under the new key and counted in keysInUse, and the provider
-// still accepts the secret read back under the new key alone.
+// TestRotateSecretKeySSO: the client secrets of the SSO settings and the
+// refresh tokens of the sessions started through SSO are resealed under
+// the new key and counted in keysInUse, and the provider still accepts the
+// client secret read back under the new key alone.
 func TestRotateSecretKeySSO(t *testing.T) {
 	t.Parallel()
 	for _, d := range sqldbtest.Dialects() {
@@ -425,22 +428,28 @@ func TestRotateSecretKeySSO(t *testing.T) {
 			require.NoError(t, err)
 			before := newSSOEnv(t, dbURL, oldRing, nil)
 			before.configure(t, o.ID, "acme.test")
+			before.signIn(t, "ada@acme.test", "aiusage-admins") // a session with a refresh token
 			ids, err := before.sso.SecretKeyIDs(t.Context())
 			require.NoError(t, err)
-			require.Equal(t, map[string]int{oldKey.ID: 1}, ids)
+			require.Equal(t, map[string]int{oldKey.ID: 2}, ids, "the client secret and the refresh token")
 
 			bothEnv := map[string]string{envSecretKey: newKey.String() + "," + oldKey.String()}
 			out, r := rotate(t, dbURL, bothEnv)
 			require.Equal(t, ExitOK, r.code, r.stderr)
-			require.Equal(t, 1, out.Resealed[ssoSecretTable])
-			require.Equal(t, map[string]int{newKey.ID: 1}, out.KeysInUse)
+			require.Equal(t, 2, out.Resealed[ssoSecretTable])
+			require.Zero(t, out.Remaining)
+			require.Equal(t, map[string]int{newKey.ID: 2}, out.KeysInUse)
 			require.Equal(t, []string{oldKey.ID}, out.UnusedKeys)
 			out, r = rotate(t, dbURL, bothEnv)
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			require.Zero(t, out.Resealed[ssoSecretTable], "resumed: nothing left")
+			// The old key alone no longer opens them.
+			_, r = rotate(t, dbURL, oldEnv)
+			require.Equal(t, ExitFailure, r.code, r.stdout)
+			require.Contains(t, r.stderr, newKey.ID)
 
-			// Under the new key alone, the secret reads back: a sign-in
-			// through the provider exchanges its code with it.
+			// Under the new key alone, the client secret reads back: a
+			// sign-in through the provider exchanges its code with it.
 			newRing, err := keyring.New(newKey)
 			require.NoError(t, err)
 			env := newSSOEnv(t, dbURL, newRing, nil)
@@ -449,11 +458,11 @@ func TestRotateSecretKeySSO(t *testing.T) {
 				Scopes: []string{"openid", "email", "profile", "groups"}, AdministratorValues: []string{"aiusage-admins"},
 			}, org.Actor{Type: org.ActorAdmin, Name: "test"}) // the stored secret kept
 			require.NoError(t, err)
-			_, u := env.signIn(t, "ada@acme.test", "aiusage-admins")
+			_, u := env.signIn(t, "bea@acme.test", "aiusage-admins") // ada is linked to the first provider
 			require.Equal(t, people.RoleAdministrator, u.Role)
 			ids, err = env.sso.SecretKeyIDs(t.Context())
 			require.NoError(t, err)
-			require.Equal(t, map[string]int{newKey.ID: 1}, ids)
+			require.Equal(t, []string{newKey.ID}, slices.Collect(maps.Keys(ids)))
 		})
 	}
 }
