@@ -74,17 +74,20 @@ func toSSOJSON(s sso.Settings) ssoJSON {
 	}
 }
 
-// ssoError turns an error of the sso service into the command's error: no
-// settings is a failure with hintSSO; a refusal (Conflict) a failure with
-// onConflict added when it is not ""; anything else a failure as it is.
-func ssoError(cmd, onConflict string, err error) error {
+// ssoError turns an error of the sso service about the organisation orgID
+// into the command's error: no settings is a failure with hintSSO; a
+// refusal (Conflict) a failure with onConflict added when it is not "";
+// anything else a failure as it is.
+func ssoError(cmd, orgID, onConflict string, err error) error {
 	var he *spec.Error
 	msg := err.Error()
 	if errors.As(err, &he) && he.Detail != "" {
 		msg = he.Detail
 	}
 	switch {
-	case errors.Is(err, sso.ErrNotConfigured) || errors.Is(err, spec.ErrNotFound):
+	case errors.Is(err, sso.ErrNotConfigured):
+		return fmt.Errorf("%s: the organisation %s has no single sign-on settings; %s", cmd, orgID, hintSSO)
+	case errors.Is(err, spec.ErrNotFound):
 		return fmt.Errorf("%s: %s; %s", cmd, msg, hintSSO)
 	case errors.Is(err, spec.ErrConflict) && onConflict != "":
 		return fmt.Errorf("%s: %s; %s", cmd, msg, onConflict)
@@ -159,7 +162,7 @@ Single sign-on); an organisation without them is an error (exit 1).
 			return f.withSSO(ctx, e, orgID, func(d *adminDB, s *sso.Service) error {
 				st, err := s.Settings(ctx, orgID)
 				if err != nil {
-					return ssoError(cmd, "", err)
+					return ssoError(cmd, orgID, "", err)
 				}
 				return d.print(toSSOJSON(st))
 			})
@@ -213,11 +216,11 @@ user break-glass'.
 			}
 			return f.withSSO(ctx, e, orgID, func(d *adminDB, s *sso.Service) error {
 				if err := s.SetRequired(ctx, orgID, false, "", actor); err != nil {
-					return ssoError(cmd, "", err)
+					return ssoError(cmd, orgID, "", err)
 				}
 				st, err := s.Settings(ctx, orgID)
 				if err != nil {
-					return ssoError(cmd, "", err)
+					return ssoError(cmd, orgID, "", err)
 				}
 				return d.print(toSSOJSON(st))
 			})
@@ -256,14 +259,14 @@ Refused (exit 1) while the organisation requires single sign-on: run
 			return f.withSSO(ctx, e, orgID, func(d *adminDB, s *sso.Service) error {
 				st, err := s.Settings(ctx, orgID)
 				if err != nil {
-					return ssoError(cmd, "", err)
+					return ssoError(cmd, orgID, "", err)
 				}
 				offFirst := fmt.Sprintf("run 'aiusage admin sso require --org %s --off' first", orgID)
 				if st.Required {
 					return fmt.Errorf("%s: the organisation requires single sign-on; %s", cmd, offFirst)
 				}
 				if err := s.DeleteSettings(ctx, orgID, actor); err != nil {
-					return ssoError(cmd, offFirst, err)
+					return ssoError(cmd, orgID, offFirst, err)
 				}
 				return d.print(toSSOJSON(st))
 			})

@@ -151,7 +151,7 @@ func TestAdminSSO(t *testing.T) {
 			} {
 				r := admin(t, dbURL, nil, args...)
 				require.Equal(t, ExitFailure, r.code, "%v: %s", args, r.stderr)
-				require.Contains(t, r.stderr, "aiusage: admin sso "+args[1]+": ", args)
+				require.Contains(t, r.stderr, "aiusage: admin sso "+args[1]+": the organisation "+o.ID+" has no single sign-on settings; ", args)
 				require.Contains(t, r.stderr, "connects an identity provider in the dashboard (Settings, Single sign-on)", args)
 				require.Empty(t, r.stdout)
 			}
