@@ -274,7 +274,7 @@ func clientMessage(err error) (string, int, bool) {
 // settingsNav are the navigation entries of the Settings area's pages.
 var settingsNav = map[string]bool{
 	"settings": true, "org-settings": true, "keys": true, "users": true,
-	"review-settings": true, "prices": true, "telemetry-settings": true,
+	"review-settings": true, "prices": true, "telemetry-settings": true, "sso-settings": true,
 }
 
 // InSettings reports whether the page is one of the Settings area's: the
