@@ -60,4 +60,19 @@
 // ([Store.ChangePassword]) before the session may do anything else, which
 // the dashboard enforces. [Store.ResetPassword] ends the user's sessions;
 // ChangePassword ends the others. Both are recorded in the audit trail.
+//
+// Single sign-on (package sso) signs people in through their
+// organisation's identity provider: [Store.ProvisionSSO] creates the user
+// the provider admits (just in time, without a password: a password
+// sign-in for them fails with [ErrBadCredentials] after the same work) or
+// updates its name and role, linking it to the provider's issuer and
+// subject ([User.SSO]); [Store.StartSSOSession] starts its session without
+// a password, and package sso keys its own rows about a session by
+// [TokenDigest]. [Store.EndSession] and [Store.EndSessions] end sessions
+// the provider no longer vouches for. Once an organisation requires single
+// sign-on (Config.SSORequired), [Store.SignIn] refuses a right password
+// with [ErrSSORequired], unless the operator gave the user a break-glass
+// password ([Store.BreakGlass], recorded as user.break_glass): a one-time
+// password that signs in until [User.BreakGlassUntil], at most
+// [MaxBreakGlass] ahead.
 package people

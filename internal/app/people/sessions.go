@@ -50,9 +50,13 @@ func hashToken(token string) []byte {
 // has passed gets a [*ThrottledError] saying how long to wait, without the
 // password being checked, and does not count.
 //
-// An unknown email, a wrong password and a disabled user are all
-// [ErrBadCredentials], after the same work; the right one-time password
-// past its expiry is [ErrOneTimePasswordExpired]. A successful sign-in takes
+// An unknown email, a wrong password, a disabled user and a user without a
+// password (created by an identity provider) are all [ErrBadCredentials],
+// after the same work; the right one-time password past its expiry is
+// [ErrOneTimePasswordExpired]; the right password of a user whose
+// organisation requires single sign-on (Config.SSORequired) is
+// [ErrSSORequired], unless the user's break-glass time
+// ([User.BreakGlassUntil]) is still ahead. A successful sign-in takes
 // its attempt back from the counts, clears those of its address (or
 // device) on the account, and returns in Session.Device the device token
 // for the client to keep.
@@ -78,7 +82,10 @@ func (s *Store) SignIn(ctx context.Context, email, password string, c Client) (S
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Session{}, User{}, err
 	}
-	if !found {
+	// A user created by an identity provider has no password (''): it is
+	// checked against the dummy hash too, and fails.
+	hasPassword := found && hash != ""
+	if !hasPassword {
 		hash = dummyHash(s.cfg.HashCost)
 	}
 	ok := false
@@ -88,11 +95,14 @@ func (s *Store) SignIn(ctx context.Context, email, password string, c Client) (S
 			return Session{}, User{}, fmt.Errorf("people: the password hash of user %s: %w", u.ID, err)
 		}
 	}
-	if !ok || !found || u.DisabledAt != nil {
+	if !ok || !hasPassword || u.DisabledAt != nil {
 		return Session{}, User{}, ErrBadCredentials
 	}
 	if u.OneTimePasswordUntil != nil && !now.Before(*u.OneTimePasswordUntil) {
 		return Session{}, User{}, ErrOneTimePasswordExpired
+	}
+	if err := s.checkSSORequired(ctx, u, now); err != nil {
+		return Session{}, User{}, err
 	}
 	sess, err := s.startSession(ctx, u, a, now)
 	if err != nil {
@@ -175,7 +185,7 @@ func (s *Store) startSession(ctx context.Context, u User, a attempt, now time.Ti
 }
 
 // sessionUserColumns are userColumns of the users joined as u.
-const sessionUserColumns = `u.id, u.org_id, u.email, u.name, u.role, u.created_at, u.disabled_at, u.one_time_until`
+const sessionUserColumns = `u.id, u.org_id, u.email, u.name, u.role, u.created_at, u.disabled_at, u.one_time_until, u.sso_subject IS NOT NULL, u.break_glass_until`
 
 // touchInterval is how stale a session's LastSeenAt may grow before
 // Authenticate writes it: a minute, or a quarter of the idle timeout when

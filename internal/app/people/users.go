@@ -171,15 +171,19 @@ func (s *Store) CreateUser(ctx context.Context, c UserCreate, actor org.Actor) (
 	return u, nil
 }
 
-const userColumns = `id, org_id, email, name, role, created_at, disabled_at, one_time_until`
+const userColumns = `id, org_id, email, name, role, created_at, disabled_at, one_time_until, sso_subject IS NOT NULL, break_glass_until`
 
 func scanUser(row interface{ Scan(...any) error }, more ...any) (User, error) {
 	var u User
 	var role string
 	var created int64
-	var disabled, oneTime sql.NullInt64
-	if err := row.Scan(append([]any{&u.ID, &u.OrganisationID, &u.Email, &u.Name, &role, &created, &disabled, &oneTime}, more...)...); err != nil {
+	var disabled, oneTime, breakGlass sql.NullInt64
+	if err := row.Scan(append([]any{&u.ID, &u.OrganisationID, &u.Email, &u.Name, &role, &created, &disabled, &oneTime, &u.SSO, &breakGlass}, more...)...); err != nil {
 		return u, err
+	}
+	if breakGlass.Valid {
+		t := fromMillis(breakGlass.Int64)
+		u.BreakGlassUntil = &t
 	}
 	u.Role, u.CreatedAt = Role(role), fromMillis(created)
 	if disabled.Valid {

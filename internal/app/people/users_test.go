@@ -127,7 +127,7 @@ func TestUserJSON(t *testing.T) {
 	b, err := json.Marshal(u)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"0b7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e","organisationId":"1c7e4a4c-5f0e-4d3e-9a51-2f6c1d2b3a4e",
-		"email":"a@example.com","name":"A","role":"Reviewer","createdAt":"2026-03-02T10:07:00.000Z","disabledAt":null,"oneTimePasswordUntil":null}`, string(b))
+		"email":"a@example.com","name":"A","role":"Reviewer","createdAt":"2026-03-02T10:07:00.000Z","disabledAt":null,"oneTimePasswordUntil":null,"sso":false,"breakGlassUntil":null}`, string(b))
 	u.DisabledAt = &disabled
 	b, err = json.Marshal(u)
 	require.NoError(t, err)
