@@ -63,6 +63,10 @@ type Config struct {
 	// identity providers send people back to. Default: the scheme and host
 	// of each request (the scheme as httpx.IsSecure says).
 	PublicURL string
+	// AllowPrivateIdP says that identity providers may be http addresses
+	// (sso.Config.AllowPrivate): the sign-in page then lets its form lead
+	// to http addresses too. Default false: https only.
+	AllowPrivateIdP bool
 }
 
 // Dashboard serves the pages.
@@ -186,13 +190,34 @@ func (d *Dashboard) Routes(r chi.Router) {
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", contentSecurityPolicy("'self'"))
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// contentSecurityPolicy is the pages' Content-Security-Policy whose forms
+// may post to (and be redirected to) formAction.
+func contentSecurityPolicy(formAction string) string {
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"object-src 'none'; base-uri 'none'; form-action " + formAction + "; frame-ancestors 'none'"
+}
+
+// idpFormPages are the pages with a form whose answer may be a redirect to
+// an identity provider (the sign-in form, the settings' test button):
+// browsers hold a redirect after a form to form-action too, so these pages
+// let forms lead to https (and, with AllowPrivateIdP, http) addresses.
+// Their forms still post to this site only.
+var idpFormPages = map[string]bool{"signin": true, "ssosettings": true}
+
+// idpFormAction is the form-action of idpFormPages.
+func (d *Dashboard) idpFormAction() string {
+	if d.cfg.AllowPrivateIdP {
+		return "'self' https: http:"
+	}
+	return "'self' https:"
 }
 
 // --- sessions

@@ -200,6 +200,9 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 		return
 	}
 	h := w.Header()
+	if idpFormPages[page] && d.cfg.SSO != nil {
+		h.Set("Content-Security-Policy", contentSecurityPolicy(d.idpFormAction()))
+	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

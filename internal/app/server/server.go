@@ -203,7 +203,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		return nil, err
 	}
 	dc := c.Dashboard
-	dc.People, dc.Orgs, dc.Review, dc.Sources, dc.SSO = ppl, c.Orgs, review, src, single
+	dc.People, dc.Orgs, dc.Review, dc.Sources, dc.SSO, dc.AllowPrivateIdP = ppl, c.Orgs, review, src, single, c.SSO.AllowPrivate
 	dc.Logger = cmp.Or(dc.Logger, c.Logger)
 	var tel *telemetry.Service // built below; the dashboard calls it only once serving
 	dc.PricesChanged = func(ctx context.Context, orgID string) error { return tel.Reprice(ctx, orgID) }
