@@ -1,13 +1,11 @@
 package sso
 
 import (
-	"context"
 	"embed"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/aiusage/kit/internal/app/org"
@@ -107,20 +105,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Service signs the people of organisations in through their identity
-// providers. It is safe for concurrent use, also by several processes
-// sharing one database.
-type Service struct {
-	cfg Config
-	db  *sqldb.DB
-}
-
-// New checks c, applies the package's migrations to c.DB and returns the
-// service.
-func New(ctx context.Context, c Config) (*Service, error) {
-	return nil, errNotYet
-}
-
 // Unmapped says what happens to a person the identity provider admits
 // whose role claim maps to no role.
 type Unmapped string
@@ -187,91 +171,12 @@ type SettingsInput struct {
 // of kind spec.ErrNotFound.
 var ErrNotConfigured = fmt.Errorf("sso: single sign-on is not configured for this organisation: %w", spec.ErrNotFound)
 
-var errNotYet = fmt.Errorf("sso: not implemented yet: %w", spec.ErrUnavailable)
-
-// Settings returns the organisation's settings, or [ErrNotConfigured].
-func (s *Service) Settings(ctx context.Context, orgID string) (Settings, error) {
-	return Settings{}, errNotYet
-}
-
-// SetSettings validates (spec.Invalid naming the field: issuer, clientId,
-// clientSecret, domains, scopes, roleClaim, administratorValues,
-// reviewerValues, unmapped), fetches the issuer's discovery document
-// through the guard (unreachable or not an OpenID provider:
-// spec.Invalid("issuer", ...) with a message a person can act on), refuses
-// a domain another organisation covers (spec.ErrConflict naming it), and
-// while Required refuses a change of issuer, client id or domains
-// (spec.ErrConflict: "turn off Require single sign-on first"). Audited
-// [AuditSettingsSet].
-func (s *Service) SetSettings(ctx context.Context, orgID string, in SettingsInput, actor org.Actor) (Settings, error) {
-	return Settings{}, errNotYet
-}
-
-// DeleteSettings deletes the organisation's settings and its SSO sessions'
-// records; spec.ErrConflict while Required. Audited [AuditSettingsDeleted].
-func (s *Service) DeleteSettings(ctx context.Context, orgID string, actor org.Actor) error {
-	return errNotYet
-}
-
-// SetRequired turns "Require single sign-on" on or off. On: sessionToken
-// must be a live session that an Administrator of orgID started through SSO
-// under the current Version (else a *spec.Error of kind spec.ErrConflict
-// saying to sign in through the IdP first). Off: anyone the caller lets (the
-// dashboard: Administrators; the CLI: the operator with sessionToken "").
-// Audited [AuditRequiredSet].
-func (s *Service) SetRequired(ctx context.Context, orgID string, required bool, sessionToken string, actor org.Actor) error {
-	return errNotYet
-}
-
-// Required reports whether orgID requires SSO (false when not configured).
-// people.Config.SSORequired uses it.
-func (s *Service) Required(ctx context.Context, orgID string) (bool, error) {
-	return false, errNotYet
-}
-
-// ViaSSO reports whether the session of token was started through SSO
-// under orgID's current settings.
-func (s *Service) ViaSSO(ctx context.Context, orgID, sessionToken string) (bool, error) {
-	return false, errNotYet
-}
-
 // Route is where an email's sign-in goes: found when its domain is covered.
 type Route struct {
 	OrganisationID string
 	// Required says the organisation requires single sign-on.
 	Required bool
 }
-
-// Lookup returns the route of email's sign-in, and whether its domain is
-// covered by an organisation's settings.
-func (s *Service) Lookup(ctx context.Context, email string) (Route, bool, error) {
-	return Route{}, false, errNotYet
-}
-
-// Begin starts a sign-in for email at its organisation's IdP and returns
-// the URL to send the browser to. It stores state, nonce and the PKCE
-// verifier in the database: the callback may reach another process.
-func (s *Service) Begin(ctx context.Context, email, next, redirectURL string) (string, error) {
-	return "", errNotYet
-}
-
-// Complete finishes the sign-in from the callback's query.
-func (s *Service) Complete(ctx context.Context, query url.Values, redirectURL string) (people.Session, people.User, string, error) {
-	return people.Session{}, people.User{}, "", errNotYet
-}
-
-// Check is called on every dashboard request of a signed-in session.
-func (s *Service) Check(ctx context.Context, sessionToken string) error {
-	return errNotYet
-}
-
-// ResealSecrets seals under the current key every stored secret sealed
-// under an older one, and returns how many rows it changed.
-func (s *Service) ResealSecrets(ctx context.Context) (int, error) { return 0, errNotYet }
-
-// SecretKeyIDs counts the rows holding sealed secrets by the id of the key
-// that sealed them.
-func (s *Service) SecretKeyIDs(ctx context.Context) (map[string]int, error) { return nil, errNotYet }
 
 // Reason is why a sign-in failed, as audited and logged.
 type Reason string
