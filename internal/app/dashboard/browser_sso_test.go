@@ -264,6 +264,20 @@ func TestBrowserSSO(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`.who a[href="/account/password"]`)),
 		)
 
+		// The same pages at a phone's width.
+		ph := newBrowser(t, 390, 844)
+		do(t, ph, chromedp.Navigate(e.url+"/signin"), chromedp.WaitVisible(chromedp.CSS(`#email`)))
+		shot(t, ph, "phone-signin-email")
+		do(t, ph, chromedp.SendKeys(chromedp.CSS(`#email`), "ada@acme.test"),
+			chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#password`)))
+		shot(t, ph, "phone-signin-password")
+		do(t, ph, chromedp.SendKeys(chromedp.CSS(`#password`), password),
+			chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`.who a[href="/account/password"]`)),
+			chromedp.Navigate(e.url+"/settings/sso"), chromedp.WaitVisible(chromedp.CSS(`#issuer`)))
+		shot(t, ph, "phone-sso-settings-empty")
+
 		// Settings → Single sign-on, empty.
 		do(t, ctx,
 			chromedp.Navigate(e.url+"/settings"),
@@ -296,7 +310,7 @@ func TestBrowserSSO(t *testing.T) {
 		require.NotEmpty(t, text(t, ctx, `#e-issuer`), "the issuer's error beside it")
 		invalid, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#issuer`), "aria-invalid"))
 		require.NoError(t, err)
-		require.Equal(t, "true", invalid)
+		require.Equal(t, "true", invalid.Value)
 		shot(t, ctx, "sso-settings-errors")
 
 		fill(p.Issuer(), p.ClientSecret)
@@ -307,6 +321,8 @@ func TestBrowserSSO(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, disabled, "Require waits for a sign-in through the IdP")
 		shot(t, ctx, "sso-settings")
+		do(t, ph, chromedp.Navigate(e.url+"/settings/sso"), chromedp.WaitVisible(chromedp.CSS(`#sso-test`)))
+		shot(t, ph, "phone-sso-settings")
 		set := e.lastAudit(t, sso.AuditSettingsSet)
 		require.NotContains(t, string(set.After), p.ClientSecret, "the secret is never in the trail")
 		require.Contains(t, string(set.After), `"clientSecretChanged":true`)
@@ -420,20 +436,32 @@ func TestBrowserSSOFailures(t *testing.T) {
 
 	t.Run("no mapped role", func(t *testing.T) {
 		b := refusal(t, "refused", "nina@acme.test", func() { p.QueueUser(person("sub-nina", "nina@acme.test", "contractors")) },
-			"", "aiusage-admins", sso.ReasonNoRole)
+			"does not give you a role", "aiusage-admins", sso.ReasonNoRole)
 		shot(t, b, "sso-refused")
+		phone := newBrowser(t, 390, 844)
+		p.QueueUser(person("sub-nina", "nina@acme.test", "contractors"))
+		ssoSignIn(t, phone, e.url, "nina@acme.test")
+		require.Contains(t, text(t, phone, "#sso-message"), "does not give you a role")
+		shot(t, phone, "phone-sso-refused")
 		_, err := e.people.UserByEmail(t.Context(), "nina@acme.test")
 		require.Error(t, err, "no account for a refused person")
 	})
 	t.Run("disabled user", func(t *testing.T) {
 		refusal(t, "disabled", "dora@acme.test", func() { p.QueueUser(person("sub-dora", "dora@acme.test", "aiusage-reviewers")) },
-			"", "", sso.ReasonDisabled)
+			"dora@acme.test is disabled", "", sso.ReasonDisabled)
 	})
 	t.Run("tampered state", func(t *testing.T) {
 		refusal(t, "state", "rita@acme.test", func() {
 			p.QueueUser(person("sub-rita", "rita@acme.test", "aiusage-reviewers"))
 			p.tamperState.Store(true)
-		}, "", "", "")
+		}, "did not start here", "", "")
+		// Its status, and that of a callback with neither state nor code.
+		b := e.browser()
+		for _, q := range []string{"?state=forged&code=forged", "", "?error=access_denied"} {
+			pg := b.get(t, "/signin/sso/callback"+q)
+			require.Equal(t, http.StatusBadRequest, pg.Status, q)
+			require.Contains(t, pg.Body, "Start again from the sign-in page", q)
+		}
 	})
 	t.Run("replayed callback and code", func(t *testing.T) {
 		b := newBrowser(t, 1280, 900)
@@ -445,11 +473,12 @@ func TestBrowserSSOFailures(t *testing.T) {
 		again := newBrowser(t, 1280, 900)
 		do(t, again, chromedp.Navigate(used), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 		require.Equal(t, "Single sign-on did not work", text(t, again, "h1"))
+		require.Contains(t, text(t, again, "#sso-message"), "already completed")
 		// A new sign-in carrying the used code.
 		refusal(t, "code", "rita@acme.test", func() {
 			p.QueueUser(person("sub-rita", "rita@acme.test", "aiusage-reviewers"))
 			p.replayCode.Store(true)
-		}, "", "", sso.ReasonCode)
+		}, "refused the sign-in code", "", sso.ReasonCode)
 	})
 	tokens := []struct {
 		name    string
@@ -468,7 +497,7 @@ func TestBrowserSSOFailures(t *testing.T) {
 			refusal(t, tc.name, "rita@acme.test", func() {
 				p.QueueUser(person("sub-rita", "rita@acme.test", "aiusage-reviewers"))
 				p.setRewrite(tc.rewrite, tc.key)
-			}, "", "", sso.ReasonToken)
+			}, "could not be verified", p.ClientID, sso.ReasonToken)
 		})
 	}
 	t.Run("IdP down", func(t *testing.T) {
@@ -476,7 +505,7 @@ func TestBrowserSSOFailures(t *testing.T) {
 		b := refusal(t, "down", "rita@acme.test", func() {
 			p.QueueUser(person("sub-rita", "rita@acme.test", "aiusage-reviewers"))
 			p.tokenDown.Store(true)
-		}, "", "", sso.ReasonUnreachable)
+		}, "cannot be reached", "does not answer", sso.ReasonUnreachable)
 		shot(t, b, "sso-idp-down")
 	})
 	t.Run("wrong client secret", func(t *testing.T) {
@@ -489,7 +518,7 @@ func TestBrowserSSOFailures(t *testing.T) {
 			require.NoError(t, err)
 		}()
 		refusal(t, "secret", "rita@acme.test", func() { p.QueueUser(person("sub-rita", "rita@acme.test", "aiusage-reviewers")) },
-			"", "client secret", sso.ReasonClient)
+			"client id or secret", "client secret", sso.ReasonClient)
 	})
 }
 

@@ -230,7 +230,7 @@ func (d *Dashboard) deleteSSO(w http.ResponseWriter, r *http.Request) error {
 // unmappedChoices are the answers to "a person the identity provider
 // admits without a mapped role", in the form's order.
 var unmappedChoices = []struct{ Value, Label string }{
-	{string(sso.UnmappedRefuse), "Refuse them (the default): only the values below let people in"},
+	{string(sso.UnmappedRefuse), "Refuse them (the default): only the values above let people in"},
 	{string(sso.UnmappedReviewer), "Admit them as Reviewers"},
 }
 
