@@ -19,11 +19,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/mcp"
@@ -47,6 +49,7 @@ type demoFlags struct {
 	otlpGRPC                          otlpGRPCFlags
 	otlpRate                          otlpRateFlags
 	proxies                           proxyFlags
+	idp                               idpFlags
 }
 
 func demoCommand() *command {
@@ -114,9 +117,13 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			f.otlpGRPC.register(fs, true)
 			f.otlpRate.register(fs)
 			f.proxies.register(fs)
+			f.idp.register(fs, true)
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, _ []string) error {
 			f.otlpGRPC.defaulted(fs)
+			if err := f.idp.check(e.cmd); err != nil {
+				return err
+			}
 			if f.conversations < 1 {
 				return usagef("%s: --conversations must be at least 1, got %d", e.cmd, f.conversations)
 			}
@@ -217,7 +224,9 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
 		Mounts:       mounts, Readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()},
 		Review:  reviewapi.Config{AllowPrivateWebhooks: true, Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
-		Sources: sources.Config{AllowPrivate: true, ExportRoot: exportRoot}})
+		Sources:   sources.Config{AllowPrivate: true, ExportRoot: exportRoot},
+		SSO:       sso.Config{AllowPrivate: f.idp.allowPrivate},
+		Dashboard: dashboard.Config{PublicURL: f.idp.publicURL}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}

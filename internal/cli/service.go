@@ -11,10 +11,12 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/aiusage/kit/internal/app/dashboard"
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -52,6 +54,7 @@ type serviceFlags struct {
 	mcpSessions          mcpSessionFlags
 	proxies              proxyFlags
 	invites              inviteTTLFlag
+	idp                  idpFlags
 }
 
 func serviceServeCommand() *command {
@@ -123,6 +126,14 @@ reader's bounds, a directory outside the root) is paused until an
 Administrator resumes it; the organisation sees classified sync errors, this
 log the whole detail.
 
+Organisations' Administrators may connect their identity provider (OpenID
+Connect) in the dashboard's Settings → Single sign-on. Its issuer URL must be
+https to public addresses (checked at every connection) unless
+--allow-private-idp. The identity provider sends people back to
+<public URL>/signin/sso/callback, where the public URL is --public-url, or
+else the scheme and host of the request that started the sign-in (behind a
+proxy: see --trusted-proxy).
+
 ` + metricsHelp + `
 
 ` + secretKeyHelp + `
@@ -153,6 +164,7 @@ that cannot be listened on).`,
 			f.mcpSessions.register(fs)
 			f.proxies.register(fs)
 			f.invites.register(fs)
+			f.idp.register(fs, false)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return serviceServe(ctx, e, f)
@@ -186,6 +198,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 		return err
 	}
 	if err := f.sources.check(e.cmd); err != nil {
+		return err
+	}
+	if err := f.idp.check(e.cmd); err != nil {
 		return err
 	}
 	if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
@@ -222,7 +237,9 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 			Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
 		Sources: sources.Config{MCPOptions: mcpOpts, AllowPrivate: f.sources.allowPrivate, ExportRoot: f.sources.exportRoot,
 			ExportMaxFileBytes: f.exportMaxFileMiB << 20, VendorRate: f.vendor.rate, VendorBackfill: f.vendor.backfill,
-			VendorLookback: f.vendor.lookback}})
+			VendorLookback: f.vendor.lookback},
+		SSO:       sso.Config{AllowPrivate: f.idp.allowPrivate},
+		Dashboard: dashboard.Config{PublicURL: f.idp.publicURL}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -240,7 +257,8 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	return runServer(ctx, srv, log, &f.serverFlags, nil, "service serving", append([]slog.Attr{
 		slog.String("database", db.URL()), slog.Bool("allow_private_webhooks", f.allowPrivateWebhooks),
 		slog.String("trusted_proxies", f.proxies.trustedProxies.String()),
-		slog.Bool("allow_private_sources", f.sources.allowPrivate), slog.String("export_root", f.sources.exportRoot)}, matcherAttrs...)...)
+		slog.Bool("allow_private_sources", f.sources.allowPrivate), slog.String("export_root", f.sources.exportRoot),
+		slog.Bool("allow_private_idp", f.idp.allowPrivate), slog.String("public_url", f.idp.publicURL)}, matcherAttrs...)...)
 }
 
 // runServer serves srv with the lifecycle of sf and works its job queue

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/people"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/ident"
 )
 
@@ -33,6 +34,13 @@ var knownActions = []struct{ Value, Label string }{
 	{people.AuditUserDisabled, "disabled user"},
 	{people.AuditUserPasswordChanged, "changed own password"},
 	{people.AuditUserPasswordReset, "reset user's password"},
+	{people.AuditUserBreakGlass, "gave user a break-glass password"},
+	{sso.AuditSettingsSet, "changed single sign-on settings"},
+	{sso.AuditSettingsDeleted, "removed single sign-on settings"},
+	{sso.AuditRequiredSet, "required or stopped requiring single sign-on"},
+	{sso.AuditSignedIn, "signed in through the identity provider"},
+	{sso.AuditRefused, "refused a single sign-on"},
+	{sso.AuditSessionEnded, "ended a session: the identity provider no longer admits the user"},
 	{"review_task.decided", "decided review task"},
 	{"review_settings.changed", "changed review settings"},
 	{AuditSourceAdded, "added source"},
@@ -63,6 +71,7 @@ var actorTypes = []struct{ Value, Label string }{
 	{org.ActorUser, "user (dashboard)"},
 	{org.ActorAPIKey, "API key"},
 	{org.ActorAdmin, "admin (command line)"},
+	{org.ActorIdP, "identity provider"},
 }
 
 // resourcePages are, by resource type, the noun for it and the page that
@@ -78,6 +87,7 @@ var resourcePages = map[string]struct{ Noun, Page string }{
 	"review_settings":   {"review settings", "/settings/review"},
 	"telemetrySettings": {"telemetry settings", "/settings/telemetry"},
 	"organisation":      {"organisation", "/settings/organisation"},
+	"sso":               {"single sign-on settings", "/settings/sso"},
 }
 
 type auditRow struct {
@@ -126,9 +136,9 @@ func auditQuery(q url.Values) (org.AuditQuery, string) {
 		return a, "The parameter action must be at most 100 characters of text."
 	}
 	switch a.ActorType {
-	case "", org.ActorUser, org.ActorAPIKey, org.ActorAdmin:
+	case "", org.ActorUser, org.ActorAPIKey, org.ActorAdmin, org.ActorIdP:
 	default:
-		return a, "The parameter actorType must be user, apiKey or admin."
+		return a, "The parameter actorType must be user, apiKey, admin or identityProvider."
 	}
 	if s := q.Get("actorId"); s != "" {
 		id, ok := ident.CanonicalUUID(s)
@@ -280,6 +290,8 @@ func describe(rec org.AuditRecord, known auditNames, zone *time.Location) auditR
 		row.ActorLabel = "API key"
 	case org.ActorAdmin:
 		row.ActorLabel = "command line"
+	case org.ActorIdP:
+		row.ActorLabel = "identity provider"
 	default:
 		row.ActorLabel = rec.Actor.Type
 	}

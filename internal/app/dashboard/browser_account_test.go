@@ -41,14 +41,9 @@ func TestBrowserPasswords(t *testing.T) {
 
 			// Vera signs in with it and lands on the only page she may open.
 			vera := newBrowser(t, size.width, size.height)
-			do(t, vera,
-				chromedp.Navigate(e.url+"/review"),
-				chromedp.WaitVisible(chromedp.CSS(`#email`)),
-				chromedp.SendKeys(chromedp.CSS(`#email`), "vera@acme.test"),
-				chromedp.SendKeys(chromedp.CSS(`#password`), otp),
-				chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
-				chromedp.WaitVisible(chromedp.CSS(`#confirm`)),
-			)
+			do(t, vera, chromedp.Navigate(e.url+"/review"))
+			signInForm(t, vera, "vera@acme.test", otp)
+			do(t, vera, chromedp.WaitVisible(chromedp.CSS(`#confirm`)))
 			require.Equal(t, "Choose your password", text(t, vera, "h1"))
 			shot(t, vera, size.prefix+"password-first-sign-in")
 			do(t, vera,

@@ -91,17 +91,26 @@ func shot(t *testing.T, ctx context.Context, name string) {
 
 func signInBrowser(t *testing.T, ctx context.Context, base, email string) {
 	t.Helper()
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/"),
+	do(t, ctx, chromedp.Navigate(base+"/"))
+	signInForm(t, ctx, email, password)
+	// The header's account links: on a phone the navigation is a closed
+	// menu.
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.who a[href="/account/password"]`)))
+	require.Equal(t, "Overview", text(t, ctx, "h1"))
+}
+
+// signInForm fills the sign-in form the browser shows: the email, then
+// Continue, then the password the next page asks for, then Sign in.
+func signInForm(t *testing.T, ctx context.Context, email, pw string) {
+	t.Helper()
+	do(t, ctx,
 		chromedp.WaitVisible(chromedp.CSS(`#email`)),
 		chromedp.SendKeys(chromedp.CSS(`#email`), email),
-		chromedp.SendKeys(chromedp.CSS(`#password`), password),
 		chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
-		// The header's account links: on a phone the navigation is a
-		// closed menu.
-		chromedp.WaitVisible(chromedp.CSS(`.who a[href="/account/password"]`)),
-	))
-	require.Equal(t, "Overview", text(t, ctx, "h1"))
+		chromedp.WaitVisible(chromedp.CSS(`#password`)),
+		chromedp.SendKeys(chromedp.CSS(`#password`), pw),
+		chromedp.Click(chromedp.CSS(`form[action="/signin"] button[type=submit]`)),
+	)
 }
 
 // text returns the text of the first element sel matches. A page that is

@@ -19,6 +19,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/httpx"
 )
 
@@ -52,6 +53,20 @@ type Config struct {
 	// PageWait is how long a request past MaxPagesPerUser waits. Default:
 	// DefaultPageWait (1s); negative: no wait.
 	PageWait time.Duration
+	// SSO signs people in through their organisation's identity provider
+	// (OpenID Connect). Optional: without it no email's domain is covered,
+	// everyone signs in with a password, and Settings → Single sign-on
+	// says that the service does not offer it.
+	SSO *sso.Service
+	// PublicURL is the service's address as browsers reach it
+	// ("https://oversight.example.com"), the base of the redirect URI the
+	// identity providers send people back to. Default: the scheme and host
+	// of each request (the scheme as httpx.IsSecure says).
+	PublicURL string
+	// AllowPrivateIdP says that identity providers may be http addresses
+	// (sso.Config.AllowPrivate): the sign-in page then lets its form lead
+	// to http addresses too. Default false: https only.
+	AllowPrivateIdP bool
 }
 
 // Dashboard serves the pages.
@@ -107,6 +122,7 @@ func (d *Dashboard) Routes(r chi.Router) {
 		r.Get("/signin", d.signinPage)
 		r.Post("/signin", d.signin)
 		r.Post("/signout", d.signout)
+		r.Get(sso.CallbackPath, d.ssoCallback)
 		r.Group(func(r chi.Router) {
 			r.Use(d.requireSession, d.limitPages)
 			r.Get(passwordPath, d.page(d.passwordPage))
@@ -160,6 +176,11 @@ func (d *Dashboard) Routes(r chi.Router) {
 				r.Get("/audit", d.page(d.audit))
 				r.Get(orgSettingsPath, d.page(d.orgSettings))
 				r.Post(orgSettingsPath, d.action(d.saveOrgSettings))
+				r.Get(ssoSettingsPath, d.page(d.ssoSettings))
+				r.Post(ssoSettingsPath, d.action(d.saveSSOSettings))
+				r.Post(ssoSettingsPath+"/test", d.action(d.testSSO))
+				r.Post(ssoSettingsPath+"/require", d.action(d.requireSSO))
+				r.Post(ssoSettingsPath+"/delete", d.action(d.deleteSSO))
 			})
 		})
 	})
@@ -169,13 +190,34 @@ func (d *Dashboard) Routes(r chi.Router) {
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", contentSecurityPolicy("'self'"))
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// contentSecurityPolicy is the pages' Content-Security-Policy whose forms
+// may post to (and be redirected to) formAction.
+func contentSecurityPolicy(formAction string) string {
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"object-src 'none'; base-uri 'none'; form-action " + formAction + "; frame-ancestors 'none'"
+}
+
+// idpFormPages are the pages with a form whose answer may be a redirect to
+// an identity provider (the sign-in form, the settings' test button):
+// browsers hold a redirect after a form to form-action too, so these pages
+// let forms lead to https (and, with AllowPrivateIdP, http) addresses.
+// Their forms still post to this site only.
+var idpFormPages = map[string]bool{"signin": true, "ssosettings": true}
+
+// idpFormAction is the form-action of idpFormPages.
+func (d *Dashboard) idpFormAction() string {
+	if d.cfg.AllowPrivateIdP {
+		return "'self' https: http:"
+	}
+	return "'self' https:"
 }
 
 // --- sessions
@@ -197,7 +239,9 @@ func viewerOf(r *http.Request) *viewer {
 }
 
 // requireSession loads the session of the cookie; without one it answers
-// 303 to the sign-in page, which comes back here after. A user who holds a
+// 303 to the sign-in page, which comes back here after. A single sign-on
+// session whose user the identity provider no longer admits (sso.Check)
+// ends: the sign-in page says why. A user who holds a
 // one-time password is sent to the password form (303) from every other
 // page: the session can do nothing else until it is changed.
 func (d *Dashboard) requireSession(next http.Handler) http.Handler {
@@ -216,6 +260,19 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 		if err != nil {
 			d.fail(w, r, err)
 			return
+		}
+		if d.cfg.SSO != nil {
+			// A session started through single sign-on lasts as long as
+			// the identity provider still admits its user.
+			err := d.cfg.SSO.Check(r.Context(), c.Value)
+			if errors.Is(err, people.ErrNoSession) {
+				d.signinEnded(w, r)
+				return
+			}
+			if err != nil {
+				d.fail(w, r, err)
+				return
+			}
 		}
 		org, err := d.cfg.Orgs.Organisation(r.Context(), u.OrganisationID)
 		if err != nil {

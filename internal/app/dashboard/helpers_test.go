@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/server"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -39,6 +41,7 @@ type env struct {
 	orgs   *org.Store
 	people *people.Store
 	review *reviewapi.Service
+	sso    *sso.Service
 	org    org.Organisation
 	agent  spec.Agent
 	admin  people.User // Ada, Administrator
@@ -55,13 +58,25 @@ func newEnv(t *testing.T, db *sqldb.DB) *env {
 // sources' service too.
 func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.Service) {
 	t.Helper()
+	return newEnvFull(t, db, sc, sso.Config{})
+}
+
+// newEnvFull is newEnvWith with single sign-on configured by ssoc, where
+// identity providers on loopback are always allowed (the tests' mockoidc).
+// Its people's password sign-ins ask the service's sso whether single
+// sign-on is required, as `aiusage service serve` wires them.
+func newEnvFull(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config) (*env, *sources.Service) {
+	t.Helper()
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
 	// A first delay of a minute after the free failed sign-ins: the
 	// throttle tests' attempts, on the real clock, are seconds apart under
 	// the race detector.
-	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, BaseDelay: time.Minute})
+	ssoc.AllowPrivate = true
+	var single *sso.Service // set once the service is built, before any request
+	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs, BaseDelay: time.Minute,
+		SSORequired: func(ctx context.Context, orgID string) (bool, error) { return single.Required(ctx, orgID) }})
 	require.NoError(t, err)
 	// The test's requests come from loopback, trusted as a proxy (as
 	// --trusted-proxy 127.0.0.0/8 would): a test names a client's address
@@ -72,13 +87,14 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 	// costs a query, which at 20 ms took a fifth of the package's time
 	// under the race detector.
 	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
-		TrustedProxies: loopback, PollInterval: 100 * time.Millisecond, Sources: sc,
+		TrustedProxies: loopback, PollInterval: 100 * time.Millisecond, Sources: sc, SSO: ssoc,
 		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour,
 			RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
 	svc := full.Review()
+	single = full.SSO()
 
-	e := &env{t: t, db: db, url: srv.URL, orgs: orgs, people: ppl, review: svc}
+	e := &env{t: t, db: db, url: srv.URL, orgs: orgs, people: ppl, review: svc, sso: single}
 	e.org, err = orgs.CreateOrganisation(ctx, org.OrganisationCreate{Name: "Acme"}, admin)
 	require.NoError(t, err)
 	e.agent, err = orgs.CreateAgent(ctx, e.org.ID, "Support", admin)

@@ -200,6 +200,9 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 		return
 	}
 	h := w.Header()
+	if idpFormPages[page] && d.cfg.SSO != nil {
+		h.Set("Content-Security-Policy", contentSecurityPolicy(d.idpFormAction()))
+	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -274,7 +277,7 @@ func clientMessage(err error) (string, int, bool) {
 // settingsNav are the navigation entries of the Settings area's pages.
 var settingsNav = map[string]bool{
 	"settings": true, "org-settings": true, "keys": true, "users": true,
-	"review-settings": true, "prices": true, "telemetry-settings": true,
+	"review-settings": true, "prices": true, "telemetry-settings": true, "sso-settings": true,
 }
 
 // InSettings reports whether the page is one of the Settings area's: the

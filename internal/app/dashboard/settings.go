@@ -31,6 +31,7 @@ var settingsEntries = []settingsEntry{
 	{"/settings/review", "Review", "How long a review task waits for a person before it is rejected.", true},
 	{"/settings/prices", "Prices", "Prices per model, to compute costs from tokens where a source reports none.", true},
 	{telemetrySettingsPath, "Telemetry", "Whether prompt text that AI tools send with their telemetry is stored.", true},
+	{ssoSettingsPath, "Single sign-on", "Sign the organisation's people in through its identity provider (OpenID Connect), with the roles it gives them; require it.", true},
 	{orgSettingsPath, "Organisation", "The organisation's name, the time zone pages show times in, its plan and how much of this hour's requests it has used.", true},
 	{passwordPath, "Your password", "Change the password you sign in with.", false},
 }

@@ -21,7 +21,7 @@ type AuditQuery struct {
 	// Actor is a case-insensitive substring of the actor's name (on SQLite,
 	// case-insensitive for ASCII letters only).
 	Actor string
-	// ActorType is ActorUser, ActorAPIKey or ActorAdmin.
+	// ActorType is ActorUser, ActorAPIKey, ActorAdmin or ActorIdP.
 	ActorType string
 	// ActorID is the id of the actor (a user's or an API key's), exactly.
 	ActorID string
@@ -51,8 +51,8 @@ func (s *Store) AuditPage(ctx context.Context, orgID string, q AuditQuery) ([]Au
 		return nil, 0, fmt.Errorf("limit must be 1 to %d, got %d: %w", MaxAuditPage, q.Limit, spec.ErrInvalid)
 	case q.Before < 0:
 		return nil, 0, fmt.Errorf("before must not be negative: %w", spec.ErrInvalid)
-	case q.ActorType != "" && q.ActorType != ActorUser && q.ActorType != ActorAPIKey && q.ActorType != ActorAdmin:
-		return nil, 0, fmt.Errorf("actor type must be %s, %s or %s, got %q: %w", ActorUser, ActorAPIKey, ActorAdmin, q.ActorType, spec.ErrInvalid)
+	case q.ActorType != "" && q.ActorType != ActorUser && q.ActorType != ActorAPIKey && q.ActorType != ActorAdmin && q.ActorType != ActorIdP:
+		return nil, 0, fmt.Errorf("actor type must be %s, %s, %s or %s, got %q: %w", ActorUser, ActorAPIKey, ActorAdmin, ActorIdP, q.ActorType, spec.ErrInvalid)
 	case !utf8.ValidString(q.Actor) || !utf8.ValidString(q.Action) || !utf8.ValidString(q.ActorID):
 		return nil, 0, fmt.Errorf("actor and action must be UTF-8: %w", spec.ErrInvalid)
 	}

@@ -11,7 +11,7 @@
 //     every feature's workers, queues and periodic jobs;
 //   - the metrics registry, given to the features that count.
 //
-// Each feature package (orgapi, reviewapi, sources, dashboard, telemetry) does its
+// Each feature package (orgapi, reviewapi, sources, dashboard, telemetry, sso) does its
 // one job and knows none of this. It is built from its Config, which names
 // what it uses of the others (the organisation store, the review service) and
 // of the root (a [riverjobs.Enqueuer] to queue its jobs, the *ops.Metrics to
@@ -53,6 +53,7 @@ import (
 	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/app/telemetry"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/internal/infra/keyring"
@@ -90,7 +91,11 @@ type Config struct {
 	// Logger logs requests, jobs and 5xx causes. Default: nothing.
 	Logger *slog.Logger
 	// People are the users who sign in to the dashboard. Default: a
-	// people.Store on DB whose one-time passwords last InviteTTL.
+	// people.Store on DB whose one-time passwords last InviteTTL, whose
+	// password sign-ins ask SSO whether the organisation requires single
+	// sign-on. A People given here is used as it is: its
+	// Config.SSORequired is the caller's to set (Server.SSO is built by
+	// New).
 	People *people.Store
 	// InviteTTL is how long a one-time password lasts, for the default
 	// People (0: people's default).
@@ -126,6 +131,10 @@ type Config struct {
 	Sources sources.Config
 	// Dashboard configures the dashboard's pages.
 	Dashboard dashboard.Config
+	// SSO configures single sign-on through the organisations' identity
+	// providers (OpenID Connect); New fills in DB, Orgs, People, Secrets
+	// and Logger (where unset), and gives the dashboard the service.
+	SSO sso.Config
 	// Telemetry configures the telemetry endpoint (OTLP over HTTP at
 	// /v1/metrics, /v1/logs and /v1/traces).
 	Telemetry telemetry.Config
@@ -146,6 +155,7 @@ const (
 // that works for them.
 type Server struct {
 	people  *people.Store
+	sso     *sso.Service
 	review  *reviewapi.Service
 	sources *sources.Service
 	tel     *telemetry.Service
@@ -167,12 +177,21 @@ func New(ctx context.Context, c Config) (*Server, error) {
 	metrics := ops.NewMetrics()
 	metrics.SetQueueDepth(func(ctx context.Context) (map[string]float64, error) { return riverjobs.Depth(ctx, c.DB) })
 	q := &queue{}
+	var single *sso.Service // built below, after the people it signs in; People asks it only once serving
 	ppl := c.People
 	if ppl == nil {
 		var err error
-		if ppl, err = people.New(ctx, people.Config{DB: c.DB, Orgs: c.Orgs, OneTimePasswordTTL: c.InviteTTL}); err != nil {
+		if ppl, err = people.New(ctx, people.Config{DB: c.DB, Orgs: c.Orgs, OneTimePasswordTTL: c.InviteTTL,
+			SSORequired: func(ctx context.Context, orgID string) (bool, error) { return single.Required(ctx, orgID) }}); err != nil {
 			return nil, err
 		}
+	}
+	ssoc := c.SSO
+	ssoc.DB, ssoc.Orgs, ssoc.People, ssoc.Secrets = c.DB, c.Orgs, ppl, c.Secrets
+	ssoc.Logger = cmp.Or(ssoc.Logger, c.Logger)
+	single, err := sso.New(ctx, ssoc)
+	if err != nil {
+		return nil, fmt.Errorf("sso: %w", err)
 	}
 	review, src, err := newFeatures(ctx, c, q, metrics, ppl)
 	if err != nil {
@@ -184,7 +203,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		return nil, err
 	}
 	dc := c.Dashboard
-	dc.People, dc.Orgs, dc.Review, dc.Sources = ppl, c.Orgs, review, src
+	dc.People, dc.Orgs, dc.Review, dc.Sources, dc.SSO, dc.AllowPrivateIdP = ppl, c.Orgs, review, src, single, c.SSO.AllowPrivate
 	dc.Logger = cmp.Or(dc.Logger, c.Logger)
 	var tel *telemetry.Service // built below; the dashboard calls it only once serving
 	dc.PricesChanged = func(ctx context.Context, orgID string) error { return tel.Reprice(ctx, orgID) }
@@ -213,7 +232,7 @@ func New(ctx context.Context, c Config) (*Server, error) {
 		src.Close()
 		return nil, err
 	}
-	s := &Server{people: ppl, review: review, sources: src, tel: tel, metrics: metrics, jobs: q.client}
+	s := &Server{people: ppl, sso: single, review: review, sources: src, tel: tel, metrics: metrics, jobs: q.client}
 	s.handler = s.router(c, orgAPI, tel, features)
 	return s, nil
 }
@@ -244,6 +263,7 @@ func (s *Server) router(c Config, orgAPI *orgapi.Handler, tel *telemetry.Service
 	components := map[string]fs.FS{
 		org.Component: org.Migrations(), people.Component: people.Migrations(), reviewapi.Component: reviewapi.Migrations(),
 		sources.Component: sources.Migrations(), sqlstore.Component: sqlstore.Migrations(), telemetry.Component: telemetry.Migrations(),
+		sso.Component: sso.Migrations(),
 	}
 	for k, v := range c.Readiness {
 		components[k] = v
@@ -319,6 +339,9 @@ func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
 // People returns the users who sign in to the dashboard.
 func (s *Server) People() *people.Store { return s.people }
+
+// SSO returns the single sign-on service.
+func (s *Server) SSO() *sso.Service { return s.sso }
 
 // Review returns the review-task API's service.
 func (s *Server) Review() *reviewapi.Service { return s.review }
