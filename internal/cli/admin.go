@@ -38,9 +38,9 @@ flag, including --database-url).`
 func adminCommand() *command {
 	return &command{
 		name:    "admin",
-		summary: "administer the service's database: organisations, agents, API keys, people, audit trail",
+		summary: "administer the service's database: organisations, agents, API keys, people, single sign-on, audit trail",
 		subs: []*command{adminAgentCommand(), adminAuditCommand(), adminKeyCommand(), adminOrgCommand(), adminReviewCommand(),
-			adminRotateSecretKeyCommand(), adminSourceCommand(), adminUserCommand()},
+			adminRotateSecretKeyCommand(), adminSourceCommand(), adminSSOCommand(), adminUserCommand()},
 	}
 }
 
@@ -570,12 +570,15 @@ func adminAuditCommand() *command {
 per line and per change, oldest first, with seq, organisationId, at, actor
 ({"type": "apiKey", "id", "name"} for a change made with an API key,
 {"type": "admin", "name"} for an admin command, {"type": "user", "id", "name"}
-for a person signed in to the dashboard), action (organisation.created,
-agent.created, key.created, key.revoked, instruction.created,
-instruction.updated, instruction.deleted, user.created, user.role_changed,
-user.disabled), resourceType, resourceId, and the resource before and after
-the change (null before a creation and after a deletion). --after SEQ prints
-only the records after that one, to follow the trail.
+for a person signed in to the dashboard, {"type": "identityProvider", "name":
+ISSUER} for a change an organisation's identity provider made at a sign-in),
+action (organisation.created, agent.created, key.created, key.revoked,
+instruction.created, instruction.updated, instruction.deleted, user.created,
+user.role_changed, user.disabled, user.break_glass, sso.settings.set,
+sso.settings.deleted, sso.required.set, sso.signed_in, sso.refused,
+sso.session_ended, among others), resourceType, resourceId, and the resource
+before and after the change (null before a creation and after a deletion).
+--after SEQ prints only the records after that one, to follow the trail.
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) {

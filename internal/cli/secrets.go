@@ -13,17 +13,20 @@ import (
 	"strings"
 
 	"github.com/aiusage/kit/internal/app/org"
+	"github.com/aiusage/kit/internal/app/people"
 	"github.com/aiusage/kit/internal/app/reviewapi"
 	"github.com/aiusage/kit/internal/app/sources"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 )
 
 // The secrets the service reads back (webhook signing secrets, source
-// tokens and push secrets, the demo's keys and passwords) are stored
-// encrypted under a keyring kept outside the database (docs/security.md):
-// AIUSAGE_SECRET_KEY, else the key file --secret-key-file, else, for a
-// SQLite file, the key file beside it (generated on first start).
+// tokens and push secrets, identity providers' client secrets, the demo's
+// keys and passwords) are stored encrypted under a keyring kept outside the
+// database (docs/security.md): AIUSAGE_SECRET_KEY, else the key file
+// --secret-key-file, else, for a SQLite file, the key file beside it
+// (generated on first start).
 
 // envSecretKey holds the keys themselves; it has no flag, so that a key
 // never sits on a command line.
@@ -153,12 +156,14 @@ func adminRotateSecretKeyCommand() *command {
 		name:    "rotate-secret-key",
 		summary: "re-encrypt every stored secret under the current key (or a new one, --generate) and print the counts as JSON",
 		long: `Re-encrypts the stored secrets (webhook signing secrets, source tokens and
-push secrets, the demo's keys) that are not sealed under the current key:
-the first key of $AIUSAGE_SECRET_KEY or of the key file. Each row changes on
-its own, in one statement that applies only if the row is as it was read, so
-an interrupted run leaves no row half done, and running it again resumes.
-Prints one JSON object: keyId (the current key), resealed (rows changed, per
-table), remaining (rows still under another key: written meanwhile by a
+push secrets, the client secrets of the organisations' identity providers
+and the refresh tokens they gave, the demo's keys) that are not sealed under
+the current key: the first key of $AIUSAGE_SECRET_KEY or of the key file.
+Each row changes on its own, in one statement that applies only if the row
+is as it was read, so an interrupted run leaves no row half done, and
+running it again resumes. Prints one JSON object: keyId (the current key),
+resealed (rows changed, per table; "sso" counts the client secrets and the
+refresh tokens of single sign-on), remaining (rows still under another key: written meanwhile by a
 process that does not know the current key yet), keysInUse (rows per key id),
 unusedKeys (keys of the keyring no row needs any more: remove them) and, with
 a key file, keyFile.
@@ -236,6 +241,12 @@ command line or a missing or malformed key.`,
 	}
 }
 
+// ssoSecretTable names, in the report of "admin rotate-secret-key", the
+// rows of single sign-on holding secrets: the organisations' client secrets
+// (sso_settings) and the refresh tokens of the sessions it started
+// (sso_sessions).
+const ssoSecretTable = "sso"
+
 // rotateReport is what "admin rotate-secret-key" prints.
 type rotateReport struct {
 	KeyID       string         `json:"keyId"`
@@ -269,6 +280,14 @@ func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *keyring.Keyring) (ro
 	if err != nil {
 		return out, err
 	}
+	persons, err := people.New(ctx, people.Config{DB: db, Orgs: store})
+	if err != nil {
+		return out, err
+	}
+	signOn, err := sso.New(ctx, sso.Config{DB: db, Orgs: store, People: persons, Secrets: ring})
+	if err != nil {
+		return out, err
+	}
 	type table struct {
 		name   string
 		reseal func(context.Context) (int, error)
@@ -277,6 +296,7 @@ func rotateSecrets(ctx context.Context, db *sqldb.DB, ring *keyring.Keyring) (ro
 	tables := []table{
 		{"sources", src.ResealSecrets, src.SecretKeyIDs},
 		{"reviewapi_webhooks", svc.ResealSecrets, svc.SecretKeyIDs},
+		{ssoSecretTable, signOn.ResealSecrets, signOn.SecretKeyIDs},
 	}
 	demo, err := tableExists(ctx, db, demoSecretTable.Name)
 	if err != nil {

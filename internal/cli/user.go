@@ -30,7 +30,8 @@ func adminUserCommand() *command {
 	return &command{
 		name:    "user",
 		summary: "create, list and disable the people who sign in to the dashboard, and reset their passwords",
-		subs:    []*command{adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand(), adminUserResetPasswordCommand()},
+		subs: []*command{adminUserBreakGlassCommand(), adminUserCreateCommand(), adminUserDisableCommand(), adminUserListCommand(),
+			adminUserResetPasswordCommand()},
 	}
 }
 

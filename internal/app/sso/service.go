@@ -15,6 +15,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
+	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/netguard"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/spec"
@@ -86,6 +87,13 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	if err := c.DB.Migrate(ctx, Component, Migrations()); err != nil {
 		return nil, fmt.Errorf("sso: migrate: %w", err)
+	}
+	// A key removed from the ring too early shows now, not at the next
+	// sign-in: every key in use must open a row it sealed.
+	for _, t := range []keyring.Table{settingsTable, sessionsTable} {
+		if err := t.Check(ctx, c.DB.DB, c.Secrets); err != nil {
+			return nil, fmt.Errorf("sso: %w", err)
+		}
 	}
 	return &Service{cfg: c, db: c.DB, client: client, providers: map[string]cachedProvider{}}, nil
 }
