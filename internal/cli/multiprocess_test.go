@@ -206,10 +206,10 @@ type serviceProcess struct {
 	done chan struct{}
 }
 
-func startServiceProcess(t *testing.T, bin, dbURL string) *serviceProcess {
+func startServiceProcess(t *testing.T, bin, dbURL string, more ...string) *serviceProcess {
 	t.Helper()
 	p := &serviceProcess{logs: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--allow-private-sources")
+	p.cmd = exec.Command(bin, append([]string{"service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--allow-private-sources"}, more...)...)
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = p.logs
 	require.NoError(t, p.cmd.Start())
