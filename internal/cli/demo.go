@@ -223,7 +223,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		Telemetry:    f.otlpRate.config(),
 		MetricsGuard: func(h http.Handler) http.Handler { return guardMetrics(opsToken, h) },
 		Mounts:       mounts, Readiness: map[string]fs.FS{sqlsource.Component: sqlsource.Migrations()},
-		Review:  reviewapi.Config{AllowPrivateWebhooks: true, Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
+		Review:    reviewapi.Config{AllowPrivateWebhooks: true, Policy: policy.Options{Semantic: matcher, Budget: f.embeddings.budget}},
 		Sources:   sources.Config{AllowPrivate: true, ExportRoot: exportRoot},
 		SSO:       sso.Config{AllowPrivate: f.idp.allowPrivate},
 		Dashboard: dashboard.Config{PublicURL: f.idp.publicURL}})

@@ -447,8 +447,10 @@ func TestBrowserSSOFailures(t *testing.T) {
 		require.Error(t, err, "no account for a refused person")
 	})
 	t.Run("disabled user", func(t *testing.T) {
-		refusal(t, "disabled", "dora@acme.test", func() { p.QueueUser(person("sub-dora", "dora@acme.test", "aiusage-reviewers")) },
+		b := refusal(t, "disabled", "dora@acme.test", func() { p.QueueUser(person("sub-dora", "dora@acme.test", "aiusage-reviewers")) },
 			"dora@acme.test is disabled", "", sso.ReasonDisabled)
+		require.Equal(t, "What to do", text(t, b, "#h-advice"), "the organisation's Administrator, not the IdP's, can help")
+		require.Contains(t, text(t, b, "#sso-advice"), "Administrator of your organisation")
 	})
 	t.Run("tampered state", func(t *testing.T) {
 		refusal(t, "state", "rita@acme.test", func() {
@@ -462,6 +464,31 @@ func TestBrowserSSOFailures(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, pg.Status, q)
 			require.Contains(t, pg.Body, "Start again from the sign-in page", q)
 		}
+	})
+	t.Run("callback sent to another browser", func(t *testing.T) {
+		// Mallory starts a sign-in to her own account and stops at the
+		// callback; its URL, opened by Vera's browser, must not sign Vera
+		// in as Mallory (login CSRF).
+		mallory := e.browser()
+		p.QueueUser(person("sub-mallory", "mallory@acme.test", "aiusage-reviewers"))
+		toIdP := mallory.post(t, "/signin", url.Values{"email": {"mallory@acme.test"}})
+		require.Equal(t, http.StatusSeeOther, toIdP.Status)
+		resp, err := mallory.client.Get(toIdP.location())
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		forged := resp.Header.Get("Location")
+		require.Contains(t, forged, sso.CallbackPath)
+		vera := newBrowser(t, 1280, 900)
+		do(t, vera, chromedp.Navigate(forged), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+		require.Equal(t, "Single sign-on did not work", text(t, vera, "h1"))
+		require.Contains(t, text(t, vera, "#sso-message"), "did not start here")
+		_, err = e.people.UserByEmail(t.Context(), "mallory@acme.test")
+		require.Error(t, err, "no sign-in happened: Mallory's account was not even created")
+		// Mallory's own browser, which holds the state, completes it.
+		u, err := url.Parse(forged)
+		require.NoError(t, err)
+		done := mallory.get(t, u.RequestURI())
+		require.Equal(t, http.StatusSeeOther, done.Status, done.Body)
 	})
 	t.Run("replayed callback and code", func(t *testing.T) {
 		b := newBrowser(t, 1280, 900)

@@ -1,12 +1,14 @@
 package dashboard
 
 import (
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
-		"github.com/aiusage/kit/internal/app/sso"
+	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/httpx"
 	"github.com/aiusage/kit/spec"
 )
@@ -69,7 +71,30 @@ func (d *Dashboard) beginSSO(w http.ResponseWriter, r *http.Request, email, next
 		d.ssoError(w, r, err)
 		return
 	}
+	u, err := url.Parse(to)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	// The browser keeps the state it is sent with, and the callback takes
+	// only that one: a callback URL of someone else's sign-in, sent to
+	// this browser, cannot sign it in as them.
+	http.SetCookie(w, &http.Cookie{Name: SSOStateCookie, Value: u.Query().Get("state"), Path: sso.CallbackPath,
+		MaxAge: int(sso.DefaultStateTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: httpx.IsSecure(r)})
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// SSOStateCookie is the name of the cookie that binds a single sign-on to
+// the browser that started it: it holds the state the identity provider
+// was sent, and is sent back only to sso.CallbackPath.
+const SSOStateCookie = "aiusage_sso_state"
+
+// sameBrowser reports whether the callback's state is the one this browser
+// was given at the start of its sign-in.
+func sameBrowser(r *http.Request) bool {
+	c, err := r.Cookie(SSOStateCookie)
+	state := r.URL.Query().Get("state")
+	return err == nil && c.Value != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) == 1
 }
 
 // ssoCallback is sso.CallbackPath: the identity provider sends the browser
@@ -82,6 +107,12 @@ func (d *Dashboard) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusNotFound, "Single sign-on is not set up on this service.")
 		return
 	}
+	if !sameBrowser(r) {
+		d.ssoError(w, r, sso.ForeignState("the callback's state is not the one this browser started with (no "+SSOStateCookie+" cookie, or another)"))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SSOStateCookie, Value: "", Path: sso.CallbackPath, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: httpx.IsSecure(r)})
 	sess, _, next, err := d.cfg.SSO.Complete(r.Context(), r.URL.Query(), d.redirectURL(r))
 	if err != nil {
 		d.ssoError(w, r, err)

@@ -208,9 +208,15 @@ type Failure struct {
 	Status int
 	// Message is for the person: what went wrong.
 	Message string
-	// Advice is what to tell the IdP's administrator; "" when it is not
-	// theirs to fix (state).
+	// Advice is what to do about it, and whom to tell: the IdP's
+	// administrator when ForIdP, else the person themselves, an
+	// Administrator of the organisation or the service's operator, as the
+	// sentence says. "" when there is nothing to do but start again
+	// (state, code).
 	Advice string
+	// ForIdP says that the Advice is for the identity provider's
+	// administrator: the IdP answered in a way only they can change.
+	ForIdP bool
 	// Detail is for the log line only: the IdP's answer, the verifier's
 	// error.
 	Detail string

@@ -34,7 +34,7 @@ func (s *Service) fail(ctx context.Context, reason Reason, r refusal, detail str
 	switch reason {
 	case ReasonState:
 		f.Status = http.StatusBadRequest
-		f.Message = "This sign-in was already completed, took too long, or did not start here. Start again from the sign-in page."
+		f.Message = stateMessage
 	case ReasonIdPError:
 		f.Status = http.StatusBadRequest
 		f.Message = "Your identity provider did not sign you in."
@@ -80,6 +80,10 @@ func (s *Service) fail(ctx context.Context, reason Reason, r refusal, detail str
 		f.Message = "Single sign-on is not configured (any more) for this email's domain."
 		f.Advice = "Sign in with your password, or ask an Administrator to connect your identity provider in Settings → Single sign-on."
 	}
+	switch reason {
+	case ReasonIdPError, ReasonUnreachable, ReasonClient, ReasonToken, ReasonClaimMissing, ReasonNoRole:
+		f.ForIdP = true
+	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "sso: sign-in refused", slog.String("reason", string(reason)), slog.String("org", r.orgID),
 		slog.String("issuer", r.issuer), slog.String("email", r.email), slog.String("detail", detail))
 	if r.orgID != "" {
@@ -93,6 +97,19 @@ func (s *Service) fail(ctx context.Context, reason Reason, r refusal, detail str
 		}
 	}
 	return f
+}
+
+// stateMessage is the Message of a callback whose state is unknown, used,
+// expired, or not this browser's.
+const stateMessage = "This sign-in was already completed, took too long, or did not start here. Start again from the sign-in page."
+
+// ForeignState is the Failure of a callback whose state is not the one
+// this browser started with (the caller keeps the state it gave the IdP
+// in a cookie and compares): someone else's sign-in, sent to this browser
+// to sign it in as them (login CSRF). Nothing is audited: the state was not
+// used.
+func ForeignState(detail string) *Failure {
+	return &Failure{Reason: ReasonState, Status: http.StatusBadRequest, Message: stateMessage, Detail: detail}
 }
 
 // clip cuts s to n bytes (on a rune boundary) for a message or record.
