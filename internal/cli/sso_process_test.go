@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -128,4 +129,28 @@ func TestSSOSessionAcrossProcesses(t *testing.T) {
 			require.Equal(t, http.StatusSeeOther, status, "signed out on A, the session is gone on B")
 		})
 	}
+}
+
+// TestPublicURLFlag: --public-url must be an absolute http(s) URL without
+// query or fragment, on service serve and demo; anything else is a usage
+// error naming it, before anything starts.
+func TestPublicURLFlag(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite:" + t.TempDir() + "/service.db"
+	for _, bad := range []string{"oversight.example.com", "ftp://oversight.example.com", "https://", "https://x.example/?a=1",
+		"https://x.example/#top", "https://user@x.example", "/relative"} {
+		for _, args := range [][]string{
+			{"service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--public-url", bad},
+			{"demo", "--addr", "127.0.0.1:0", "--public-url", bad},
+		} {
+			r := runCLI(t, "", nil, args...)
+			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, "--public-url must be an absolute http or https URL", args)
+			require.Contains(t, r.stderr, strconv.Quote(bad), args)
+		}
+	}
+	// The environment variable is checked the same way.
+	r := runCLI(t, "", map[string]string{"AIUSAGE_PUBLIC_URL": "not a url"}, "service", "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--public-url")
 }

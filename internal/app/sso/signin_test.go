@@ -429,3 +429,30 @@ func mustHost(t *testing.T, raw string) string {
 	require.NoError(t, err)
 	return u.Host
 }
+
+// TestUserInfoFallback: an IdP that leaves the email and the role claim out
+// of the ID token (as Okta's org server does with groups) is asked its
+// UserInfo endpoint; the person is mapped from there.
+func TestUserInfoFallback(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		e.configure(nil)
+		e.idp.rewriteIDToken(e.idp.m.Keypair, func(c jwt.MapClaims) {
+			delete(c, "groups")
+			delete(c, "email")
+		})
+		u := &idpUser{sub: "ui1", email: "ui1@example.com", verified: true, name: "Uma", groups: []string{"dash-admins"}}
+		_, pu, _, err := e.signIn(u)
+		require.NoError(t, err)
+		require.Equal(t, "ui1@example.com", pu.Email)
+		require.Equal(t, people.RoleAdministrator, pu.Role, "the role comes from UserInfo's groups")
+
+		// Neither the ID token nor UserInfo names a role: the claim is missing.
+		v := &idpUser{sub: "ui2", email: "ui2@example.com", verified: true}
+		seq := e.lastSeq()
+		_, _, _, err = e.signIn(v)
+		requireFailure(t, err, sso.ReasonClaimMissing)
+		e.requireRefused(seq, sso.ReasonClaimMissing)
+	})
+}
