@@ -136,6 +136,21 @@ func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password strin
 	if err := checkPassword(password); err != nil {
 		return User{}, err
 	}
+	return s.replacePassword(ctx, orgID, userID, password, actor, AuditUserPasswordReset, func(u *User, now time.Time) {
+		u.OneTimePasswordUntil = nil
+		if oneTime {
+			until := now.Add(s.cfg.OneTimePasswordTTL)
+			u.OneTimePasswordUntil = &until
+		}
+	})
+}
+
+// replacePassword gives the organisation's user userID the password (whose
+// rules the caller checked), with edit setting the user's one-time and
+// break-glass times, ends every session of the user and records action in
+// the audit trail, never with the password or its hash. A disabled user is
+// spec.ErrConflict; a user of another organisation spec.ErrNotFound.
+func (s *Store) replacePassword(ctx context.Context, orgID, userID, password string, actor org.Actor, action string, edit func(u *User, now time.Time)) (User, error) {
 	orgID, userID = strings.ToLower(orgID), strings.ToLower(userID)
 	if _, err := s.User(ctx, orgID, userID); err != nil {
 		return User{}, err
@@ -161,19 +176,15 @@ func (s *Store) ResetPassword(ctx context.Context, orgID, userID, password strin
 				"id", "the user is disabled")
 		}
 		u = before
-		u.OneTimePasswordUntil = nil
-		if oneTime {
-			until := now.Add(s.cfg.OneTimePasswordTTL)
-			u.OneTimePasswordUntil = &until
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE people_users SET password_hash = $1, one_time_until = $2 WHERE id = $3`,
-			hash, nullMillis(u.OneTimePasswordUntil), u.ID); err != nil {
+		edit(&u, now)
+		if _, err := tx.ExecContext(ctx, `UPDATE people_users SET password_hash = $1, one_time_until = $2, break_glass_until = $3 WHERE id = $4`,
+			hash, nullMillis(u.OneTimePasswordUntil), nullMillis(u.BreakGlassUntil), u.ID); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM people_sessions WHERE user_id = $1`, u.ID); err != nil {
 			return err
 		}
-		return s.orgs.RecordAuditTx(ctx, tx, orgID, now, actor, AuditUserPasswordReset, auditResource, u.ID, before, u)
+		return s.orgs.RecordAuditTx(ctx, tx, orgID, now, actor, action, auditResource, u.ID, before, u)
 	})
 	if err != nil {
 		return User{}, err

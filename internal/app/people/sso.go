@@ -212,40 +212,7 @@ func (s *Store) BreakGlass(ctx context.Context, orgID, userID, password string, 
 	if !until.After(now) || until.Sub(now) > MaxBreakGlass {
 		return User{}, invalid("until", "must be after now and at most %s from now", MaxBreakGlass)
 	}
-	orgID, userID = strings.ToLower(orgID), strings.ToLower(userID)
-	if _, err := s.User(ctx, orgID, userID); err != nil {
-		return User{}, err
-	}
-	hash, err := hashPassword(ctx, password, s.cfg.HashCost.params())
-	if err != nil {
-		return User{}, err
-	}
-	var u User
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		before, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM people_users WHERE id = $1 AND org_id = $2`+s.forUpdate(), userID, orgID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return userNotFound("id", userID)
-		}
-		if err != nil {
-			return err
-		}
-		if before.DisabledAt != nil {
-			return fieldError(spec.ErrConflict, fmt.Sprintf("%s is disabled; a disabled user cannot sign in, whatever the password.", before.Email),
-				"id", "the user is disabled")
-		}
-		u = before
+	return s.replacePassword(ctx, orgID, userID, password, actor, AuditUserBreakGlass, func(u *User, _ time.Time) {
 		u.OneTimePasswordUntil, u.BreakGlassUntil = &until, &until
-		if _, err := tx.ExecContext(ctx, `UPDATE people_users SET password_hash = $1, one_time_until = $2, break_glass_until = $2 WHERE id = $3`,
-			hash, sqldb.Millis(until), u.ID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM people_sessions WHERE user_id = $1`, u.ID); err != nil {
-			return err
-		}
-		return s.orgs.RecordAuditTx(ctx, tx, orgID, now, actor, AuditUserBreakGlass, auditResource, u.ID, before, u)
 	})
-	if err != nil {
-		return User{}, err
-	}
-	return u, nil
 }
