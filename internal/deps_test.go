@@ -76,11 +76,14 @@ var rules = map[string][]string{
 	// commands all call the same Validate).
 	"internal/app/org": {"spec", "policy", // policy: the one check of a Regex pattern's cost
 		"internal/infra/sqldb", "internal/infra/ident", "internal/infra/reqcheck"},
-	"internal/app/people":    {"spec", "internal/app/org", "internal/infra/sqldb", "internal/infra/ident", "internal/infra/reqcheck"},
-	"internal/app/orgapi":    {"spec", "internal/app/org", "internal/infra/"},
+	"internal/app/people": {"spec", "internal/app/org", "internal/infra/sqldb", "internal/infra/ident", "internal/infra/reqcheck"},
+	"internal/app/orgapi": {"spec", "internal/app/org", "internal/infra/"},
+	// Single sign-on: organisations' OpenID Connect settings and sign-ins,
+	// which end in the people's accounts and sessions.
+	"internal/app/sso":       {"spec", "internal/app/org", "internal/app/people", "internal/infra/"},
 	"internal/app/reviewapi": {"spec", "spec/webhook", "policy", "internal/app/org", "internal/app/people", "internal/infra/"},
 	"internal/app/dashboard": {"spec", "internal/app/org", "internal/app/orgapi", "internal/app/people", "internal/app/reviewapi",
-		"internal/app/sources", "internal/infra/",
+		"internal/app/sources", "internal/app/sso", "internal/infra/",
 		"consumer/sqlstore"}, // the types of the sources service's OrgUsage and SearchConversations
 	// The mapping of AI tools' OpenTelemetry: pure functions over the OTLP types.
 	"internal/app/telemetry/tools": {"spec"},
