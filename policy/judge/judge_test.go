@@ -389,6 +389,47 @@ func TestCascade(t *testing.T) {
 		require.Len(t, s.asked(), 4)
 		require.EqualValues(t, 6, c.Stats().CacheHits)
 	})
+	t.Run("a question repeated in one call is asked once", func(t *testing.T) {
+		t.Parallel()
+		s := newStandIn(t, buying)
+		c := &judge.Cascade{Candidates: sc, CandidateThreshold: 0.8, MaxCalls: 1, Client: &judge.Client{URL: s.URL}}
+		out, err := c.Judge(ctx, []string{segs[0], segs[1], segs[0]}, []string{acquisition, acquisition}, []string{"", ""})
+		require.NoError(t, err)
+		want := []policy.Judgement{{Segment: 0, Score: 0.9, Quote: "buy Contoso", Verdict: policy.VerdictJudge},
+			{Segment: 2, Score: 0.9, Quote: "buy Contoso", Verdict: policy.VerdictJudge}}
+		require.Equal(t, [][]policy.Judgement{want, want}, out)
+		require.Len(t, s.asked(), 1)
+	})
+	t.Run("the least recently used verdict goes first", func(t *testing.T) {
+		t.Parallel()
+		s := newStandIn(t, buying)
+		c := &judge.Cascade{Candidates: sc, CandidateThreshold: 0.1, CacheSize: 2, Client: &judge.Client{URL: s.URL}}
+		judgeOne := func(seg string) {
+			t.Helper()
+			_, err := c.Judge(ctx, []string{seg}, []string{acquisition}, []string{""})
+			require.NoError(t, err)
+		}
+		judgeOne(segs[0]) // asked
+		judgeOne(segs[1]) // asked
+		judgeOne(segs[0]) // cached; segs[1] is now the least recently used
+		judgeOne(segs[2]) // asked, evicts segs[1]
+		require.Len(t, s.asked(), 3)
+		judgeOne(segs[0]) // cached
+		require.Len(t, s.asked(), 3)
+		judgeOne(segs[1]) // asked again
+		require.Len(t, s.asked(), 4)
+	})
+	t.Run("CacheSize < 0: no cache", func(t *testing.T) {
+		t.Parallel()
+		s := newStandIn(t, buying)
+		c := &judge.Cascade{Candidates: sc, CandidateThreshold: 0.8, CacheSize: -1, Client: &judge.Client{URL: s.URL}}
+		for range 2 {
+			_, err := c.Judge(ctx, segs, []string{acquisition}, []string{""})
+			require.NoError(t, err)
+		}
+		require.Len(t, s.asked(), 2)
+		require.Zero(t, c.Stats().CacheHits)
+	})
 	t.Run("no answers are not cached", func(t *testing.T) {
 		t.Parallel()
 		s := newStandIn(t, func(question) (int, string) { return http.StatusOK, "maybe" })
