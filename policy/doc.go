@@ -41,7 +41,12 @@
 // any network; [NGramMatcher], the earlier one, compares character n-grams;
 // package policy/embeddings asks an OpenAI-compatible embeddings API. A
 // matcher that is also a [SemanticScorer] gives each match its similarity, and
-// package policy/semeval measures matchers on a labelled set.
+// package policy/semeval measures matchers on a labelled set. A
+// [JudgingMatcher] says how each match was decided: package policy/judge asks
+// a language model about the candidates of a cheaper matcher, and each match
+// then carries a verdict and the words the model quoted. An instruction of
+// high sensitivity ([spec.Trigger] Sensitivity) matches at the recall
+// threshold of a [SensitiveScorer].
 //
 // Every pattern is checked by [CheckPattern] (the organisation API refuses one
 // over its limits), and every evaluation has a time budget
