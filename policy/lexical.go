@@ -65,7 +65,10 @@ type LexicalMatcher struct {
 	Threshold float64
 }
 
-var _ SemanticScorer = LexicalMatcher{}
+var (
+	_ SemanticScorer  = LexicalMatcher{}
+	_ SensitiveScorer = LexicalMatcher{}
+)
 
 // Match implements [SemanticMatcher]. It fails only when ctx is done.
 func (m LexicalMatcher) Match(ctx context.Context, segments []string, queries []string) ([][]int, error) {
@@ -91,9 +94,10 @@ func (m LexicalMatcher) MatchThreshold() float64 {
 	return m.Threshold
 }
 
-// RecallThreshold is the threshold of the "high" sensitivity of a Semantic
-// trigger: LexicalRecallThreshold, or MatchThreshold when that is lower, so
-// that a high sensitivity never matches less than the standard one.
+// RecallThreshold implements [SensitiveScorer]: the threshold of the "high"
+// sensitivity of a Semantic trigger, LexicalRecallThreshold, or
+// MatchThreshold when that is lower, so that a high sensitivity never
+// matches less than the standard one.
 func (m LexicalMatcher) RecallThreshold() float64 {
 	return min(LexicalRecallThreshold, m.MatchThreshold())
 }

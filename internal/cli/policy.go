@@ -375,7 +375,7 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 func measureMatcher(m evalScorer, pairs []semeval.Pair, scores []float64, splits []string, thresholds, grid []float64,
 	maxFPR float64) evalMatcher {
 	em := evalMatcher{Name: m.name, DefaultThreshold: m.scorer.MatchThreshold()}
-	if s, ok := m.scorer.(interface{ RecallThreshold() float64 }); ok {
+	if s, ok := m.scorer.(policy.SensitiveScorer); ok {
 		em.RecallThreshold = s.RecallThreshold()
 	}
 	for _, split := range splits {
