@@ -126,6 +126,7 @@ func (c *Cache) fingerprint(instructions []spec.Instruction) uint64 {
 		num(flags)
 		str(in.Trigger.Type)
 		str(in.Trigger.Text)
+		str(in.Trigger.Sensitivity)
 		str(in.Trigger.Pattern)
 		num(int64(len(in.Trigger.Values)))
 		for _, v := range in.Trigger.Values {

@@ -56,6 +56,16 @@ func TestCacheRecompilesOnChange(t *testing.T) {
 		require.NotSame(t, s, back, name)
 		s1 = back
 	}
+	// A Semantic trigger's sensitivity chooses its threshold: another set.
+	sem := block("s", spec.Trigger{Type: spec.TriggerSemantic, Text: "falcon"})
+	sem.UpdatedAt = at
+	high := sem
+	high.Trigger.Sensitivity = spec.SensitivityHigh
+	standard, err := c.Get("sem", []spec.Instruction{sem})
+	require.NoError(t, err)
+	recall, err := c.Get("sem", []spec.Instruction{high})
+	require.NoError(t, err)
+	require.NotSame(t, standard, recall, "sensitivity")
 	// Values split differently are different content.
 	a, err := c.Get("k", []spec.Instruction{block("x", terms("ab", "c"))})
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,4 +99,44 @@ func TestBrowserInstructions(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Navigate(e.url+"/agents"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	shot(t, ctx, "agents")
+}
+
+// TestBrowserInstructionSensitivity shows the sensitivity select only for a
+// Semantic trigger (CSS, no script), at a desktop's and a phone's width,
+// and creates an instruction of high sensitivity with it.
+func TestBrowserInstructionSensitivity(t *testing.T) {
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	e := newEnv(t, db)
+	for _, width := range []int{1280, 390} {
+		t.Run(strconv.Itoa(width), func(t *testing.T) {
+			ctx := newBrowser(t, width, 900)
+			signInBrowser(t, ctx, e.url, "ada@acme.test")
+			do(t, ctx,
+				chromedp.Navigate(e.url+"/instructions/new"),
+				chromedp.WaitVisible(chromedp.CSS(`#title`)),
+			)
+			hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#sensitivity').offsetParent === null`))
+			require.NoError(t, err)
+			require.True(t, hidden, "no sensitivity for a Regex trigger")
+
+			title := "Salaries " + strconv.Itoa(width)
+			do(t, ctx,
+				chromedp.SetValue(chromedp.CSS(`#triggerType`), "Semantic"),
+				chromedp.WaitVisible(chromedp.CSS(`#sensitivity`)),
+				chromedp.SendKeys(chromedp.CSS(`#title`), title),
+				chromedp.SetValue(chromedp.CSS(`#text`), "Salaries, bonuses or other compensation of individual employees"),
+				chromedp.SetValue(chromedp.CSS(`#sensitivity`), "high"),
+				chromedp.ScrollIntoView(chromedp.CSS(`#sensitivity`)),
+			)
+			require.Contains(t, text(t, ctx, `label[for=sensitivity]`), "Sensitivity")
+			require.Contains(t, text(t, ctx, `#h-sensitivity`), "High catches most of them")
+			shot(t, ctx, "instruction-sensitivity-"+strconv.Itoa(width))
+			do(t, ctx,
+				chromedp.Click(chromedp.CSS(`input[name=usedBy][value="`+e.agent.ID+`"]`)),
+				chromedp.Click(chromedp.CSS(`form.instr-form button[type=submit]`)),
+				chromedp.WaitVisible(chromedp.CSS(`.notice`)),
+			)
+			require.Equal(t, spec.SensitivityHigh, e.instruction(t, title).Trigger.Sensitivity)
+		})
+	}
 }

@@ -30,14 +30,18 @@ var instructionFilters = []string{"search", "agentId", "agentType", "triggerType
 // offering a choice.
 type choices struct {
 	TriggerTypes, Actions, Criticalities []string
-	Categories                           []org.DataCategory
+	// Sensitivities are those of a Semantic trigger, each with its label.
+	Sensitivities [][2]string
+	Categories    []org.DataCategory
 }
 
 var instructionChoices = choices{
 	TriggerTypes:  []string{spec.TriggerRegex, spec.TriggerStringMatch, spec.TriggerSemantic},
 	Actions:       []string{spec.ActionBlock, spec.ActionAllow},
 	Criticalities: []string{spec.CriticalityHigh, spec.CriticalityLow},
-	Categories:    org.DataCategories(),
+	Sensitivities: [][2]string{{spec.SensitivityStandard, "Standard: few false alarms"},
+		{spec.SensitivityHigh, "High: catch more, more false alarms"}},
+	Categories: org.DataCategories(),
 }
 
 type instructionRow struct {
@@ -152,6 +156,7 @@ type instructionForm struct {
 	Pattern        string
 	Values         string // one per line
 	Text           string
+	Sensitivity    string // of a Semantic trigger: "", standard or high
 	CaseSensitive  bool
 	Action         string
 	Criticality    string
@@ -196,7 +201,7 @@ func formOf(form url.Values) instructionForm {
 	return instructionForm{
 		Title: get("title"), AgentType: get("agentType"), TriggerType: get("triggerType"),
 		Pattern: get("pattern"), Values: get("values"), Text: get("text"),
-		CaseSensitive: form.Get("isCaseSensitive") != "", Action: get("action"), Criticality: get("criticality"),
+		Sensitivity: get("sensitivity"), CaseSensitive: form.Get("isCaseSensitive") != "", Action: get("action"), Criticality: get("criticality"),
 		CategoryID: strings.TrimSpace(get("categoryId")), UsedBy: used, UsedByList: list, AllowRedaction: form.Get("allowRedaction") != "",
 	}
 }
@@ -204,7 +209,7 @@ func formOf(form url.Values) instructionForm {
 func formFromInstruction(in spec.Instruction) instructionForm {
 	f := instructionForm{ID: in.ID, Title: in.Title, AgentType: in.AgentType, TriggerType: in.Trigger.Type,
 		Pattern: in.Trigger.Pattern, Values: strings.Join(in.Trigger.Values, "\n"), Text: in.Trigger.Text,
-		CaseSensitive: in.Trigger.CaseSensitive(), Action: in.Action, Criticality: in.Criticality,
+		Sensitivity: in.Trigger.Sensitivity, CaseSensitive: in.Trigger.CaseSensitive(), Action: in.Action, Criticality: in.Criticality,
 		UsedBy: map[string]bool{}, AllowRedaction: in.AllowRedaction}
 	if in.CategoryID != nil {
 		f.CategoryID = *in.CategoryID
@@ -234,7 +239,7 @@ func (f instructionForm) trigger() spec.Trigger {
 			}
 		}
 	case spec.TriggerSemantic:
-		t.Text = f.Text
+		t.Text, t.Sensitivity = f.Text, f.Sensitivity
 	}
 	if f.TriggerType == spec.TriggerRegex || f.TriggerType == spec.TriggerStringMatch {
 		cs := f.CaseSensitive

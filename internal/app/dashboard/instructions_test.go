@@ -505,3 +505,44 @@ func TestInstructionCrossOriginRefused(t *testing.T) {
 		require.Len(t, agents, 1)
 	})
 }
+
+// TestInstructionFormSensitivity sets a Semantic trigger's sensitivity
+// through the form, finds it selected when editing, keeps it off other
+// trigger types, and shows the API's message for a value it does not know.
+func TestInstructionFormSensitivity(t *testing.T) {
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		e := newEnv(t, db)
+		adm := e.browser()
+		adm.signIn(t, "ada@acme.test", "/instructions/new")
+		page := adm.get(t, "/instructions/new").Body
+		require.Contains(t, page, `<option value="standard" selected>Standard: few false alarms</option>`)
+		require.Contains(t, page, `<option value="high" >High: catch more, more false alarms</option>`)
+
+		form := with(regexForm("Salaries", "", e.agent.ID), "triggerType", "Semantic", "text", "salaries of employees",
+			"sensitivity", "high")
+		p := adm.post(t, "/instructions", form)
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		in := e.instruction(t, "Salaries")
+		require.Equal(t, spec.Trigger{Type: spec.TriggerSemantic, Text: "salaries of employees", Sensitivity: spec.SensitivityHigh}, in.Trigger)
+		edit := adm.get(t, "/instructions/"+in.ID+"/edit").Body
+		require.Contains(t, edit, `<option value="high" selected>High: catch more, more false alarms</option>`)
+		require.NotContains(t, edit, `<option value="standard" selected>`)
+
+		// Back to standard.
+		p = adm.post(t, "/instructions/"+in.ID, with(form, "sensitivity", "standard"))
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		require.Equal(t, spec.SensitivityStandard, e.instruction(t, "Salaries").Trigger.Sensitivity)
+
+		// A Regex trigger takes none, whatever the hidden select sends.
+		p = adm.post(t, "/instructions", with(regexForm("Codes", "FALCON", e.agent.ID), "sensitivity", "high"))
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		require.Empty(t, e.instruction(t, "Codes").Trigger.Sensitivity)
+
+		// An unknown value is the API's 400, next to the select.
+		p = adm.post(t, "/instructions", with(form, "title", "Bad", "sensitivity", "low"))
+		require.Equal(t, http.StatusBadRequest, p.Status, p.Body)
+		require.Contains(t, p.Body, "<code>trigger.sensitivity</code>")
+		require.Contains(t, p.Body, `id="e-sensitivity"`)
+		require.Contains(t, p.Body, `aria-describedby="h-sensitivity e-sensitivity" aria-invalid="true"`)
+	})
+}
