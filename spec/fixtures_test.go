@@ -164,7 +164,7 @@ func fullTriggers() []spec.Trigger {
 	return []spec.Trigger{
 		{Type: spec.TriggerRegex, Pattern: `\b[A-Z]{2}[0-9]{2}(?: ?[0-9A-Z]{4}){3,7}\b`, IsCaseSensitive: ptr(false)},
 		{Type: spec.TriggerStringMatch, Values: []string{"Project Falcon", "Falcon merger"}, IsCaseSensitive: ptr(true)},
-		{Type: spec.TriggerSemantic, Text: "Discussion of unannounced quarterly financial results"},
+		{Type: spec.TriggerSemantic, Text: "Discussion of unannounced quarterly financial results", Sensitivity: spec.SensitivityHigh},
 	}
 }
 
@@ -277,7 +277,8 @@ func fullReviewTask() spec.ReviewTask {
 			Action:        spec.ActionAllow,
 			Criticality:   spec.CriticalityHigh,
 			Matches: []spec.MatchSpan{{MessageIndex: 1, Start: 0, End: 78,
-				Text: "Refund the customer to IBAN DE89 3704 0044 0532 0130 00 and confirm by email.", Similarity: 0.83}},
+				Text: "Refund the customer to IBAN DE89 3704 0044 0532 0130 00 and confirm by email.", Similarity: 0.83,
+				Quote: "Refund the customer", Verdict: spec.VerdictJudge}},
 			Exempted: []string{instrID3},
 		}},
 		Decision: &spec.ReviewDecision{

@@ -47,14 +47,32 @@ const (
 )
 
 // Trigger is what makes an instruction apply, tagged by Type. Semantic uses
-// Text; Regex uses Pattern; StringMatch uses Values. IsCaseSensitive applies to
-// Regex and StringMatch and defaults to true when absent (nil).
+// Text and Sensitivity; Regex uses Pattern; StringMatch uses Values.
+// IsCaseSensitive applies to Regex and StringMatch and defaults to true when
+// absent (nil).
 type Trigger struct {
 	Type            string   `json:"type"`
 	Text            string   `json:"text,omitempty"`
 	Pattern         string   `json:"pattern,omitempty"`
 	Values          []string `json:"values,omitempty"`
 	IsCaseSensitive *bool    `json:"isCaseSensitive,omitempty"`
+	// Sensitivity, on a Semantic trigger only, chooses the matcher's
+	// operating point: SensitivityStandard (the default, also when empty),
+	// the threshold chosen for few false alarms, or SensitivityHigh, one
+	// chosen for recall (more matches, more false alarms).
+	Sensitivity string `json:"sensitivity,omitempty"`
+}
+
+// Sensitivities of a Semantic [Trigger].
+const (
+	SensitivityStandard = "standard"
+	SensitivityHigh     = "high"
+)
+
+// HighSensitivity reports whether t asks for the recall-oriented threshold:
+// a Semantic trigger with Sensitivity SensitivityHigh.
+func (t Trigger) HighSensitivity() bool {
+	return t.Type == TriggerSemantic && t.Sensitivity == SensitivityHigh
 }
 
 // SemanticTrigger returns a Semantic trigger matching text by meaning.

@@ -143,8 +143,35 @@ type MatchSpan struct {
 	// long sentence) the matcher found similar, so a reviewer sees why.
 	Text string `json:"text,omitempty"`
 	// Similarity is the matcher's score of a Semantic match, in (0, 1].
+	// With a judge, it is the score of the matcher that picked the sentence
+	// as a candidate.
 	Similarity float64 `json:"similarity,omitempty"`
+	// Quote is, on a Semantic match a judge (a language model) confirmed
+	// (Verdict VerdictJudge), the words it quoted as saying what the
+	// instruction describes: verbatim from Text.
+	Quote string `json:"quote,omitempty"`
+	// Verdict says how a Semantic match was decided when a judge is
+	// configured: one of the Verdict constants. Empty for the match of a
+	// matcher alone (built-in or embeddings).
+	Verdict string `json:"verdict,omitempty"`
 }
+
+// Verdicts of a Semantic [MatchSpan] decided with a judge.
+const (
+	// VerdictJudge: the judge said the sentence says what the instruction
+	// describes, quoting the words that do (Quote).
+	VerdictJudge = "judge"
+	// VerdictUnexamined: a candidate sentence beyond the judge calls allowed
+	// per request; counted as a match so that nothing is waved through
+	// unexamined.
+	VerdictUnexamined = "unexamined"
+	// VerdictNoAnswer: the judge's answer did not parse, or quoted words
+	// that are not in the sentence.
+	VerdictNoAnswer = "no-answer"
+	// VerdictInjection: the sentence addresses the judge (tries to instruct
+	// it); it is never sent, and is a match for a person to see.
+	VerdictInjection = "injection"
+)
 
 // ReviewDecision says how a task reached its current decision.
 type ReviewDecision struct {
