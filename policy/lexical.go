@@ -12,12 +12,26 @@ import (
 )
 
 // DefaultLexicalThreshold is the default score at which [LexicalMatcher]
-// reports a segment. It was chosen as the threshold of best F1 on the tuning
-// half of the evaluation set (package policy/semeval, docs/policy.md): a
-// sentence that shares the instruction's main concepts (an acquisition that
-// is not public yet, the salary of an employee) scores above it, one that
-// shares a single word or only common n-grams below.
-const DefaultLexicalThreshold = 0.25
+// reports a segment: the "standard" sensitivity, chosen for few false
+// alarms. It is the threshold of highest recall, among the hundredths from
+// 0.05 to 0.95, whose false-positive rate on the tuning half of the kit's
+// evaluation set (package policy/semeval, docs/policy.md) is at most 0.10
+// (semeval.DefaultMaxFPR), not the one of best F1, which on a set that is
+// half matches rewards flagging nearly everything. Measured on the held-out
+// half at 0.47: precision 0.80, recall 0.40, false-positive rate 0.09,
+// Youden's J 0.31, F1 0.53. So it flags 9% of the messages that are not
+// about an instruction, and misses 60% of those that are, mostly
+// paraphrases, synonyms outside its table and other languages.
+const DefaultLexicalThreshold = 0.47
+
+// LexicalRecallThreshold is the score at which [LexicalMatcher] reports a
+// segment at the "high" sensitivity ([LexicalMatcher.RecallThreshold]), for
+// Administrators who prefer recall: the threshold of best F1, among the
+// hundredths from 0.05 to 0.95, on the tuning half of the kit's evaluation
+// set. Measured on the held-out half at 0.26: precision 0.63, recall 0.83,
+// false-positive rate 0.43, Youden's J 0.39, F1 0.72: it catches most
+// matches and flags 43% of the messages that are not.
+const LexicalRecallThreshold = 0.26
 
 // lexicalTermWeight is the weight of the term cosine in a LexicalMatcher
 // score; the character n-gram cosine has the rest.
@@ -75,6 +89,13 @@ func (m LexicalMatcher) MatchThreshold() float64 {
 		return DefaultLexicalThreshold
 	}
 	return m.Threshold
+}
+
+// RecallThreshold is the threshold of the "high" sensitivity of a Semantic
+// trigger: LexicalRecallThreshold, or MatchThreshold when that is lower, so
+// that a high sensitivity never matches less than the standard one.
+func (m LexicalMatcher) RecallThreshold() float64 {
+	return min(LexicalRecallThreshold, m.MatchThreshold())
 }
 
 // Similarity returns the score of a against b as Scores computes it.

@@ -113,6 +113,7 @@ type Set struct {
 	epats    []patInfo              // per pattern of exact
 	semantic []int                  // instructions with a Semantic trigger
 	queries  []string               // their texts
+	sens     []string               // their sensitivities ("" or spec.SensitivityHigh)
 	matcher  SemanticMatcher
 	mark     string
 	budget   time.Duration
@@ -212,6 +213,11 @@ func Compile(instructions []spec.Instruction, opts Options) (*Set, error) {
 			if strings.TrimSpace(t.Text) != "" {
 				s.semantic = append(s.semantic, i)
 				s.queries = append(s.queries, t.Text)
+				sens := ""
+				if t.HighSensitivity() {
+					sens = SensitivityHigh
+				}
+				s.sens = append(s.sens, sens)
 			}
 		default:
 			return fail(fmt.Errorf("unknown trigger type %q", t.Type))
@@ -270,8 +276,9 @@ type evalState struct {
 	occ     [][][2]int32 // per regex: required literal occurrences in the current message
 	windows [][2]int
 	// similarity holds the scores of the Semantic matches, when the matcher
-	// is a SemanticScorer.
-	similarity map[semanticHit]float64
+	// is a SemanticScorer or a JudgingMatcher, and the judge's quote and
+	// verdict.
+	similarity map[semanticHit]semanticInfo
 }
 
 func (s *Set) getState() *evalState {
@@ -328,9 +335,12 @@ var ErrMessageTooLong = errors.New("policy: message too long")
 //     windows of at most 400 runes), and the SemanticMatcher is asked which
 //     are similar to the instructions' texts; a similar sentence is a match
 //     spanning it, with the sentence as its Text and, when the matcher is a
-//     [SemanticScorer], its score as its Similarity. The matcher is not
-//     called when no instruction is Semantic or the messages hold no letter
-//     or digit.
+//     [SemanticScorer], its score as its Similarity (at the scorer's
+//     RecallThreshold for an instruction of high sensitivity when it is a
+//     [SensitiveScorer], else at its MatchThreshold). When the matcher is a
+//     [JudgingMatcher], each [Judgement] is a match with its Score as
+//     Similarity, its Quote and its Verdict. The matcher is not called when
+//     no instruction is Semantic or the messages hold no letter or digit.
 //
 // A match of a Block instruction that lies entirely within a match of an
 // Allow instruction in the same message is dropped (the Allow instruction's
@@ -482,8 +492,11 @@ func (s *Set) scanMessage(ctx context.Context, st *evalState, mi int, msg string
 }
 
 // matchSemantic asks the SemanticMatcher about the messages' segments. When
-// the matcher is a SemanticScorer, it asks for the scores and keeps those of
-// the matches for describeSemantic.
+// the matcher is a JudgingMatcher, it asks for its judgements; else, when it
+// is a SemanticScorer, for the scores, each query at its own threshold
+// (RecallThreshold for one of high sensitivity when the scorer is a
+// SensitiveScorer). It keeps the scores, quotes and verdicts of the matches
+// for describeSemantic.
 func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []string) error {
 	if len(s.queries) == 0 {
 		return nil
@@ -499,36 +512,65 @@ func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []strin
 	for i, sg := range segs {
 		texts[i] = messages[sg.msg][sg.start:sg.end]
 	}
-	var out [][]int
-	var scores [][]float64
-	if sc, ok := s.matcher.(SemanticScorer); ok {
-		var err error
-		if scores, err = sc.Scores(ctx, texts, s.queries); err != nil {
+	keep := func(in int, sp span, info semanticInfo) {
+		st.add(in, sp)
+		if st.similarity == nil {
+			st.similarity = map[semanticHit]semanticInfo{}
+		}
+		info.similarity = min(1, max(0, info.similarity))
+		st.similarity[semanticHit{in, sp}] = info
+	}
+	switch m := s.matcher.(type) {
+	case JudgingMatcher:
+		out, err := m.Judge(ctx, texts, s.queries, slices.Clone(s.sens))
+		if err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkJudgements(out, texts, len(s.queries)); err != nil {
+			return err
+		}
+		for qi, js := range out {
+			in := s.semantic[qi]
+			for _, j := range js {
+				keep(in, span(segs[j.Segment]), semanticInfo{similarity: j.Score, quote: j.Quote, verdict: j.Verdict})
+			}
+		}
+	case SemanticScorer:
+		scores, err := m.Scores(ctx, texts, s.queries)
+		if err != nil {
 			return fmt.Errorf("policy: semantic matcher: %w", err)
 		}
 		if err := checkScores(scores, len(segs), len(s.queries)); err != nil {
 			return err
 		}
-		out = matchScores(scores, sc.MatchThreshold())
-	} else {
-		var err error
-		if out, err = s.matcher.Match(ctx, texts, s.queries); err != nil {
+		standard, recall := m.MatchThreshold(), m.MatchThreshold()
+		if ss, ok := m.(SensitiveScorer); ok {
+			recall = ss.RecallThreshold()
+		}
+		for qi, row := range scores {
+			threshold := standard
+			if s.sens[qi] == SensitivityHigh {
+				threshold = recall
+			}
+			in := s.semantic[qi]
+			for j, score := range row {
+				if score >= threshold {
+					keep(in, span(segs[j]), semanticInfo{similarity: score})
+				}
+			}
+		}
+	default:
+		out, err := m.Match(ctx, texts, s.queries)
+		if err != nil {
 			return fmt.Errorf("policy: semantic matcher: %w", err)
 		}
 		if err := checkSemantic(out, len(segs), len(s.queries)); err != nil {
 			return err
 		}
-	}
-	for qi, idx := range out {
-		in := s.semantic[qi]
-		for _, j := range idx {
-			sp := span(segs[j])
-			st.add(in, sp)
-			if scores != nil {
-				if st.similarity == nil {
-					st.similarity = map[semanticHit]float64{}
-				}
-				st.similarity[semanticHit{in, sp}] = min(1, scores[qi][j])
+		for qi, idx := range out {
+			in := s.semantic[qi]
+			for _, j := range idx {
+				st.add(in, span(segs[j]))
 			}
 		}
 	}
@@ -541,10 +583,17 @@ type semanticHit struct {
 	sp   span
 }
 
+// semanticInfo is what a scorer or a judge said of a Semantic match.
+type semanticInfo struct {
+	similarity     float64
+	quote, verdict string
+}
+
 // describeSemantic fills the Text of the Semantic matches of res, and their
-// Similarity when the matcher gave scores. The reasons of res are those of
-// the instructions with hits, in instruction order, each match that of the
-// hit at the same index; a reason that does not line up so is left as it is.
+// Similarity, Quote and Verdict when the matcher gave them. The reasons of
+// res are those of the instructions with hits, in instruction order, each
+// match that of the hit at the same index; a reason that does not line up so
+// is left as it is.
 func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
 	if len(s.semantic) == 0 || len(res.Reasons) == 0 {
 		return
@@ -564,8 +613,10 @@ func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
 			continue
 		}
 		for k, sp := range h {
-			reason.Matches[k].Text = messages[sp.msg][sp.start:sp.end]
-			reason.Matches[k].Similarity = st.similarity[semanticHit{i, sp}]
+			m := &reason.Matches[k]
+			info := st.similarity[semanticHit{i, sp}]
+			m.Text = messages[sp.msg][sp.start:sp.end]
+			m.Similarity, m.Quote, m.Verdict = info.similarity, info.quote, info.verdict
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -356,6 +357,41 @@ func checkScores(out [][]float64, segments, queries int) error {
 		for _, s := range row {
 			if math.IsNaN(s) {
 				return errors.New("policy: semantic scorer returned NaN")
+			}
+		}
+	}
+	return nil
+}
+
+// checkJudgements validates a JudgingMatcher's answer: one row per query,
+// segments in range and not repeated within a row, known verdicts, and a
+// VerdictJudge quote that occurs in its segment.
+func checkJudgements(out [][]Judgement, segments []string, queries int) error {
+	if len(out) != queries {
+		return fmt.Errorf("policy: judging matcher returned %d results for %d queries", len(out), queries)
+	}
+	seen := map[int]bool{}
+	for _, row := range out {
+		clear(seen)
+		for _, j := range row {
+			if j.Segment < 0 || j.Segment >= len(segments) {
+				return fmt.Errorf("policy: judging matcher returned segment %d of %d", j.Segment, len(segments))
+			}
+			if seen[j.Segment] {
+				return fmt.Errorf("policy: judging matcher returned segment %d twice for one query", j.Segment)
+			}
+			seen[j.Segment] = true
+			if math.IsNaN(j.Score) {
+				return errors.New("policy: judging matcher returned a NaN score")
+			}
+			switch j.Verdict {
+			case VerdictJudge:
+				if !strings.Contains(segments[j.Segment], j.Quote) {
+					return fmt.Errorf("policy: judging matcher returned a quote that is not in segment %d", j.Segment)
+				}
+			case VerdictUnexamined, VerdictNoAnswer, VerdictInjection:
+			default:
+				return fmt.Errorf("policy: judging matcher returned verdict %q", j.Verdict)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -135,6 +136,7 @@ func policyCommand() *command {
 type policyEvalFlags struct {
 	embeddingsFlags
 	set, split, thresholds, format string
+	maxFPR                         float64
 }
 
 func policyEvalCommand() *command {
@@ -150,11 +152,21 @@ AIUSAGE_EMBEDDINGS_API_KEY as 'service serve'). A message's score is that of
 its most similar sentence, as the service evaluates it.
 
 For each matcher and each threshold of the sweep (--thresholds), it reports
-the pairs predicted (TP, FP, FN, TN), precision, recall and F1 on the half of
-the set --split names: tune, holdout, or all (each separately). It then
-names the threshold of best F1 on the tuning half, and what that threshold
-gives on the held-out half: the figure to trust, the pairs it was not chosen
-on.
+the pairs predicted (TP, FP, FN, TN), precision, recall, F1, the
+false-positive rate (FPR: the share of the pairs labelled no match that are
+flagged) and Youden's J (recall - FPR: 0 for a matcher no better than
+flagging everything) on the half of the set --split names: tune, holdout, or
+all (each separately). Then, per matcher, the same figures per kind of pair
+(exact, paraphrase, synonym, language, negation, near-miss, unrelated) on the
+held-out half at the threshold the matcher is used at, and for the built-in
+matcher at its high sensitivity too.
+
+It then chooses two thresholds on the tuning half, among those of the sweep
+and every hundredth between its lowest and highest: the operating point, of
+highest recall whose FPR is at most --max-fpr, and the one of best F1; and
+reports what each gives on the held-out half: the figures to trust, the pairs
+it was not chosen on. F1 rewards flagging nearly everything on a set that is
+half matches; the operating point bounds the false alarms.
 
 The set's format, how the kit's set was made and labelled, and how it is
 split are described in docs/policy.md.
@@ -167,6 +179,8 @@ command line or a set that does not parse.`,
 			fs.StringVar(&f.set, "set", "", "the evaluation set, a JSON Lines `FILE` (default: the kit's own)")
 			fs.StringVar(&f.split, "split", "all", "the half to report: tune, holdout or all (both, each separately)")
 			fs.StringVar(&f.thresholds, "thresholds", "0.05:0.95:0.05", "the thresholds to try: FROM:TO:STEP, or a comma-separated `LIST`")
+			fs.Float64Var(&f.maxFPR, "max-fpr", semeval.DefaultMaxFPR, "the bound in [0, 1] on the false-positive rate on the tuning half "+
+				"under which the operating point is chosen")
 			fs.StringVar(&f.format, "format", "text", "output format: text or json")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
@@ -219,18 +233,43 @@ func parseThresholds(s string) ([]float64, error) {
 	return out, nil
 }
 
+// choiceGrid returns the thresholds a threshold is chosen among: those of
+// the sweep and every hundredth between its lowest and highest, in order,
+// without repeats.
+func choiceGrid(sweep []float64) []float64 {
+	lo, hi := slices.Min(sweep), slices.Max(sweep)
+	grid := slices.Clone(sweep)
+	for i := int(math.Ceil(lo*100 - 1e-9)); float64(i)/100 <= hi+1e-9; i++ {
+		grid = append(grid, float64(i)/100)
+	}
+	slices.Sort(grid)
+	return slices.CompactFunc(grid, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })
+}
+
 // evalReport is the JSON output of "policy eval".
 type evalReport struct {
-	Set      string        `json:"set"`
-	Pairs    int           `json:"pairs"`
+	Set   string `json:"set"`
+	Pairs int    `json:"pairs"`
+	// MaxFPR is --max-fpr.
+	MaxFPR   float64       `json:"maxFpr"`
 	Matchers []evalMatcher `json:"matchers"`
 }
 
 type evalMatcher struct {
 	Name string `json:"name"`
-	// DefaultThreshold is the threshold the matcher is used at.
+	// DefaultThreshold is the threshold the matcher is used at (the
+	// standard sensitivity); RecallThreshold that of the high sensitivity,
+	// when the matcher has one of its own (policy.SensitiveScorer).
 	DefaultThreshold float64     `json:"defaultThreshold"`
+	RecallThreshold  float64     `json:"recallThreshold,omitempty"`
 	Splits           []evalSplit `json:"splits"`
+	// Kinds are the figures per kind of pair on the held-out half at
+	// DefaultThreshold and, when set, RecallThreshold.
+	Kinds []evalKinds `json:"kinds"`
+	// OperatingPoint is the threshold of highest recall whose FPR on the
+	// tuning half is at most the report's MaxFPR, and its figures; absent
+	// when no threshold keeps within the bound.
+	OperatingPoint *semeval.OperatingPoint `json:"operatingPoint,omitempty"`
 	// BestOnTune is the metrics of the threshold of best F1 on the tuning
 	// half; HoldoutAtBest those of that threshold on the held-out half.
 	BestOnTune    semeval.Metrics `json:"bestOnTune"`
@@ -241,6 +280,38 @@ type evalSplit struct {
 	Split   string            `json:"split"`
 	Pairs   int               `json:"pairs"`
 	Metrics []semeval.Metrics `json:"metrics"`
+}
+
+// evalKinds are the figures of one threshold on the held-out half, per kind
+// of pair and in all.
+type evalKinds struct {
+	// Sensitivity is what the threshold is: standard (the matcher's
+	// default) or high (its recall threshold).
+	Sensitivity string                `json:"sensitivity"`
+	All         semeval.Metrics       `json:"all"`
+	Kinds       []semeval.KindMetrics `json:"kinds"`
+}
+
+// evalScorer is one matcher "policy eval" measures, under its name in the
+// report.
+type evalScorer struct {
+	name   string
+	scorer policy.SemanticScorer
+}
+
+// evalScorers returns the matchers the flags ask to measure, in the order
+// of the report: the built-in ones, then the embeddings endpoint when
+// --embeddings-url is set. A bad flag is a usage error naming it.
+func evalScorers(e *env, f *policyEvalFlags) ([]evalScorer, error) {
+	out := []evalScorer{{"builtin", policy.LexicalMatcher{}}, {"builtin-ngram", policy.NGramMatcher{}}}
+	m, _, err := f.matcher(e.cmd)
+	if err != nil {
+		return nil, err
+	}
+	if f.url != "" {
+		out = append(out, evalScorer{"embeddings", m})
+	}
+	return out, nil
 }
 
 func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
@@ -260,20 +331,11 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 	if err != nil {
 		return usagef("%s: --thresholds: %v", e.cmd, err)
 	}
-	type named struct {
-		name      string
-		scorer    policy.SemanticScorer
-		threshold float64
+	if math.IsNaN(f.maxFPR) || f.maxFPR < 0 || f.maxFPR > 1 {
+		return usagef("%s: --max-fpr must be in [0, 1], got %v", e.cmd, f.maxFPR)
 	}
-	matchers := []named{{"builtin", policy.LexicalMatcher{}, policy.DefaultLexicalThreshold},
-		{"builtin-ngram", policy.NGramMatcher{}, policy.DefaultNGramThreshold}}
-	if f.url != "" {
-		m, _, err := f.matcher(e.cmd)
-		if err != nil {
-			return err
-		}
-		matchers = append(matchers, named{"embeddings", m, m.MatchThreshold()})
-	} else if _, _, err := f.matcher(e.cmd); err != nil {
+	matchers, err := evalScorers(e, f)
+	if err != nil {
 		return err
 	}
 	setName := "builtin"
@@ -292,33 +354,14 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 	if err != nil {
 		return usagef("%s: --set %s: %v", e.cmd, setName, err)
 	}
-	rep := evalReport{Set: setName, Pairs: len(pairs)}
+	rep := evalReport{Set: setName, Pairs: len(pairs), MaxFPR: f.maxFPR}
+	grid := choiceGrid(thresholds)
 	for _, m := range matchers {
 		scores, err := semeval.Scores(ctx, m.scorer, pairs)
 		if err != nil {
 			return fmt.Errorf("%s: matcher %s: %w", e.cmd, m.name, err)
 		}
-		em := evalMatcher{Name: m.name, DefaultThreshold: m.threshold}
-		half := func(split string) ([]semeval.Pair, []float64) {
-			var ps []semeval.Pair
-			var sc []float64
-			for i, p := range pairs {
-				if p.Split() == split {
-					ps, sc = append(ps, p), append(sc, scores[i])
-				}
-			}
-			return ps, sc
-		}
-		for _, split := range splits {
-			ps, sc := half(split)
-			em.Splits = append(em.Splits, evalSplit{Split: split, Pairs: len(ps), Metrics: semeval.Sweep(ps, sc, thresholds)})
-		}
-		tune, tuneScores := half(semeval.SplitTune)
-		sweep := semeval.Sweep(tune, tuneScores, thresholds)
-		best := sweep[semeval.Best(sweep)]
-		hold, holdScores := half(semeval.SplitHoldout)
-		em.BestOnTune, em.HoldoutAtBest = best, semeval.Measure(hold, holdScores, best.Threshold)
-		rep.Matchers = append(rep.Matchers, em)
+		rep.Matchers = append(rep.Matchers, measureMatcher(m, pairs, scores, splits, thresholds, grid, f.maxFPR))
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(e.stdout)
@@ -328,26 +371,79 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 	return writeEvalText(e.stdout, rep)
 }
 
+// measureMatcher computes the report of one matcher from its scores.
+func measureMatcher(m evalScorer, pairs []semeval.Pair, scores []float64, splits []string, thresholds, grid []float64,
+	maxFPR float64) evalMatcher {
+	em := evalMatcher{Name: m.name, DefaultThreshold: m.scorer.MatchThreshold()}
+	if s, ok := m.scorer.(interface{ RecallThreshold() float64 }); ok {
+		em.RecallThreshold = s.RecallThreshold()
+	}
+	for _, split := range splits {
+		ps, sc := semeval.Half(pairs, scores, split)
+		em.Splits = append(em.Splits, evalSplit{Split: split, Pairs: len(ps), Metrics: semeval.Sweep(ps, sc, thresholds)})
+	}
+	hold, holdScores := semeval.Half(pairs, scores, semeval.SplitHoldout)
+	perKind := func(sensitivity string, th float64) evalKinds {
+		return evalKinds{Sensitivity: sensitivity, All: semeval.Measure(hold, holdScores, th),
+			Kinds: semeval.MeasureKinds(hold, holdScores, th)}
+	}
+	em.Kinds = append(em.Kinds, perKind("standard", em.DefaultThreshold))
+	if em.RecallThreshold > 0 {
+		em.Kinds = append(em.Kinds, perKind("high", em.RecallThreshold))
+	}
+	if op, ok := semeval.ChooseOperatingPoint(pairs, scores, grid, maxFPR); ok {
+		em.OperatingPoint = &op
+	}
+	tune, tuneScores := semeval.Half(pairs, scores, semeval.SplitTune)
+	sweep := semeval.Sweep(tune, tuneScores, grid)
+	em.BestOnTune = sweep[semeval.Best(sweep)]
+	em.HoldoutAtBest = semeval.Measure(hold, holdScores, em.BestOnTune.Threshold)
+	return em
+}
+
 func writeEvalText(w io.Writer, rep evalReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "set %s: %d pairs\n", rep.Set, rep.Pairs)
+	const header = "TP\tFP\tFN\tTN\tprecision\trecall\tFPR\tJ\tF1\t"
+	row := func(x semeval.Metrics) string {
+		return fmt.Sprintf("%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t", x.TP, x.FP, x.FN, x.TN, x.Precision, x.Recall, x.FPR, x.J, x.F1)
+	}
 	for _, m := range rep.Matchers {
 		for _, s := range m.Splits {
 			fmt.Fprintf(w, "\nmatcher %s (used at %.2f), %s half: %d pairs\n", m.Name, m.DefaultThreshold, s.Split, s.Pairs)
-			fmt.Fprintln(tw, "threshold\tTP\tFP\tFN\tTN\tprecision\trecall\tF1\t")
+			fmt.Fprintln(tw, "threshold\t"+header)
 			for _, x := range s.Metrics {
-				fmt.Fprintf(tw, "%.2f\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t\n", x.Threshold, x.TP, x.FP, x.FN, x.TN, x.Precision, x.Recall, x.F1)
+				fmt.Fprintf(tw, "%.2f\t%s\n", x.Threshold, row(x))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 		}
+		for _, k := range m.Kinds {
+			fmt.Fprintf(w, "\nmatcher %s per kind, holdout half, at %.2f (%s sensitivity)\n", m.Name, k.All.Threshold, k.Sensitivity)
+			fmt.Fprintln(tw, "kind\t"+header)
+			for _, x := range k.Kinds {
+				fmt.Fprintf(tw, "%s\t%s\n", x.Kind, row(x.Metrics))
+			}
+			fmt.Fprintf(tw, "all\t%s\n", row(k.All))
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
 	}
-	fmt.Fprintln(w, "\nthreshold of best F1 on the tuning half, and what it gives on the held-out half:")
-	fmt.Fprintln(tw, "matcher\tthreshold\ttune F1\tholdout precision\tholdout recall\tholdout F1\t")
+	fmt.Fprintf(w, "\nthresholds chosen on the tuning half, and what they give on the held-out half\n"+
+		"(operating point: highest recall with a false-positive rate of at most %.2f on the tuning half):\n", rep.MaxFPR)
+	fmt.Fprintln(tw, "matcher\tchosen for\tthreshold\ttune FPR\ttune F1\tholdout precision\trecall\tFPR\tJ\tF1\t")
 	for _, m := range rep.Matchers {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Name, m.BestOnTune.Threshold, m.BestOnTune.F1,
-			m.HoldoutAtBest.Precision, m.HoldoutAtBest.Recall, m.HoldoutAtBest.F1)
+		if op := m.OperatingPoint; op != nil {
+			fmt.Fprintf(tw, "%s\tFPR <= %.2f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Name, rep.MaxFPR, op.Tune.Threshold,
+				op.Tune.FPR, op.Tune.F1, op.Holdout.Precision, op.Holdout.Recall, op.Holdout.FPR, op.Holdout.J, op.Holdout.F1)
+		} else {
+			fmt.Fprintf(tw, "%s\tFPR <= %.2f\tnone\t\t\t\t\t\t\t\t\n", m.Name, rep.MaxFPR)
+		}
+		b, h := m.BestOnTune, m.HoldoutAtBest
+		fmt.Fprintf(tw, "%s\tbest F1\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Name, b.Threshold, b.FPR, b.F1,
+			h.Precision, h.Recall, h.FPR, h.J, h.F1)
 	}
 	return tw.Flush()
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
 	"github.com/aiusage/kit/internal/testkit/embedtest"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/policy/semeval"
 	"github.com/aiusage/kit/spec"
 )
@@ -92,6 +95,9 @@ func TestPolicyEvalFigures(t *testing.T) {
 				require.InDelta(t, p, got.Precision, 1e-9)
 				require.InDelta(t, rc, got.Recall, 1e-9)
 				require.InDelta(t, f1, got.F1, 1e-9)
+				fpr := float64(w.FP) / float64(w.FP+w.TN)
+				require.InDelta(t, fpr, got.FPR, 1e-9)
+				require.InDelta(t, rc-fpr, got.J, 1e-9)
 			}
 		}
 		// Both thresholds tie; the lower is the best.
@@ -103,13 +109,101 @@ func TestPolicyEvalFigures(t *testing.T) {
 	r = runCLI(t, "", nil, "policy", "eval", "--set", path, "--thresholds", "0.5:0.7:0.1", "--split", "tune")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "set "+path+": 24 pairs")
-	require.Contains(t, r.stdout, "matcher builtin (used at 0.25), tune half")
+	require.Contains(t, r.stdout, "matcher builtin (used at 0.47), tune half")
 	require.Contains(t, r.stdout, "matcher builtin-ngram (used at 0.45), tune half")
-	require.NotContains(t, r.stdout, "holdout half")
+	require.NotContains(t, r.stdout, "holdout half: ", "no sweep of the held-out half")
 	for _, th := range []string{"0.50", "0.60", "0.70"} {
 		require.Regexp(t, `(?m)^\s+`+th+`\s+\d+\s+\d+`, r.stdout)
 	}
-	require.Contains(t, r.stdout, "threshold of best F1 on the tuning half")
+	require.Contains(t, r.stdout, "thresholds chosen on the tuning half")
+	require.Regexp(t, `(?m)^\s+builtin\s+FPR <= 0\.10\s+`, r.stdout)
+	require.Regexp(t, `(?m)^\s+builtin\s+best F1\s+0\.50\s+`, r.stdout)
+	require.Contains(t, r.stdout, "matcher builtin per kind, holdout half, at 0.47 (standard sensitivity)")
+	require.Contains(t, r.stdout, "matcher builtin per kind, holdout half, at 0.26 (high sensitivity)")
+	require.NotContains(t, r.stdout, "matcher builtin-ngram per kind, holdout half, at 0.26", "the n-gram matcher has no recall threshold of its own")
+}
+
+// balancedSet writes a set like tinySet's (scores of 0.5 or more, or 0,
+// for every matcher) with two pairs of each of TP, FP, FN and TN in each
+// half. A message that is its instruction and one or two exclamation marks
+// lands in either half (a message that is just its instruction would land
+// in one: the parity of FNV-1a is that of the bytes).
+func balancedSet(t *testing.T) (string, []semeval.Pair) {
+	t.Helper()
+	var pairs []semeval.Pair
+	var b strings.Builder
+	count := map[string]int{}
+	for i := 0; len(count) < 8 || slices.Min(slices.Collect(maps.Values(count))) < 2; i++ {
+		require.Less(t, i, 10000)
+		ins := fmt.Sprintf("employee salaries of team %d", i)
+		p := semeval.Pair{Instruction: ins, Kind: "exact", Lang: "en"}
+		role := []string{"TP", "FP", "FN", "TN"}[i%4]
+		switch role {
+		case "TP":
+			p.Message, p.Match = ins+strings.Repeat("!", 1+i/4%2), true
+		case "FP":
+			p.Message, p.Match = ins+strings.Repeat("!", 1+i/4%2), false
+		case "FN":
+			p.Message, p.Match = "zzqx wvvk", true
+		case "TN":
+			p.Message, p.Match = "zzqx wvvk", false
+		}
+		if count[p.Split()+role] >= 2 {
+			continue
+		}
+		count[p.Split()+role]++
+		pairs = append(pairs, p)
+		line, err := json.Marshal(p)
+		require.NoError(t, err)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "set.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path, pairs
+}
+
+// TestPolicyEvalOperatingPoint checks the per-kind figures and the
+// operating point chosen under --max-fpr: every message scores 0.5 or more,
+// or 0, so any threshold up to 0.5 gives the same counts, with a tuning FPR of 0.5; a bound of
+// 0.5 keeps it, one below leaves no threshold to choose.
+func TestPolicyEvalOperatingPoint(t *testing.T) {
+	t.Parallel()
+	path, _ := balancedSet(t)
+	r := runCLI(t, "", nil, "policy", "eval", "--set", path, "--thresholds", "0.5", "--format", "json", "--max-fpr", "0.5")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep evalReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.InDelta(t, 0.5, rep.MaxFPR, 1e-12)
+	for _, m := range rep.Matchers {
+		op := m.OperatingPoint
+		require.NotNil(t, op, m.Name)
+		require.Equal(t, 0.5, op.Tune.Threshold)
+		require.Equal(t, [4]int{2, 2, 2, 2}, [4]int{op.Tune.TP, op.Tune.FP, op.Tune.FN, op.Tune.TN})
+		require.InDelta(t, 0.5, op.Tune.FPR, 1e-12)
+		require.InDelta(t, 0, op.Tune.J, 1e-12)
+		require.Equal(t, [4]int{2, 2, 2, 2}, [4]int{op.Holdout.TP, op.Holdout.FP, op.Holdout.FN, op.Holdout.TN})
+		require.Equal(t, m.HoldoutAtBest, op.Holdout)
+		require.Len(t, op.HoldoutKinds, 1)
+		require.Equal(t, "exact", op.HoldoutKinds[0].Kind)
+		require.Equal(t, op.Holdout, op.HoldoutKinds[0].Metrics)
+		require.NotEmpty(t, m.Kinds)
+		require.Equal(t, "standard", m.Kinds[0].Sensitivity)
+		require.InDelta(t, m.DefaultThreshold, m.Kinds[0].All.Threshold, 1e-12)
+		got := m.Kinds[0].All
+		got.Threshold = op.Holdout.Threshold
+		require.Equal(t, op.Holdout, got, "the scores are 0 or at least 0.5: every threshold up to 0.5 counts alike")
+	}
+	require.Equal(t, "builtin", rep.Matchers[0].Name)
+	require.InDelta(t, policy.LexicalRecallThreshold, rep.Matchers[0].RecallThreshold, 1e-12)
+	require.Len(t, rep.Matchers[0].Kinds, 2)
+	require.Equal(t, "high", rep.Matchers[0].Kinds[1].Sensitivity)
+	require.Len(t, rep.Matchers[1].Kinds, 1, "the n-gram matcher has no recall threshold of its own")
+
+	r = runCLI(t, "", nil, "policy", "eval", "--set", path, "--thresholds", "0.5", "--max-fpr", "0.4")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Regexp(t, `(?m)^\s+builtin\s+FPR <= 0\.40\s+none\s*$`, r.stdout)
+	require.Regexp(t, `(?m)^\s+builtin\s+best F1\s+0\.50\s+0\.500\s+`, r.stdout)
 }
 
 func TestPolicyEvalDefaultSet(t *testing.T) {
@@ -123,6 +217,18 @@ func TestPolicyEvalDefaultSet(t *testing.T) {
 	require.Len(t, rep.Matchers[0].Splits, 1)
 	require.Len(t, rep.Matchers[0].Splits[0].Metrics, 19) // 0.05 to 0.95
 	require.InDelta(t, 0.95, rep.Matchers[0].Splits[0].Metrics[18].Threshold, 1e-12)
+	// The built-in matcher's operating point is its default threshold,
+	// within the bound on the held-out half too.
+	b := rep.Matchers[0]
+	require.Equal(t, "builtin", b.Name)
+	require.InDelta(t, semeval.DefaultMaxFPR, rep.MaxFPR, 1e-12)
+	require.NotNil(t, b.OperatingPoint)
+	require.InDelta(t, policy.DefaultLexicalThreshold, b.OperatingPoint.Tune.Threshold, 1e-9)
+	require.LessOrEqual(t, b.OperatingPoint.Holdout.FPR, semeval.DefaultMaxFPR)
+	require.InDelta(t, policy.LexicalRecallThreshold, b.BestOnTune.Threshold, 1e-9)
+	require.Len(t, b.Kinds, 2)
+	require.Len(t, b.Kinds[0].Kinds, len(semeval.Kinds))
+	require.Equal(t, b.OperatingPoint.Holdout, b.Kinds[0].All)
 }
 
 func TestPolicyEvalEmbeddings(t *testing.T) {
@@ -161,6 +267,9 @@ func TestPolicyEvalErrors(t *testing.T) {
 		{"thresholds not numbers", []string{"--thresholds", "a,b"}, `--thresholds: "a" is not a number`},
 		{"threshold out of range", []string{"--thresholds", "0.5,1.5"}, "threshold 1.5 is not in (0, 1]"},
 		{"zero step", []string{"--thresholds", "0.1:0.9:0"}, "STEP must be positive"},
+		{"max-fpr above 1", []string{"--max-fpr", "1.5"}, "--max-fpr must be in [0, 1], got 1.5"},
+		{"max-fpr negative", []string{"--max-fpr", "-0.1"}, "--max-fpr must be in [0, 1], got -0.1"},
+		{"max-fpr not a number", []string{"--max-fpr", "NaN"}, "--max-fpr must be in [0, 1]"},
 		{"missing set", []string{"--set", "/no/such/set.jsonl"}, "--set: open /no/such/set.jsonl"},
 		{"malformed set", []string{"--set", bad}, `line 1: "match" is missing`},
 		{"model without url", []string{"--embeddings-model", "m"}, "--embeddings-model needs --embeddings-url"},

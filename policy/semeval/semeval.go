@@ -220,6 +220,15 @@ type Metrics struct {
 	Recall float64 `json:"recall"`
 	// F1 is the harmonic mean of Precision and Recall, 0 when both are 0.
 	F1 float64 `json:"f1"`
+	// FPR, the false-positive rate, is FP / (FP + TN): the share of the
+	// pairs labelled no match that are predicted a match; 0 when no pair is
+	// labelled no match.
+	FPR float64 `json:"fpr"`
+	// J is Youden's J statistic, Recall - FPR: 0 for a matcher no better
+	// than chance (or than flagging everything), 1 for a perfect one. Unlike
+	// F1 it does not reward flagging everything on a set that is half
+	// matches.
+	J float64 `json:"j"`
 }
 
 // Measure counts the pairs at threshold: a pair is predicted a match when
@@ -248,6 +257,10 @@ func Measure(pairs []Pair, scores []float64, threshold float64) Metrics {
 	if m.Precision+m.Recall > 0 {
 		m.F1 = 2 * m.Precision * m.Recall / (m.Precision + m.Recall)
 	}
+	if m.FP+m.TN > 0 {
+		m.FPR = float64(m.FP) / float64(m.FP+m.TN)
+	}
+	m.J = m.Recall - m.FPR
 	return m
 }
 
@@ -266,6 +279,121 @@ func Best(ms []Metrics) int {
 	best := -1
 	for i, m := range ms {
 		if best < 0 || m.F1 > ms[best].F1 || m.F1 == ms[best].F1 && m.Threshold < ms[best].Threshold {
+			best = i
+		}
+	}
+	return best
+}
+
+// Half returns the pairs of split (SplitTune or SplitHoldout, or "all") and
+// their scores, in order. scores and pairs are parallel.
+func Half(pairs []Pair, scores []float64, split string) ([]Pair, []float64) {
+	if split == "all" {
+		return pairs, scores
+	}
+	var ps []Pair
+	var sc []float64
+	for i, p := range pairs {
+		if p.Split() == split {
+			ps, sc = append(ps, p), append(sc, scores[i])
+		}
+	}
+	return ps, sc
+}
+
+// KindMetrics are the figures of one threshold on the pairs of one kind.
+// A kind whose pairs are all labelled match (exact, paraphrase, synonym,
+// language) has no false positive to count, so its FPR is 0 and its J its
+// recall; one whose pairs are all labelled no match (near-miss, unrelated)
+// has no recall, so its J is minus its FPR: read the recall of the first
+// and the FPR of the second.
+type KindMetrics struct {
+	Kind string `json:"kind"`
+	Metrics
+}
+
+// MeasureKinds measures threshold on the pairs of each kind, in the order
+// of Kinds, leaving out the kinds without a pair. scores and pairs are
+// parallel.
+func MeasureKinds(pairs []Pair, scores []float64, threshold float64) []KindMetrics {
+	var out []KindMetrics
+	for _, k := range Kinds {
+		var ps []Pair
+		var sc []float64
+		for i, p := range pairs {
+			if p.Kind == k {
+				ps, sc = append(ps, p), append(sc, scores[i])
+			}
+		}
+		if len(ps) > 0 {
+			out = append(out, KindMetrics{Kind: k, Metrics: Measure(ps, sc, threshold)})
+		}
+	}
+	return out
+}
+
+// DefaultMaxFPR is the default bound on the false-positive rate of an
+// operating point: at most 10% of the pairs labelled no match flagged.
+const DefaultMaxFPR = 0.10
+
+// WithinFPR returns the index of the metrics of highest recall among those
+// whose FPR is at most maxFPR, the lowest FPR and then the lowest threshold
+// among equals; -1 when none is within the bound.
+func WithinFPR(ms []Metrics, maxFPR float64) int {
+	best := -1
+	for i, m := range ms {
+		if m.FPR > maxFPR {
+			continue
+		}
+		if best < 0 || m.Recall > ms[best].Recall ||
+			m.Recall == ms[best].Recall && (m.FPR < ms[best].FPR || m.FPR == ms[best].FPR && m.Threshold < ms[best].Threshold) {
+			best = i
+		}
+	}
+	return best
+}
+
+// OperatingPoint is a threshold chosen on the tuning half of a set under a
+// bound on false positives, and what it gives on the held-out half.
+type OperatingPoint struct {
+	// MaxFPR is the bound on the tuning half's false-positive rate the
+	// threshold was chosen under.
+	MaxFPR float64 `json:"maxFpr"`
+	// Tune are the figures of the chosen threshold (Tune.Threshold) on the
+	// tuning half: of the thresholds tried, the one of highest recall whose
+	// FPR there is at most MaxFPR (WithinFPR).
+	Tune Metrics `json:"tune"`
+	// Holdout are its figures on the held-out half: the ones to trust.
+	Holdout Metrics `json:"holdout"`
+	// HoldoutKinds are its figures on the held-out half, per kind.
+	HoldoutKinds []KindMetrics `json:"holdoutKinds"`
+}
+
+// ChooseOperatingPoint chooses, of thresholds, the one of highest recall
+// whose false-positive rate on the tuning half of pairs is at most maxFPR,
+// and measures it on the held-out half. It reports false when no threshold
+// keeps within the bound (try higher thresholds). scores and pairs are
+// parallel.
+func ChooseOperatingPoint(pairs []Pair, scores []float64, thresholds []float64, maxFPR float64) (OperatingPoint, bool) {
+	tune, tuneScores := Half(pairs, scores, SplitTune)
+	sweep := Sweep(tune, tuneScores, thresholds)
+	i := WithinFPR(sweep, maxFPR)
+	if i < 0 {
+		return OperatingPoint{MaxFPR: maxFPR}, false
+	}
+	hold, holdScores := Half(pairs, scores, SplitHoldout)
+	th := sweep[i].Threshold
+	return OperatingPoint{MaxFPR: maxFPR, Tune: sweep[i], Holdout: Measure(hold, holdScores, th),
+		HoldoutKinds: MeasureKinds(hold, holdScores, th)}, true
+}
+
+// BestRecall returns the index of the metrics of highest threshold whose
+// recall is at least minRecall (the threshold that keeps that recall with
+// the fewest false positives); -1 when none reaches it.
+func BestRecall(ms []Metrics, minRecall float64) int {
+	best := -1
+	for i, m := range ms {
+		if m.Recall >= minRecall && (best < 0 || m.Threshold > ms[best].Threshold) {
 			best = i
 		}
 	}
