@@ -211,3 +211,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+// Sentence returns the text a prompt of policy/judge's Client asks about:
+// the lines between the last line that begins with its begin marker
+// ("⟦BEGIN DATA") and the next that begins with its end marker; "" when
+// the prompt has none.
+func Sentence(prompt string) string {
+	lines := strings.Split(prompt, "\n")
+	begin := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "⟦BEGIN DATA ") {
+			begin = i
+		}
+	}
+	if begin < 0 {
+		return ""
+	}
+	for j := begin + 1; j < len(lines); j++ {
+		if strings.HasPrefix(lines[j], "⟦END DATA ") {
+			return strings.Join(lines[begin+1:j], "\n")
+		}
+	}
+	return ""
+}
