@@ -41,6 +41,7 @@ const demoTenant = "demo"
 type demoFlags struct {
 	serverFlags
 	embeddings                        embeddingsFlags
+	judge                             judgeFlags
 	databaseURL, accessLog, exportDir string
 	openWebUIDB                       string
 	conversations                     int
@@ -94,7 +95,8 @@ the commands stay in view; warnings and errors go to standard error too.
 Stops on SIGINT or SIGTERM.
 
 Semantic instructions are evaluated by the built-in matcher, or by the
-embeddings endpoint at --embeddings-url as in 'service serve' (see
+embeddings endpoint at --embeddings-url, and with --judge-url by a model
+judge over the sentences that matcher picks, as in 'service serve' (see
 docs/policy.md); the access log's first lines name the one in use.
 
 ` + metricsHelp + `
@@ -112,6 +114,7 @@ created with mode 0600 on first start; PostgreSQL needs one of the first two.`,
 			fs.StringVar(&f.openWebUIDB, "openwebui-db", "", "`PATH` of an Open WebUI database (webui.db) served read-only at /openwebui as a fourth source; created with sample data when missing")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
+			f.judge.register(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 			f.otlpGRPC.register(fs, true)
@@ -155,10 +158,15 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
+	candidates, matcherAttrs, err := f.embeddings.matcher(e.cmd)
 	if err != nil {
 		return err
 	}
+	matcher, _, judgeAttrs, err := f.judge.cascade(e.cmd, candidates)
+	if err != nil {
+		return err
+	}
+	matcherAttrs = append(matcherAttrs, judgeAttrs...)
 	if err := f.embeddings.checkBudget(e.cmd); err != nil {
 		return err
 	}

@@ -108,6 +108,8 @@ var environment = []envVar{
 		"the credentials the provider accepts for other tenants, separated by spaces"},
 	{"AIUSAGE_EMBEDDINGS_API_KEY", "embeddings-api-key", []string{"demo", "policy eval", "service serve"}, envUpstream,
 		"the key sent to the embeddings endpoint of --embeddings-url (as Authorization: Bearer, or api-key for Azure OpenAI)"},
+	{"AIUSAGE_JUDGE_API_KEY", "judge-api-key", []string{"demo", "policy eval", "service serve"}, envUpstream,
+		"the key sent to the model judge of --judge-url (as Authorization: Bearer, or api-key for Azure OpenAI)"},
 	{"AIUSAGE_PUSH_SECRET", "secret", []string{"provider push"}, envSent,
 		"the signing secret the pusher signs its deliveries with"},
 	{"AIUSAGE_SECRET", "secret", []string{"webhook listen"}, envAccepted,

@@ -135,8 +135,11 @@ func policyCommand() *command {
 // policyEvalFlags are the flags of "policy eval".
 type policyEvalFlags struct {
 	embeddingsFlags
+	judge                          judgeFlags
 	set, split, thresholds, format string
 	maxFPR                         float64
+	// judgeMaxPairs is --judge-max-pairs.
+	judgeMaxPairs int
 }
 
 func policyEvalCommand() *command {
@@ -168,6 +171,18 @@ reports what each gives on the held-out half: the figures to trust, the pairs
 it was not chosen on. F1 rewards flagging nearly everything on a set that is
 half matches; the operating point bounds the false alarms.
 
+With --judge-url (and the other --judge-* flags of 'service serve',
+AIUSAGE_JUDGE_API_KEY), it also measures the model judge as the service
+uses it: each pair's message, cut into sentences, goes through the cascade
+(the candidates picked by the matcher the service would use, at most
+--judge-max-calls judge calls a pair); a pair is a match when any sentence
+is. It reports the same figures for the first --judge-max-pairs pairs of the
+halves --split names, per kind on the held-out half, then the judge calls,
+their failures and unusable answers, cache hits, the matches by verdict, and
+the latency of a call and of a pair (mean, median, 95th percentile,
+maximum). Pairs whose judging failed are counted and left out; the run fails
+when every judge call did.
+
 The set's format, how the kit's set was made and labelled, and how it is
 split are described in docs/policy.md.
 
@@ -182,6 +197,9 @@ command line or a set that does not parse.`,
 			fs.Float64Var(&f.maxFPR, "max-fpr", semeval.DefaultMaxFPR, "the bound in [0, 1] on the false-positive rate on the tuning half "+
 				"under which the operating point is chosen")
 			fs.StringVar(&f.format, "format", "text", "output format: text or json")
+			f.judge.register(fs)
+			fs.IntVar(&f.judgeMaxPairs, "judge-max-pairs", 400, "the most pairs the judge of --judge-url is measured on, the first "+
+				"of the halves --split names (0: all)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			return policyEval(ctx, e, f)
@@ -253,6 +271,8 @@ type evalReport struct {
 	// MaxFPR is --max-fpr.
 	MaxFPR   float64       `json:"maxFpr"`
 	Matchers []evalMatcher `json:"matchers"`
+	// Judge is the measure of the cascade of --judge-url, when given.
+	Judge *evalJudgeReport `json:"judge,omitempty"`
 }
 
 type evalMatcher struct {
@@ -338,6 +358,22 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.judgeMaxPairs < 0 {
+		return usagef("%s: --judge-max-pairs must not be negative, got %d", e.cmd, f.judgeMaxPairs)
+	}
+	if f.judge.url == "" && len(f.judge.given([]string{"judge-max-pairs"})) > 0 {
+		return usagef("%s: --judge-max-pairs needs --judge-url", e.cmd)
+	}
+	// The judge's candidates, as the service picks them: the embeddings
+	// endpoint when --embeddings-url is set, else the built-in matcher.
+	candidates := matchers[0]
+	if f.url != "" {
+		candidates = matchers[len(matchers)-1]
+	}
+	_, cascade, _, err := f.judge.cascade(e.cmd, candidates.scorer)
+	if err != nil {
+		return err
+	}
 	setName := "builtin"
 	var pairs []semeval.Pair
 	if f.set == "" {
@@ -363,12 +399,25 @@ func policyEval(ctx context.Context, e *env, f *policyEvalFlags) error {
 		}
 		rep.Matchers = append(rep.Matchers, measureMatcher(m, pairs, scores, splits, thresholds, grid, f.maxFPR))
 	}
+	if cascade != nil {
+		j, err := evalJudge(ctx, cascade, candidates.name, pairs, splits, f.judgeMaxPairs)
+		if err != nil {
+			return fmt.Errorf("%s: judge: %w", e.cmd, err)
+		}
+		rep.Judge = &j
+	}
 	if f.format == "json" {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return writeEvalText(e.stdout, rep)
+	if err := writeEvalText(e.stdout, rep); err != nil {
+		return err
+	}
+	if rep.Judge != nil {
+		return writeJudgeText(e.stdout, rep.Judge)
+	}
+	return nil
 }
 
 // measureMatcher computes the report of one matcher from its scores.

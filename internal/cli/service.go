@@ -40,6 +40,7 @@ func serviceCommand() *command {
 type serviceFlags struct {
 	serverFlags
 	embeddings           embeddingsFlags
+	judge                judgeFlags
 	databaseURL          string
 	allowPrivateWebhooks bool
 	sources              sourcePolicyFlags
@@ -102,7 +103,16 @@ embeddings of the instructions' texts are cached in memory. When the
 endpoint fails or takes longer than --embeddings-timeout, the task stays
 pending, POST /review-tasks answers 422 POLICY_ERROR naming it, and it is
 evaluated again in the background (after 1, 2, 4 ... seconds, at most 5
-minutes apart) until the endpoint answers. The rest of an evaluation (Regex
+minutes apart) until the endpoint answers.
+
+With --judge-url, a model judge decides them: an OpenAI-compatible chat
+completions endpoint (its key from AIUSAGE_JUDGE_API_KEY) is asked about
+each sentence the matcher above picks at a high-recall threshold
+(--judge-candidate-threshold), at most --judge-max-calls a request; the
+candidates beyond them are matches a person sees. A match records the
+judge's quote and verdict. A judge that fails, times out (--judge-timeout)
+or answers 429 leaves the task pending, evaluated again as above: no task is
+approved because the judge was down. The rest of an evaluation (Regex
 patterns, terms, the built-in matcher) has a time budget,
 --evaluation-budget: a task whose evaluation does not finish within it is
 not retried but waits for a person (requires_intervention, decision reason
@@ -155,6 +165,7 @@ that cannot be listened on).`,
 			fs.DurationVar(&f.reviewTimeout, "review-timeout", reviewapi.DefaultReviewTimeout, "how long a task waits for a person before the review timeout decides it (organisations may set their own, and whether it rejects or approves)")
 			f.embeddings.register(fs)
 			f.embeddings.registerBudget(fs)
+			f.judge.register(fs)
 			f.secrets.register(fs)
 			f.metrics.register(fs)
 			f.otlpGRPC.register(fs, false)
@@ -179,10 +190,15 @@ func serviceServe(ctx context.Context, e *env, f *serviceFlags) error {
 	if err != nil {
 		return err
 	}
-	matcher, matcherAttrs, err := f.embeddings.matcher(e.cmd)
+	candidates, matcherAttrs, err := f.embeddings.matcher(e.cmd)
 	if err != nil {
 		return err
 	}
+	matcher, _, judgeAttrs, err := f.judge.cascade(e.cmd, candidates)
+	if err != nil {
+		return err
+	}
+	matcherAttrs = append(matcherAttrs, judgeAttrs...)
 	db, err := openDB(ctx, e.cmd, f.databaseURL)
 	if err != nil {
 		return err

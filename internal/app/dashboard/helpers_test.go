@@ -25,6 +25,7 @@ import (
 	"github.com/aiusage/kit/internal/infra/keyring"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/testkit/servicetest"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -67,6 +68,13 @@ func newEnvWith(t *testing.T, db *sqldb.DB, sc sources.Config) (*env, *sources.S
 // sign-on is required, as `aiusage service serve` wires them.
 func newEnvFull(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config) (*env, *sources.Service) {
 	t.Helper()
+	return newEnvSemantic(t, db, sc, ssoc, nil)
+}
+
+// newEnvSemantic is newEnvFull whose review service evaluates Semantic
+// instructions with semantic (nil: the built-in matcher).
+func newEnvSemantic(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config, semantic policy.SemanticMatcher) (*env, *sources.Service) {
+	t.Helper()
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
@@ -88,7 +96,7 @@ func newEnvFull(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config) 
 	// under the race detector.
 	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
 		TrustedProxies: loopback, PollInterval: 100 * time.Millisecond, Sources: sc, SSO: ssoc,
-		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour,
+		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour, Policy: policy.Options{Semantic: semantic},
 			RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
 	svc := full.Review()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -253,4 +254,48 @@ func (d *Dashboard) reviewTaskText(w http.ResponseWriter, r *http.Request) error
 	}
 	_, _ = w.Write([]byte("\n"))
 	return nil
+}
+
+// semanticView is a Semantic match as the review pages show it: its
+// sentence, with the words the judge quoted highlighted, and how it was
+// decided in words.
+type semanticView struct {
+	// Before, Quote and After are the sentence cut around the quote; a
+	// match without a quote (or whose quote the shown sentence does not
+	// hold, as when it was cut) is all Before.
+	Before, Quote, After string
+	// Similarity is the candidate matcher's score (0: none).
+	Similarity float64
+	// Verdict says in words how the match was decided; "" for a match of
+	// the built-in or embeddings matcher alone.
+	Verdict string
+	// Code is the verdict as recorded (spec.MatchSpan Verdict).
+	Code string
+}
+
+// verdictWords are the words the review pages give each verdict of a
+// Semantic match (spec.MatchSpan Verdict).
+var verdictWords = map[string]string{
+	"judge":      "the judge quoted",
+	"unexamined": "not examined: over the judge's budget",
+	"no-answer":  "the judge gave no usable answer",
+	"injection":  "the text tries to instruct the judge",
+}
+
+// viewSemantic cuts a Semantic match for the review pages. An unknown
+// verdict is shown as recorded.
+func viewSemantic(m spec.MatchSpan) semanticView {
+	v := semanticView{Before: m.Text, Similarity: m.Similarity, Code: m.Verdict}
+	if m.Verdict != "" {
+		v.Verdict = verdictWords[m.Verdict]
+		if v.Verdict == "" {
+			v.Verdict = m.Verdict
+		}
+	}
+	if m.Quote != "" {
+		if i := strings.Index(m.Text, m.Quote); i >= 0 {
+			v.Before, v.Quote, v.After = m.Text[:i], m.Quote, m.Text[i+len(m.Quote):]
+		}
+	}
+	return v
 }

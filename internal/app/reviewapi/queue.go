@@ -162,8 +162,8 @@ type QueueReason struct {
 	// Matches is how many matches the reason has.
 	Matches int
 	// Semantic are the first sentences of a Semantic reason (at most
-	// MaxSemanticShown, each cut to MaxSemanticChars), with their
-	// similarity.
+	// MaxSemanticShown, each cut to MaxSemanticChars, as is the quote of a
+	// judged one), with their similarity, quote and verdict.
 	Semantic []spec.MatchSpan
 }
 
@@ -484,16 +484,18 @@ func (s *Service) queueReasons(ctx context.Context, items map[string]*QueueItem,
 // Semantic reason, at most semantic of each.
 func (s *Service) queueSemantic(ctx context.Context, items map[string]*QueueItem, ids []string, semantic int) error {
 	pg := s.db.Dialect == sqldb.Postgres
-	q := `SELECT id, rk, tx, sim FROM (
+	q := `SELECT id, rk, tx, sim, qt, vd FROM (
 		SELECT t.id AS id, CAST(r.key AS INTEGER) AS rk, substr(json_extract(m.value, '$.text'), 1, $1) AS tx, COALESCE(json_extract(m.value, '$.similarity'), 0) AS sim,
+			substr(COALESCE(json_extract(m.value, '$.quote'), ''), 1, $1) AS qt, COALESCE(json_extract(m.value, '$.verdict'), '') AS vd,
 			ROW_NUMBER() OVER (PARTITION BY t.id, r.key ORDER BY m.key) AS n
 		FROM reviewapi_tasks t, json_each(t.body, '$.reasons') r, json_each(r.value, '$.matches') m
 		WHERE t.id IN (` + inList(3, len(ids)) + `) AND COALESCE(json_extract(m.value, '$.text'), '') <> ''
 	) WHERE n <= $2 ORDER BY id, rk, n`
 	if pg {
-		q = `SELECT id, rk, tx, sim FROM (
+		q = `SELECT id, rk, tx, sim, qt, vd FROM (
 		SELECT t.id AS id, (r.i - 1)::int AS rk, left(m.v ->> 'text', $1) AS tx,
 			COALESCE((m.v ->> 'similarity')::float8, 0) AS sim,
+			left(COALESCE(m.v ->> 'quote', ''), $1) AS qt, COALESCE(m.v ->> 'verdict', '') AS vd,
 			ROW_NUMBER() OVER (PARTITION BY t.id, r.i ORDER BY m.i) AS n
 		FROM reviewapi_tasks t CROSS JOIN LATERAL jsonb_array_elements(t.body::jsonb -> 'reasons') WITH ORDINALITY AS r(v, i)
 		CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(r.v -> 'matches') = 'array' THEN r.v -> 'matches' ELSE '[]'::jsonb END) WITH ORDINALITY AS m(v, i)
@@ -504,7 +506,7 @@ func (s *Service) queueSemantic(ctx context.Context, items map[string]*QueueItem
 		var id string
 		var rk int
 		var m spec.MatchSpan
-		if err := rows.Scan(&id, &rk, &m.Text, &m.Similarity); err != nil {
+		if err := rows.Scan(&id, &rk, &m.Text, &m.Similarity, &m.Quote, &m.Verdict); err != nil {
 			return err
 		}
 		if rs := items[id].Reasons; rk < len(rs) {
