@@ -34,6 +34,9 @@ const MODEL_NAME = 'universal-sentence-encoder-lite';
 const DIMENSIONS = 512;
 // MAX_BODY is the largest request body, in bytes.
 const MAX_BODY = 4 << 20;
+// MAX_DRAIN is the most bytes of a too large body read before the
+// connection is cut.
+const MAX_DRAIN = 4 * MAX_BODY;
 // MAX_INPUTS is the most texts in one request (as OpenAI's API).
 const MAX_INPUTS = 2048;
 // MAX_INPUT_CHARS is the longest text, in UTF-16 code units: the model's
@@ -76,21 +79,27 @@ function sendError(res, err) {
     err.status === 405 ? { Allow: err.allow } : {});
 }
 
-// readBody returns the request's body, at most MAX_BODY bytes.
+// readBody returns the request's body, at most MAX_BODY bytes. A larger body
+// is a 413 at once; the rest of it is read and dropped (up to
+// MAX_DRAIN bytes, then the connection is cut), so that the client, still
+// sending, reads the answer rather than a reset connection.
 function readBody(req) {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (declared > MAX_BODY) {
-      reject(new HTTPError(413, `the request body is larger than ${MAX_BODY} bytes`, { code: 'request_too_large' }));
-      return;
-    }
+    const tooLarge = () => new HTTPError(413, `the request body is larger than ${MAX_BODY} bytes`, { code: 'request_too_large' });
     const chunks = [];
     let size = 0;
+    let failed = Number(req.headers['content-length']) > MAX_BODY;
+    if (failed) reject(tooLarge());
     req.on('data', (chunk) => {
       size += chunk.length;
+      if (failed) {
+        if (size > MAX_DRAIN) req.destroy();
+        return;
+      }
       if (size > MAX_BODY) {
-        reject(new HTTPError(413, `the request body is larger than ${MAX_BODY} bytes`, { code: 'request_too_large' }));
-        req.pause();
+        failed = true;
+        chunks.length = 0;
+        reject(tooLarge());
         return;
       }
       chunks.push(chunk);
@@ -206,7 +215,6 @@ async function main() {
     handle(model, req, res).catch((err) => {
       if (err instanceof HTTPError) {
         sendError(res, err);
-        if (err.status === 413) res.on('finish', () => req.destroy());
         return;
       }
       process.stderr.write(`embeddings-server: ${req.method} ${req.url}: ${err && err.stack ? err.stack : err}\n`);
