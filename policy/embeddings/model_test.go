@@ -238,6 +238,9 @@ func TestUniversalSentenceEncoder(t *testing.T) {
 	})
 
 	t.Run("evaluation set", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: the model scores the 400 pairs in about 10 to 40 s")
+		}
 		pairs, err := semeval.Default()
 		require.NoError(t, err)
 		c := &embeddings.Client{URL: url}
