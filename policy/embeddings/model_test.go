@@ -327,6 +327,8 @@ func TestUniversalSentenceEncoder(t *testing.T) {
 		}
 		require.InDelta(t, mean("paraphrase (match)"), mean("near-miss (no match)"), 0.1,
 			"paraphrases and near misses score alike: if no longer, update docs/policy.md")
+		require.InDelta(t, mean("negation (match)"), mean("negation (no match)"), 0.1,
+			"a negation scores like what it negates: if no longer, update docs/policy.md")
 		require.Less(t, mean("language (match), not English"), unrelated+0.1,
 			"translations score as unrelated text: if no longer, update docs/policy.md")
 		for _, m := range holdout {
