@@ -3,9 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
