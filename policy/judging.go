@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/aiusage/kit/spec"
 )
@@ -73,4 +75,30 @@ type SensitiveScorer interface {
 	// RecallThreshold is the score at which a segment matches a query of
 	// high sensitivity; at most MatchThreshold.
 	RecallThreshold() float64
+}
+
+// Backoff is an error of a [SemanticMatcher] whose endpoint asked not to be
+// called again for a while (an HTTP 429 or 503 with Retry-After): the
+// judge's *judge.UnavailableError is one. The error of [Set.Evaluate] wraps
+// it, and a caller that evaluates again later (the review service) waits at
+// least that long.
+type Backoff interface {
+	error
+	// Backoff is the wait the endpoint asked for; 0 when it named none.
+	Backoff() time.Duration
+}
+
+// BackoffOf returns the longest wait a [Backoff] in err's chain asks for,
+// or 0.
+func BackoffOf(err error) time.Duration {
+	var longest time.Duration
+	for err != nil {
+		var b Backoff
+		if !errors.As(err, &b) {
+			break
+		}
+		longest = max(longest, b.Backoff())
+		err = errors.Unwrap(b) // a Backoff deeper in the chain
+	}
+	return longest
 }

@@ -71,6 +71,10 @@ func (e *UnavailableError) Error() string {
 // Unwrap returns the underlying error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// Backoff implements policy.Backoff: RetryAfter, the wait the endpoint asked
+// for.
+func (e *UnavailableError) Backoff() time.Duration { return e.RetryAfter }
+
 // ErrRedirect is wrapped by the error of a call the endpoint redirected to
 // another origin (scheme, host and port), or from https to http. Such a
 // redirect is not followed: it would carry the API key and the request's text

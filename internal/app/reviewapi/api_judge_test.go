@@ -225,3 +225,30 @@ func TestAPIJudgeUnavailable(t *testing.T) {
 		}
 	})
 }
+
+// TestAPIJudgeRetryAfter: a judge that answers 429 with Retry-After: 3 is
+// not asked again before those 3 seconds have passed (the evaluation job is
+// scheduled, then snoozed, that long), where the evaluation's own schedule
+// would ask after 1 second; then its verdict decides the task.
+func TestAPIJudgeRetryAfter(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		srv := judgetest.NewServer(t, standInRule)
+		h, _ := judgeHarness(t, db, srv)
+		tn := h.newTenant("Acme retry-after", "", 0)
+		agent := tn.semanticAgent(t)
+		srv.Fail(http.StatusTooManyRequests, "3")
+
+		r := tn.call(t, http.MethodPost, "/review-tasks", semanticBody(agent.ID, judgeSlowOrLimit))
+		e := requireAPIError(t, r, http.StatusUnprocessableEntity, spec.CodePolicyError, "")
+		require.Eventually(t, func() bool { return srv.Calls() >= 3 }, apiWait, 20*time.Millisecond)
+		reqs := srv.Requests()
+		for i := 1; i < 3; i++ {
+			gap := reqs[i].At.Sub(reqs[i-1].At)
+			require.GreaterOrEqual(t, gap, 2900*time.Millisecond, "call %d came %s after the one the judge answered 429 with Retry-After: 3", i+1, gap)
+		}
+		srv.Fail(0, "")
+		done := tn.waitTask(t, e.TaskID, spec.StatusRequiresIntervention)
+		requireJudged(t, done, judgeSlowOrLimit, spec.VerdictJudge)
+	})
+}

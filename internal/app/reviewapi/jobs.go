@@ -13,6 +13,7 @@ import (
 
 	"github.com/aiusage/kit/internal/infra/riverjobs"
 	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/spec"
 )
 
@@ -117,10 +118,21 @@ func (w *evaluateWorker) NextRetry(job *river.Job[evaluateArgs]) time.Time {
 	return time.Now().Add(min(time.Second<<min(max(job.Attempt-1, 0), 9), 5*time.Minute))
 }
 
+// maxEvaluationBackoff bounds the wait a semantic matcher's endpoint may
+// ask for (Retry-After) before a task is evaluated again: the longest wait
+// of the evaluation's own retry schedule.
+const maxEvaluationBackoff = 5 * time.Minute
+
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[evaluateArgs]) error {
 	_, err := w.s.evaluate(ctx, job.Args.TaskID)
 	if errors.Is(err, ErrTaskNotFound) {
 		return river.JobCancel(err)
+	}
+	// An endpoint that asked to be left alone for a while (429 or 503 with
+	// Retry-After) is left alone that long, at least: the job waits, and
+	// the wait costs no attempt.
+	if wait := policy.BackoffOf(err); wait > 0 {
+		return river.JobSnooze(min(wait, maxEvaluationBackoff))
 	}
 	return err
 }
@@ -182,7 +194,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		s.queueEvaluation(ctx, id)
+		s.queueEvaluation(ctx, id, 0)
 	}
 	// Deliveries never attempted: their job was not queued (a process
 	// stopped between the commit and the queue). Those attempted have a job

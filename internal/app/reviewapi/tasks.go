@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 
 	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/infra/sqldb"
@@ -165,7 +166,7 @@ func (s *Service) CreateTask(ctx context.Context, p org.Principal, c spec.Review
 	}
 	s.queueDeliveries(ctx, queued)
 	if evalErr != nil {
-		s.queueEvaluation(ctx, t.ID)
+		s.queueEvaluation(ctx, t.ID, policy.BackoffOf(evalErr))
 		var pe *policyError
 		if errors.As(evalErr, &pe) {
 			return spec.ReviewTask{}, &spec.Error{Kind: spec.ErrUnprocessable, Extensions: map[string]any{"taskId": t.ID}, Err: evalErr,
@@ -499,9 +500,15 @@ func (s *Service) Queue(ctx context.Context, orgID string) ([]spec.ReviewTask, e
 	return sqldb.ScanJSON[spec.ReviewTask](rows)
 }
 
-// queueEvaluation asks the job queue to evaluate a pending task again.
-func (s *Service) queueEvaluation(ctx context.Context, id string) {
-	if err := s.cfg.Jobs.Enqueue(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, nil); err != nil {
+// queueEvaluation asks the job queue to evaluate a pending task again,
+// after wait (the Retry-After of a semantic matcher's endpoint, at most
+// maxEvaluationBackoff) or at once.
+func (s *Service) queueEvaluation(ctx context.Context, id string, wait time.Duration) {
+	var opts *river.InsertOpts
+	if wait > 0 {
+		opts = &river.InsertOpts{ScheduledAt: time.Now().Add(min(wait, maxEvaluationBackoff))}
+	}
+	if err := s.cfg.Jobs.Enqueue(context.WithoutCancel(ctx), evaluateArgs{TaskID: id}, opts); err != nil {
 		s.cfg.Logger.Error("queue evaluation", "task", id, "error", err) // the sweep picks it up
 	}
 }

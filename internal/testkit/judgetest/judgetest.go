@@ -68,6 +68,8 @@ type Request struct {
 	Authorization, APIKey string
 	// Bytes is the size of the request's body.
 	Bytes int
+	// At is when the request arrived.
+	At time.Time
 }
 
 // Message is one message of a [Request].
@@ -159,7 +161,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Messages: body.Messages, Model: body.Model, Authorization: r.Header.Get("Authorization"),
-		APIKey: r.Header.Get("api-key"), Bytes: raw.n,
+		APIKey: r.Header.Get("api-key"), Bytes: raw.n, At: time.Now(),
 		Schema: body.ResponseFormat != nil && body.ResponseFormat.Type == "json_schema" && len(body.ResponseFormat.JSONSchema) > 0}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
