@@ -34,6 +34,7 @@ var rules = map[string][]string{
 	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
 	"policy":                {"spec", "policy/internal/"},
 	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
+	"policy/judge":          {"policy", "internal/infra/httpclient"}, // the model judge of Semantic instructions
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
@@ -108,7 +109,7 @@ var rules = map[string][]string{
 
 	"internal/cli": {"spec", "spec/webhook", "provider", "provider/sqlsource", "provider/export", "provider/push", "consumer", "consumer/sqlstore", "consumer/export", "mcp",
 		"consumer/vendorusage", // consumer sync --transport openai|anthropic
-		"conformance", "policy", "policy/embeddings", "policy/semeval", "internal/app/", "internal/infra/",
+		"conformance", "policy", "policy/embeddings", "policy/judge", "policy/semeval", "internal/app/", "internal/infra/",
 		"adapters/openwebui/webui"}, // aiusage demo --openwebui-db serves an Open WebUI database as a source
 	"cmd/aiusage": {"internal/cli"},
 
@@ -126,6 +127,7 @@ var rules = map[string][]string{
 	"internal/testkit/bench":       {},
 	"internal/testkit/race":        {},
 	"internal/testkit/embedtest":   {},
+	"internal/testkit/judgetest":   {},                          // a stand-in chat completions judge for tests
 	"internal/testkit/pagemem":     {"spec", "provider", "mcp"}, // the memory of one list request, for the page-size tests
 	"internal/testkit/servicetest": {"internal/app/server"},     // the whole service, for its features' tests
 }
