@@ -40,7 +40,7 @@ var instructionChoices = choices{
 	Actions:       []string{spec.ActionBlock, spec.ActionAllow},
 	Criticalities: []string{spec.CriticalityHigh, spec.CriticalityLow},
 	Sensitivities: [][2]string{{spec.SensitivityStandard, "Standard: few false alarms"},
-		{spec.SensitivityHigh, "High: catch more, more false alarms"}},
+		{spec.SensitivityHigh, "High: catch more, more alarms"}},
 	Categories: org.DataCategories(),
 }
 

@@ -516,7 +516,7 @@ func TestInstructionFormSensitivity(t *testing.T) {
 		adm.signIn(t, "ada@acme.test", "/instructions/new")
 		page := adm.get(t, "/instructions/new").Body
 		require.Contains(t, page, `<option value="standard" selected>Standard: few false alarms</option>`)
-		require.Contains(t, page, `<option value="high" >High: catch more, more false alarms</option>`)
+		require.Contains(t, page, `<option value="high" >High: catch more, more alarms</option>`)
 
 		form := with(regexForm("Salaries", "", e.agent.ID), "triggerType", "Semantic", "text", "salaries of employees",
 			"sensitivity", "high")
@@ -525,7 +525,7 @@ func TestInstructionFormSensitivity(t *testing.T) {
 		in := e.instruction(t, "Salaries")
 		require.Equal(t, spec.Trigger{Type: spec.TriggerSemantic, Text: "salaries of employees", Sensitivity: spec.SensitivityHigh}, in.Trigger)
 		edit := adm.get(t, "/instructions/"+in.ID+"/edit").Body
-		require.Contains(t, edit, `<option value="high" selected>High: catch more, more false alarms</option>`)
+		require.Contains(t, edit, `<option value="high" selected>High: catch more, more alarms</option>`)
 		require.NotContains(t, edit, `<option value="standard" selected>`)
 
 		// Back to standard.
