@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -199,14 +200,40 @@ var taskQueryStyle = httpx.QueryStyle{
 	BadEnum: func(allowed []string, v string) string {
 		return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
 	},
-	BadTime: func(v string) string {
-		return fmt.Sprintf("must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", v)
-	},
+}
+
+// queryDay is the layout of a plain date in from or to: a whole UTC day.
+const queryDay = "2006-01-02"
+
+// readBound reads the from or to parameter of GET /review-tasks: an RFC 3339
+// timestamp, or a plain date (2026-11-27), the whole UTC day. A date stands
+// for the day's start (00:00:00Z) in from and for the next day's start in
+// to, which is exclusive, so from=D&to=D is the day D. A bad value is
+// INVALID_REQUEST naming the parameter, worded as both forms are accepted.
+func readBound(r *httpx.QueryReader, name string, dst *time.Time, endOfDay bool) {
+	v, ok := r.String(name)
+	if !ok || v == "" {
+		return
+	}
+	if d, err := time.Parse(queryDay, v); err == nil {
+		if endOfDay {
+			d = d.AddDate(0, 0, 1)
+		}
+		*dst = d
+		return
+	}
+	t, err := spec.ParseTime(v)
+	if err != nil {
+		r.Fail(name, "must be an RFC 3339 time such as 2026-03-02T09:00:00Z or a date such as 2026-03-02 (the whole UTC day), got %q", v)
+		return
+	}
+	*dst = t
 }
 
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
 // parameter is INVALID_REQUEST naming it; unknown ones are ignored. An empty
-// status, include, from or to is no filter.
+// status, include, from or to is no filter. From and to are RFC 3339
+// timestamps or plain dates, whole UTC days (see readBound).
 func ParseTaskQuery(raw string) (TaskQuery, error) {
 	q := TaskQuery{Limit: 20}
 	r := httpx.ReadQuery(raw, taskQueryStyle)
@@ -223,8 +250,8 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 			}
 		}
 	}
-	r.Time("from", &q.From)
-	r.Time("to", &q.To)
+	readBound(r, "from", &q.From, false)
+	readBound(r, "to", &q.To, true)
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		r.Fail("to", "must be after from")
 	}
