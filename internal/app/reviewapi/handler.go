@@ -84,16 +84,13 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })
 			s.rateLimit(refuse).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 			return
-		case err != nil && errors.Is(err, spec.ErrUnauthorized) && p.KeyID != "":
-			// A known key that is revoked or expired: its 401 carries the
-			// rate-limit headers of its organisation but is not counted, so
-			// a leaked revoked key cannot use up the organisation's plan.
-			// An unknown key's 401 has no headers: it has no organisation.
-			s.reportRate(w, r, p)
-			s.fail(w, r, err)
-			return
 		}
 		if err != nil {
+			// A missing, unknown, revoked or expired key: one 401, the same
+			// status, body and headers for all (no rate-limit headers, not
+			// counted), as on every API of the service, so the answer tells
+			// neither that a key was once valid nor its organisation; and a
+			// leaked revoked key cannot use up the organisation's plan.
 			s.fail(w, r, err)
 			return
 		}

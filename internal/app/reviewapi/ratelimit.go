@@ -51,7 +51,7 @@ const (
 
 // rateMemoTTL is how long a process reuses an organisation's rate state it
 // read or counted, for the answers that do not count (a refusal for too many
-// requests in flight, the 401 of a revoked key: their headers) and, while
+// requests in flight: its headers) and, while
 // the state says the limit is reached, to refuse without the database (see
 // rateMemo).
 const rateMemoTTL = 5 * time.Second
@@ -223,10 +223,9 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 }
 
 // reportRate writes the rate-limit headers of the key's organisation without
-// counting the request: for the 401 of a known key that is revoked or
-// expired, and the 429 of a request refused for too many in flight. Such
-// requests are never counted, so a leaked revoked key cannot use up its
-// organisation's plan. The state is this process's last of the organisation
+// counting the request: for the 429 of a request refused for too many in
+// flight, which is not counted. (The 401 of a revoked or expired key has no
+// such headers: it is the 401 of an unknown key.) The state is this process's last of the organisation
 // when it is younger than rateMemoTTL (so that a flood of refusals reads
 // nothing), else read. The headers are left out when they cannot be read;
 // the answer is the same either way.
