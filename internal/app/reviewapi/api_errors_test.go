@@ -154,9 +154,9 @@ func TestAPIMethodNotAllowed(t *testing.T) {
 		require.Equal(t, "GET, HEAD, POST", r.Header.Get("Allow"))
 		r = tn.call(t, http.MethodDelete, "/review-tasks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
 		requireAPIError(t, r, http.StatusMethodNotAllowed, spec.CodeMethodNotAllowed, "")
-		r = tn.call(t, http.MethodGet, "/webhooks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
+		r = tn.call(t, http.MethodPut, "/webhooks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", map[string]any{})
 		requireAPIError(t, r, http.StatusMethodNotAllowed, spec.CodeMethodNotAllowed, "")
-		require.Equal(t, "DELETE", r.Header.Get("Allow"))
+		require.Equal(t, "GET, HEAD, DELETE", r.Header.Get("Allow"))
 	})
 }
 

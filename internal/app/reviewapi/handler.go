@@ -59,6 +59,7 @@ func (s *Service) Routes(r chi.Router) {
 		}))
 		r.Post("/webhooks", s.adapt(s.createWebhook))
 		r.Get("/webhooks", s.adapt(s.listWebhooks))
+		r.Get("/webhooks/{id}", s.adapt(s.getWebhook))
 		r.Delete("/webhooks/{id}", s.adapt(s.deleteWebhook))
 	})
 }
@@ -277,6 +278,21 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return httpx.WriteJSON(w, http.StatusOK, spec.WebhookList{Data: hooks})
+}
+
+// getWebhook answers GET /webhooks/{id}: the webhook as GET /webhooks lists
+// it, never its secret; 404 as DELETE for an id that is malformed, unknown,
+// deleted or another organisation's.
+func (s *Service) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "id"))
+	if !ok {
+		return spec.Errorf(spec.ErrNotFound, "No such webhook: the id is not a UUID.")
+	}
+	wh, err := s.Webhook(r.Context(), principal(r).OrganisationID, id)
+	if err != nil {
+		return err
+	}
+	return httpx.WriteJSON(w, http.StatusOK, wh)
 }
 
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
