@@ -238,7 +238,7 @@ type WebhookCreate struct {
 }
 
 // Webhook is a registered webhook receiver. Secret is set only in the answer
-// of its creation, ConsecutiveFailures only in listings.
+// of its creation, ConsecutiveFailures only in listings and GET /webhooks/{id}.
 type Webhook struct {
 	ID          string   `json:"id"`
 	URL         string   `json:"url"`

@@ -154,9 +154,9 @@ func TestAPIMethodNotAllowed(t *testing.T) {
 		require.Equal(t, "GET, HEAD, POST", r.Header.Get("Allow"))
 		r = tn.call(t, http.MethodDelete, "/review-tasks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
 		requireAPIError(t, r, http.StatusMethodNotAllowed, spec.CodeMethodNotAllowed, "")
-		r = tn.call(t, http.MethodGet, "/webhooks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
+		r = tn.call(t, http.MethodPut, "/webhooks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", map[string]any{})
 		requireAPIError(t, r, http.StatusMethodNotAllowed, spec.CodeMethodNotAllowed, "")
-		require.Equal(t, "DELETE", r.Header.Get("Allow"))
+		require.Equal(t, "GET, HEAD, DELETE", r.Header.Get("Allow"))
 	})
 }
 
@@ -267,7 +267,9 @@ func TestAPIListParameterErrors(t *testing.T) {
 			{"offset=x", "offset"},
 			{"offset=", "offset"},
 			{"from=yesterday", "from"},
-			{"from=2027-03-02", "from"},
+			{"from=2027-02-30", "from"},
+			{"to=2027-3-02", "to"},
+			{"from=2027-03-02&to=2027-03-01", "to"},
 			{"from=2027-03-02T09:00:00", "from"},
 			{"to=2027-13-01T00:00:00Z", "to"},
 			{"to=2027-03-02%2010:00:00Z", "to"},
@@ -433,5 +435,43 @@ func TestAPIListPageBytes(t *testing.T) {
 		}
 		require.Equal(t, want, got)
 		require.GreaterOrEqual(t, pages, 2, "8 tasks of 300 KiB do not fit in one page of 1 MiB")
+	})
+}
+
+// TestAPIListDateBounds checks that from and to of GET /review-tasks accept a
+// plain date, the whole UTC day: from is the day's start, to the next day's
+// start (exclusive), and that they mix with timestamps.
+func TestAPIListDateBounds(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Acme", "", 0)
+		// apiEpoch is 2027-03-02T09:29:28Z.
+		a := tn.submit(t, "hello").ID
+		h.clock.Advance(time.Date(2027, 3, 2, 23, 59, 59, 999e6, time.UTC).Sub(h.clock.Now()))
+		b := tn.submit(t, "hello").ID
+		h.clock.Advance(time.Millisecond) // 2027-03-03T00:00:00Z
+		c := tn.submit(t, "hello").ID
+		h.clock.Advance(34 * time.Hour) // 2027-03-04T10:00:00Z
+		d := tn.submit(t, "hello").ID
+		ids := func(query string) []string {
+			out := []string{}
+			for _, task := range tn.list(t, query).Data {
+				out = append(out, task.ID)
+			}
+			return out
+		}
+		require.Equal(t, []string{b, a}, ids("from=2027-03-02&to=2027-03-02"), "one day, its last millisecond included")
+		require.Equal(t, []string{c}, ids("from=2027-03-03&to=2027-03-03"), "the next day starts at midnight")
+		require.Equal(t, []string{b, a}, ids("to=2027-03-02"), "to is the end of the day")
+		require.Equal(t, []string{d, c}, ids("from=2027-03-03"), "from is the start of the day")
+		require.Equal(t, []string{c, b, a}, ids("from=2027-03-02&to=2027-03-03"))
+		require.Equal(t, []string{a}, ids("from=2027-03-02&to=2027-03-02T10:00:00Z"), "a date and a timestamp")
+		require.Equal(t, []string{d}, ids("from=2027-03-03T00:00:00.001Z&to=2027-03-04"))
+		require.Empty(t, ids("from=2027-03-05"))
+
+		r := tn.call(t, http.MethodGet, "/review-tasks?from=2027-02-29", nil)
+		requireAPIError(t, r, http.StatusBadRequest, spec.CodeInvalidRequest, "from")
+		require.Contains(t, string(r.Body), "a date such as 2026-03-02")
 	})
 }

@@ -30,7 +30,7 @@ import (
 
 // apiEpoch is where the harness clock starts: 09:29:28 UTC. A request made
 // then is counted in the rate-limit bucket of the minute 09:29, which leaves
-// the sliding hour at 10:30:00, in 3632 seconds.
+// the sliding hour with it, at 10:29:28, in 3600 seconds.
 var apiEpoch = time.Date(2027, 3, 2, 9, 29, 28, 0, time.UTC)
 
 // apiWait bounds every wait for asynchronous work (deliveries, evaluations).

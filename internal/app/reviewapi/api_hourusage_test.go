@@ -35,7 +35,7 @@ func TestHourUsage(t *testing.T) {
 		require.Equal(t, 5, u.Limit)
 		require.Positive(t, u.Reset)
 		r := tn.call(t, http.MethodGet, "/review-tasks", nil)
-		require.Equal(t, "\"enterprise\";r=2;t=3632", r.Header.Get("RateLimit"), "reading the count counted nothing")
+		require.Equal(t, "\"enterprise\";r=2;t=3600", r.Header.Get("RateLimit"), "reading the count counted nothing")
 		h.clock.Advance(2 * time.Hour)
 		u, err = h.service().HourUsage(t.Context(), tn.org.ID)
 		require.NoError(t, err)

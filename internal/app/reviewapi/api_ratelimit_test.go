@@ -27,25 +27,26 @@ func requireRateHeaders(t *testing.T, r apiResponse, plan string, q, remaining, 
 
 // TestAPIRateLimitEnterprise: an enterprise organisation's custom limit,
 // shared by its keys; every answer counts and carries the headers; refusals
-// count down to the minute the oldest requests leave the sliding hour.
+// count down to the instant the oldest requests leave the sliding hour.
 func TestAPIRateLimitEnterprise(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		h := startHarness(t, db, nil)
 		tn := h.newTenant("Big", org.PlanEnterprise, 3)
 		// The clock is at 09:29:28: the requests are counted in the bucket
-		// of 09:29, which leaves the window at 10:30:00, in 3632 seconds.
+		// of 09:29, whose last request leaves the window at 10:29:28, in
+		// 3600 seconds.
 
 		// Every answer counts and carries the headers: a 201, a 404, a 400.
 		r := tn.call(t, http.MethodPost, "/review-tasks", tn.taskBody("hello"))
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 3632)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3600)
 		r = tn.call(t, http.MethodGet, "/review-tasks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
 		requireAPIError(t, r, http.StatusNotFound, spec.CodeTaskNotFound, "")
-		requireRateHeaders(t, r, "enterprise", 3, 1, 3632)
+		requireRateHeaders(t, r, "enterprise", 3, 1, 3600)
 		r = tn.call(t, http.MethodGet, "/review-tasks?limit=0", nil)
 		requireAPIError(t, r, http.StatusBadRequest, spec.CodeInvalidRequest, "limit")
-		requireRateHeaders(t, r, "enterprise", 3, 0, 3632)
+		requireRateHeaders(t, r, "enterprise", 3, 0, 3600)
 
 		// The fourth is refused, whatever it is.
 		for _, req := range []struct {
@@ -61,8 +62,8 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 				e := requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
 				require.Contains(t, e.Message, "organisation has made 3 requests")
 				require.Contains(t, e.Message, "enterprise plan allows 3")
-				require.Equal(t, "3632", r.Header.Get("Retry-After"))
-				requireRateHeaders(t, r, "enterprise", 3, 0, 3632)
+				require.Equal(t, "3600", r.Header.Get("Retry-After"))
+				requireRateHeaders(t, r, "enterprise", 3, 0, 3600)
 			})
 		}
 		list, err := h.service().ListTasks(t.Context(), tn.org.ID, reviewapi.TaskQuery{Limit: 100})
@@ -73,30 +74,30 @@ func TestAPIRateLimitEnterprise(t *testing.T) {
 		h.clock.Advance(10 * time.Minute) // 09:39:28
 		r = tn.call(t, http.MethodGet, "/review-tasks", nil)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-		require.Equal(t, "3032", r.Header.Get("Retry-After"))
+		require.Equal(t, "3000", r.Header.Get("Retry-After"))
 
 		// Another key of the organisation shares its count.
 		second, _ := tn.newKey(org.KeyTypeAPI)
 		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-		require.Equal(t, "3032", r.Header.Get("Retry-After"))
-		requireRateHeaders(t, r, "enterprise", 3, 0, 3032)
+		require.Equal(t, "3000", r.Header.Get("Retry-After"))
+		requireRateHeaders(t, r, "enterprise", 3, 0, 3000)
 
 		// Another organisation has its own.
 		other := h.newTenant("Other", org.PlanEnterprise, 3)
 		r = other.call(t, http.MethodGet, "/review-tasks", nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 3632)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3600)
 
 		// One second before Retry-After: refused; at it: admitted.
-		h.clock.Advance(3031 * time.Second) // 10:29:59
+		h.clock.Advance(2999 * time.Second) // 10:29:27
 		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
 		require.Equal(t, "1", r.Header.Get("Retry-After"))
-		h.clock.Advance(time.Second) // 10:30:00
+		h.clock.Advance(time.Second) // 10:29:28
 		r = h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+second)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 3, 2, 3660)
+		requireRateHeaders(t, r, "enterprise", 3, 2, 3600)
 		require.Empty(t, r.Header.Get("Retry-After"))
 	})
 }
@@ -123,7 +124,7 @@ func TestAPIRateLimitPlans(t *testing.T) {
 				for i := 1; i <= 3; i++ {
 					r := tn.call(t, http.MethodGet, "/webhooks", nil)
 					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-					requireRateHeaders(t, r, name, c.q, c.q-i, 3632)
+					requireRateHeaders(t, r, name, c.q, c.q-i, 3600)
 				}
 			})
 		}
@@ -141,7 +142,7 @@ func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 		for i, h := range []*harness{one, two, one, two} {
 			r := h.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+tn.key)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-			requireRateHeaders(t, r, "enterprise", 4, 3-i, 3632)
+			requireRateHeaders(t, r, "enterprise", 4, 3-i, 3600)
 		}
 		r := two.send(t, http.MethodGet, "/review-tasks", nil, "Authorization", "Bearer "+tn.key)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
@@ -149,9 +150,9 @@ func TestAPIRateLimitSharedByProcesses(t *testing.T) {
 }
 
 // TestAPIRateLimitHeadersOnEveryAnswer: the OpenAPI document gives every
-// response of an identified key (2xx, 400, 403, 404, 422, 429, and the 401 of
-// a revoked or expired key) the RateLimit-Policy and RateLimit headers. All
-// but the 401 count against the organisation.
+// response of a valid key (2xx, 400, 403, 404, 422, 429) the
+// RateLimit-Policy and RateLimit headers, and all count against the
+// organisation. (A revoked key's 401 has none: TestAPIRateLimitUnauthorised.)
 func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -159,9 +160,6 @@ func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 		tn := h.newTenant("Acme", "", 0)
 		task := tn.submit(t, "Project Falcon")
 		ingestion, _ := tn.newKey(org.KeyTypeIngestion)
-		revoked, revokedID := tn.newKey(org.KeyTypeAPI)
-		_, err := h.orgs.RevokeKey(t.Context(), tn.org.ID, revokedID, admin)
-		require.NoError(t, err)
 		for _, c := range []struct {
 			name   string
 			key    string
@@ -177,14 +175,13 @@ func TestAPIRateLimitHeadersOnEveryAnswer(t *testing.T) {
 			{"404", tn.key, http.MethodDelete, "/webhooks/" + task.ID, nil, http.StatusNotFound, 995},
 			{"403 decision", tn.key, http.MethodPost, "/review-tasks/" + task.ID + "/decision", map[string]any{}, http.StatusForbidden, 994},
 			{"403 Ingestion key", ingestion, http.MethodGet, "/review-tasks", nil, http.StatusForbidden, 993},
-			{"401 revoked key, not counted", revoked, http.MethodGet, "/review-tasks", nil, http.StatusUnauthorized, 993},
-			{"200 after the 401", tn.key, http.MethodGet, "/webhooks", nil, http.StatusOK, 992},
+			{"200", tn.key, http.MethodGet, "/webhooks", nil, http.StatusOK, 992},
 		} {
 			r := h.send(t, c.method, c.path, c.body, "Authorization", "Bearer "+c.key)
 			require.Equal(t, c.status, r.Status, "%s: %s", c.name, r.Body)
 			require.NotEmpty(t, r.Header.Get("RateLimit-Policy"), "%s: RateLimit-Policy", c.name)
 			require.NotEmpty(t, r.Header.Get("RateLimit"), "%s: RateLimit", c.name)
-			requireRateHeaders(t, r, "standard", 1000, c.left, 3632)
+			requireRateHeaders(t, r, "standard", 1000, c.left, 3600)
 		}
 	})
 }
@@ -224,19 +221,19 @@ func TestAPIRateLimitKeysShareTheOrganisationsLimit(t *testing.T) {
 		} {
 			r := getWebhooks(t, h, c.key)
 			require.Equal(t, c.status, r.Status, "request %d: %s", i, r.Body)
-			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3632)
+			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3600)
 		}
 		for _, key := range []string{tn.key, second, ingestion} {
 			r := getWebhooks(t, h, key)
 			requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-			requireRateHeaders(t, r, "enterprise", 5, 0, 3632)
+			requireRateHeaders(t, r, "enterprise", 5, 0, 3600)
 		}
 		require.Equal(t, 5, countedRequests(t, db, tn.org.ID))
 
 		for i := range 5 {
 			r := getWebhooks(t, h, other.key)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3632)
+			requireRateHeaders(t, r, "enterprise", 5, 4-i, 3600)
 		}
 	})
 }
@@ -278,12 +275,12 @@ func TestAPIRateLimitSlidingWindow(t *testing.T) {
 		require.Len(t, admitted, limit)
 
 		// Minute 61, 10:01:00: a new clock hour, but the burst is still in
-		// the window until its bucket leaves it at 11:00:00.
+		// the window until its bucket's last request leaves it at 10:59:40.
 		h.clock.Advance(50 * time.Second)
 		for range limit {
 			r := request()
 			require.Equal(t, http.StatusTooManyRequests, r.Status)
-			require.Equal(t, "3540", r.Header.Get("Retry-After"))
+			require.Equal(t, "3520", r.Header.Get("Retry-After"))
 		}
 		require.Len(t, admitted, limit)
 		// (Checked now: later, the harness's sweep may delete buckets the
@@ -312,7 +309,7 @@ func TestAPIRateLimitSlidingWindow(t *testing.T) {
 }
 
 // TestAPIRateLimitRetryAfterIsExact: Retry-After is the wait until the oldest
-// bucket leaves the window, rounded up to the second; a request one second
+// bucket's last request leaves the window, rounded up to the second; a request one second
 // earlier is refused and one at it admitted. Refused requests do not extend
 // the wait.
 func TestAPIRateLimitRetryAfterIsExact(t *testing.T) {
@@ -321,44 +318,44 @@ func TestAPIRateLimitRetryAfterIsExact(t *testing.T) {
 		h := startHarness(t, db, nil)
 		tn := h.newTenant("Exact", org.PlanEnterprise, 5)
 
-		// 09:29:28: two requests, in the bucket of 09:29 (leaves at 10:30:00).
+		// 09:29:28: two requests, in the bucket of 09:29 (leaves at 10:29:28).
 		for i := range 2 {
-			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4-i, 3632)
+			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4-i, 3600)
 		}
-		// 09:45:10: three more, in the bucket of 09:45 (leaves at 10:46:00).
+		// 09:45:10: three more, in the bucket of 09:45 (leaves at 10:45:10).
 		h.clock.Advance(15*time.Minute + 42*time.Second)
 		for i := range 3 {
-			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 2-i, 2690)
+			requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 2-i, 2658)
 		}
 
-		// 09:50:00.5: refused, 2399.5 seconds before 10:30:00, rounded up.
+		// 09:50:00.5: refused, 2367.5 seconds before 10:29:28, rounded up.
 		h.clock.Advance(4*time.Minute + 50*time.Second + 500*time.Millisecond)
 		for range 10 {
 			r := getWebhooks(t, h, tn.key)
 			requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-			require.Equal(t, "2400", r.Header.Get("Retry-After"), "a refusal does not extend the wait")
-			requireRateHeaders(t, r, "enterprise", 5, 0, 2400)
+			require.Equal(t, "2368", r.Header.Get("Retry-After"), "a refusal does not extend the wait")
+			requireRateHeaders(t, r, "enterprise", 5, 0, 2368)
 		}
 		require.Equal(t, 5, countedRequests(t, db, tn.org.ID))
 
-		// One second less than Retry-After: 10:29:59.5, refused.
-		h.clock.Advance(2399 * time.Second)
+		// One second less than Retry-After: 10:29:27.5, refused.
+		h.clock.Advance(2367 * time.Second)
 		r := getWebhooks(t, h, tn.key)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
 		require.Equal(t, "1", r.Header.Get("Retry-After"))
 
-		// Retry-After: 10:30:00.5, admitted. The bucket of 09:29 has left
-		// the window; that of 09:45 leaves it in 959.5 seconds.
+		// Retry-After: 10:29:28.5, admitted. The bucket of 09:29 has left
+		// the window; that of 09:45 leaves it in 941.5 seconds.
 		h.clock.Advance(time.Second)
 		r = getWebhooks(t, h, tn.key)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 5, 1, 960)
+		requireRateHeaders(t, r, "enterprise", 5, 1, 942)
 		r = getWebhooks(t, h, tn.key)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		requireRateHeaders(t, r, "enterprise", 5, 0, 960)
+		requireRateHeaders(t, r, "enterprise", 5, 0, 942)
 		r = getWebhooks(t, h, tn.key)
 		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
-		require.Equal(t, "960", r.Header.Get("Retry-After"))
+		require.Equal(t, "942", r.Header.Get("Retry-After"))
 	})
 }
 
@@ -417,9 +414,11 @@ func TestAPIRateLimitConcurrentProcesses(t *testing.T) {
 	})
 }
 
-// TestAPIRateLimitUnauthorised: the 401 of a revoked or expired key carries
-// its organisation's headers and is not counted, so a leaked revoked key
-// cannot use up the plan; an unknown key's 401 has no headers.
+// TestAPIRateLimitUnauthorised: the 401 of a revoked or expired key is the
+// 401 of an unknown key, headers and body: no rate-limit headers, which
+// would tell that the key was once valid and its organisation's plan; and it
+// is not counted, so a leaked revoked key cannot use up the plan, nor is it
+// refused 429 when the organisation is at its limit.
 func TestAPIRateLimitUnauthorised(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -432,34 +431,37 @@ func TestAPIRateLimitUnauthorised(t *testing.T) {
 		expiring, err := h.orgs.CreateKey(t.Context(), org.KeyCreate{OrganisationID: tn.org.ID, Name: "short", Type: org.KeyTypeAPI, ExpiresAt: &soon}, admin)
 		require.NoError(t, err)
 
-		requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 4, 3632)
-		requireRateHeaders(t, getWebhooks(t, h, expiring.Secret), "enterprise", 5, 3, 3632)
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, expiring.Secret).Status)
 		h.clock.Advance(time.Minute) // 09:30:28: the short key has expired
+		unknown := getWebhooks(t, h, "aiu_0000000000000000000000000000000000000000000000")
+		requireAPIError(t, unknown, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
+		requireSame401 := func(r apiResponse, what string) {
+			t.Helper()
+			requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
+			require.Equal(t, string(unknown.Body), string(r.Body), "%s: body", what)
+			for _, name := range []string{"RateLimit-Policy", "RateLimit", "Retry-After"} {
+				require.Empty(t, r.Header.Get(name), "%s: %s", what, name)
+			}
+			require.Equal(t, unknown.Header.Get("WWW-Authenticate"), r.Header.Get("WWW-Authenticate"), "%s", what)
+		}
 		for _, key := range []string{revoked, expiring.Secret} {
 			for range 10 {
-				r := getWebhooks(t, h, key)
-				requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
-				requireRateHeaders(t, r, "enterprise", 5, 3, 3572)
-				require.Empty(t, r.Header.Get("Retry-After"))
+				requireSame401(getWebhooks(t, h, key), "revoked or expired key")
 			}
 		}
 		require.Equal(t, 2, countedRequests(t, db, tn.org.ID), "the 401s are not counted")
-
-		for _, key := range []string{"aiu_0000000000000000000000000000000000000000000000", tn.key + "x", ""} {
-			r := getWebhooks(t, h, key)
-			requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
-			require.Empty(t, r.Header.Get("RateLimit-Policy"), "unknown key %q", key)
-			require.Empty(t, r.Header.Get("RateLimit"), "unknown key %q", key)
+		for _, key := range []string{tn.key + "x", ""} {
+			requireSame401(getWebhooks(t, h, key), fmt.Sprintf("unknown key %q", key))
 		}
-		requireRateHeaders(t, getWebhooks(t, h, tn.key), "enterprise", 5, 2, 3572)
 
-		// At the limit, the 401 of a revoked key says so, still a 401.
-		for range 2 {
+		// At the limit, the 401 of a revoked key is still that same 401.
+		for range 3 {
 			require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)
 		}
-		r := getWebhooks(t, h, revoked)
-		requireAPIError(t, r, http.StatusUnauthorized, spec.CodeAuthenticationFailed, "")
-		requireRateHeaders(t, r, "enterprise", 5, 0, 3572)
+		require.Equal(t, http.StatusTooManyRequests, getWebhooks(t, h, tn.key).Status)
+		requireSame401(getWebhooks(t, h, revoked), "revoked key at the limit")
+		require.Equal(t, 5, countedRequests(t, db, tn.org.ID))
 	})
 }
 
@@ -482,5 +484,64 @@ func TestAPIRateLimitSweep(t *testing.T) {
 		var start int64
 		require.NoError(t, db.QueryRowContext(t.Context(), `SELECT bucket_start FROM reviewapi_rate_buckets WHERE org_id = $1`, tn.org.ID).Scan(&start))
 		require.Equal(t, time.Date(2027, 3, 2, 10, 40, 0, 0, time.UTC), time.UnixMilli(start).UTC())
+	})
+}
+
+// TestAPIRateLimitRetryAfterWithinTheHour: a refusal's Retry-After is never
+// longer than the hour and exact to the second: one second before it the
+// request is refused, at it admitted, wherever in its minute the requests
+// that fill the window were made.
+func TestAPIRateLimitRetryAfterWithinTheHour(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Busy", org.PlanEnterprise, 3)
+		// 09:29:58.500: late in the minute of 09:29, the worst case when
+		// the minute is counted whole (it leaves at 10:30:00).
+		h.clock.Advance(30*time.Second + 500*time.Millisecond)
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status) // 09:29:58.500
+		h.clock.Advance(10 * time.Second)
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status) // 09:30:08.500
+		require.Equal(t, http.StatusOK, getWebhooks(t, h, tn.key).Status)
+
+		// At the limit at once: the first request leaves the window an hour
+		// after it was made, 3600 s from now.
+		r := getWebhooks(t, h, tn.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "3590", r.Header.Get("Retry-After"), "the first request is 10 s old")
+		requireRateHeaders(t, r, "enterprise", 3, 0, 3590)
+
+		h.clock.Advance(200 * time.Millisecond) // 09:30:08.700: 3589.8 s to wait
+		r = getWebhooks(t, h, tn.key)
+		require.Equal(t, "3590", r.Header.Get("Retry-After"), "rounded up")
+
+		// One second before it: refused, told 1; at it: admitted.
+		h.clock.Advance(3588*time.Second + 800*time.Millisecond) // 10:29:57.500
+		r = getWebhooks(t, h, tn.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "1", r.Header.Get("Retry-After"))
+		h.clock.Advance(999 * time.Millisecond) // 10:29:58.499
+		requireAPIError(t, getWebhooks(t, h, tn.key), http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		h.clock.Advance(time.Millisecond) // 10:29:58.500
+		r = getWebhooks(t, h, tn.key)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+
+		// Now full again with the two of 09:30:08.500 and this one: the next
+		// request is admitted when those two leave, in 10 s, never later
+		// than the hour.
+		r = getWebhooks(t, h, tn.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "10", r.Header.Get("Retry-After"))
+
+		// Requests made all at once: the wait is the whole hour, not more.
+		other := h.newTenant("Burst", org.PlanEnterprise, 2)
+		h.clock.Advance(1500 * time.Millisecond) // 10:30:00.000 + ...
+		for range 2 {
+			require.Equal(t, http.StatusOK, getWebhooks(t, h, other.key).Status)
+		}
+		r = getWebhooks(t, h, other.key)
+		requireAPIError(t, r, http.StatusTooManyRequests, spec.CodeRateLimitExceeded, "")
+		require.Equal(t, "3600", r.Header.Get("Retry-After"))
+		requireRateHeaders(t, r, "enterprise", 2, 0, 3600)
 	})
 }

@@ -591,3 +591,55 @@ func TestAPIWebhookFailedAttempts(t *testing.T) {
 		}
 	})
 }
+
+// TestAPIWebhookGetByID: GET /webhooks/{id} answers the webhook as the list
+// shows it, never its secret; an id that is another organisation's,
+// unknown, deleted or malformed is the same 404 NOT_FOUND as DELETE's.
+func TestAPIWebhookGetByID(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		h := startHarness(t, db, nil)
+		tn := h.newTenant("Acme", "", 0)
+		other := h.newTenant("Other", "", 0)
+		hook := tn.register(t, webhooktest.NewReceiver(t, ""), "task.completed")
+		h.clock.Advance(time.Second)
+		second := tn.register(t, webhooktest.NewReceiver(t, ""))
+		theirs := other.register(t, webhooktest.NewReceiver(t, ""))
+
+		var list spec.WebhookList
+		r := tn.call(t, http.MethodGet, "/webhooks", nil)
+		require.NoError(t, json.Unmarshal(r.Body, &list))
+		require.Len(t, list.Data, 2)
+		for i, created := range []spec.Webhook{hook, second} {
+			want := created
+			want.Secret, want.ConsecutiveFailures = "", new(int)
+			for _, path := range []string{"/webhooks/" + created.ID, "/webhooks/" + strings.ToUpper(created.ID)} {
+				r := tn.call(t, http.MethodGet, path, nil)
+				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				requireSchema(t, "webhook", r.Body)
+				require.NotContains(t, string(r.Body), "secret")
+				require.NotContains(t, string(r.Body), created.Secret)
+				require.NotEmpty(t, r.Header.Get("RateLimit"), "counted like every answer to a key")
+				var got spec.Webhook
+				require.NoError(t, json.Unmarshal(r.Body, &got))
+				require.Equal(t, list.Data[i], got, "as listed")
+				require.Equal(t, want, got)
+			}
+		}
+
+		notFound := tn.call(t, http.MethodGet, "/webhooks/6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d", nil)
+		requireAPIError(t, notFound, http.StatusNotFound, spec.CodeNotFound, "")
+		r = tn.call(t, http.MethodGet, "/webhooks/"+theirs.ID, nil)
+		requireAPIError(t, r, http.StatusNotFound, spec.CodeNotFound, "")
+		require.Equal(t, string(notFound.Body), string(r.Body), "another organisation's webhook is an unknown one")
+		requireAPIError(t, other.call(t, http.MethodGet, "/webhooks/"+hook.ID, nil), http.StatusNotFound, spec.CodeNotFound, "")
+		requireAPIError(t, tn.call(t, http.MethodGet, "/webhooks/not-a-uuid", nil), http.StatusNotFound, spec.CodeNotFound, "")
+		r = other.call(t, http.MethodGet, "/webhooks/"+theirs.ID, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+
+		require.Equal(t, http.StatusNoContent, tn.call(t, http.MethodDelete, "/webhooks/"+hook.ID, nil).Status)
+		requireAPIError(t, tn.call(t, http.MethodGet, "/webhooks/"+hook.ID, nil), http.StatusNotFound, spec.CodeNotFound, "")
+		require.Equal(t, http.StatusOK, tn.call(t, http.MethodGet, "/webhooks/"+second.ID, nil).Status)
+	})
+}

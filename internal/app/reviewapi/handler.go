@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -58,6 +59,7 @@ func (s *Service) Routes(r chi.Router) {
 		}))
 		r.Post("/webhooks", s.adapt(s.createWebhook))
 		r.Get("/webhooks", s.adapt(s.listWebhooks))
+		r.Get("/webhooks/{id}", s.adapt(s.getWebhook))
 		r.Delete("/webhooks/{id}", s.adapt(s.deleteWebhook))
 	})
 }
@@ -83,16 +85,13 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, err) })
 			s.rateLimit(refuse).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 			return
-		case err != nil && errors.Is(err, spec.ErrUnauthorized) && p.KeyID != "":
-			// A known key that is revoked or expired: its 401 carries the
-			// rate-limit headers of its organisation but is not counted, so
-			// a leaked revoked key cannot use up the organisation's plan.
-			// An unknown key's 401 has no headers: it has no organisation.
-			s.reportRate(w, r, p)
-			s.fail(w, r, err)
-			return
 		}
 		if err != nil {
+			// A missing, unknown, revoked or expired key: one 401, the same
+			// status, body and headers for all (no rate-limit headers, not
+			// counted), as on every API of the service, so the answer tells
+			// neither that a key was once valid nor its organisation; and a
+			// leaked revoked key cannot use up the organisation's plan.
 			s.fail(w, r, err)
 			return
 		}
@@ -199,14 +198,40 @@ var taskQueryStyle = httpx.QueryStyle{
 	BadEnum: func(allowed []string, v string) string {
 		return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
 	},
-	BadTime: func(v string) string {
-		return fmt.Sprintf("must be an RFC 3339 time such as 2026-03-02T09:00:00Z, got %q", v)
-	},
+}
+
+// queryDay is the layout of a plain date in from or to: a whole UTC day.
+const queryDay = "2006-01-02"
+
+// readBound reads the from or to parameter of GET /review-tasks: an RFC 3339
+// timestamp, or a plain date (2026-11-27), the whole UTC day. A date stands
+// for the day's start (00:00:00Z) in from and for the next day's start in
+// to, which is exclusive, so from=D&to=D is the day D. A bad value is
+// INVALID_REQUEST naming the parameter, worded as both forms are accepted.
+func readBound(r *httpx.QueryReader, name string, dst *time.Time, endOfDay bool) {
+	v, ok := r.String(name)
+	if !ok || v == "" {
+		return
+	}
+	if d, err := time.Parse(queryDay, v); err == nil {
+		if endOfDay {
+			d = d.AddDate(0, 0, 1)
+		}
+		*dst = d
+		return
+	}
+	t, err := spec.ParseTime(v)
+	if err != nil {
+		r.Fail(name, "must be an RFC 3339 time such as 2026-03-02T09:00:00Z or a date such as 2026-03-02 (the whole UTC day), got %q", v)
+		return
+	}
+	*dst = t
 }
 
 // ParseTaskQuery parses the query of GET /review-tasks. A repeated or bad
 // parameter is INVALID_REQUEST naming it; unknown ones are ignored. An empty
-// status, include, from or to is no filter.
+// status, include, from or to is no filter. From and to are RFC 3339
+// timestamps or plain dates, whole UTC days (see readBound).
 func ParseTaskQuery(raw string) (TaskQuery, error) {
 	q := TaskQuery{Limit: 20}
 	r := httpx.ReadQuery(raw, taskQueryStyle)
@@ -223,8 +248,8 @@ func ParseTaskQuery(raw string) (TaskQuery, error) {
 			}
 		}
 	}
-	r.Time("from", &q.From)
-	r.Time("to", &q.To)
+	readBound(r, "from", &q.From, false)
+	readBound(r, "to", &q.To, true)
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		r.Fail("to", "must be after from")
 	}
@@ -253,6 +278,21 @@ func (s *Service) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return httpx.WriteJSON(w, http.StatusOK, spec.WebhookList{Data: hooks})
+}
+
+// getWebhook answers GET /webhooks/{id}: the webhook as GET /webhooks lists
+// it, never its secret; 404 as DELETE for an id that is malformed, unknown,
+// deleted or another organisation's.
+func (s *Service) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, ok := ident.CanonicalUUID(chi.URLParam(r, "id"))
+	if !ok {
+		return spec.Errorf(spec.ErrNotFound, "No such webhook: the id is not a UUID.")
+	}
+	wh, err := s.Webhook(r.Context(), principal(r).OrganisationID, id)
+	if err != nil {
+		return err
+	}
+	return httpx.WriteJSON(w, http.StatusOK, wh)
 }
 
 func (s *Service) deleteWebhook(w http.ResponseWriter, r *http.Request) error {

@@ -9,8 +9,9 @@ import (
 // review-task API.
 type HourUsage struct {
 	// Used is the requests counted in the past hour, all keys together, as
-	// the rate limit counts them (whole one-minute buckets, so a request up
-	// to a minute older than the hour may still count).
+	// the rate limit counts them (whole one-minute buckets while their last
+	// request is in the hour, so a request up to a minute older than the
+	// hour may still count).
 	Used int
 	// Limit is the organisation's hourly limit (org.Organisation.RateLimit).
 	Limit int

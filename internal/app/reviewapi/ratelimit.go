@@ -19,19 +19,23 @@ import (
 // The plans' hourly limits are counted per organisation, across all its keys
 // and all the processes of the service, in a sliding window of an hour kept
 // as one-minute buckets (reviewapi_rate_buckets: org_id, bucket_start,
-// count).
+// count, last_at), each with the time of the last request it counted.
 //
-// A request at time t is admitted when the buckets that overlap the window
-// (t-3600 s, t] hold fewer requests than the limit; the oldest of them, which
-// only partly overlaps the window, is counted whole. The bound is therefore
-// conservative: every request admitted in the hour before t lies in one of
-// the buckets counted, so no 3600-second window ever holds more admitted
-// requests than the limit, and a client cannot burst twice its plan across an
-// hour boundary, as it could with clock-hour windows. It pays for this with
-// at most a minute's worth of requests refused early. Minute buckets keep the
-// state small (at most 61 rows an organisation) where a log of every request
-// would hold up to the limit, and unlike a token bucket the count is exactly
-// what a client can reconstruct from its own requests.
+// A request at time t is admitted when the buckets whose last request lies
+// in the window (t-3600 s, t] hold fewer requests than the limit; a bucket
+// is counted whole until its last request leaves the window. The bound is
+// therefore conservative: every request admitted in the hour before t lies
+// in a bucket whose last request is no older, so it is counted, no
+// 3600-second window ever holds more admitted requests than the limit, and a
+// client cannot burst twice its plan across an hour boundary, as it could
+// with clock-hour windows. It pays for this with at most a minute's worth of
+// requests refused early (those of the bucket that are older than its
+// last). In exchange a refusal's wait is exact and never longer than the
+// window: one more request is admitted the instant enough of the oldest
+// buckets' last requests are an hour old, at most an hour after now. Minute
+// buckets keep the state small (at most 61 rows an organisation) where a log
+// of every request would hold up to the limit, and unlike a token bucket the
+// count is exactly what a client can reconstruct from its own requests.
 //
 // Only admitted requests are counted: a refused request does not extend the
 // lock-out. The check and the increment run in one transaction that holds
@@ -41,17 +45,15 @@ import (
 const (
 	rateWindow = time.Hour
 	rateBucket = time.Minute
-	// rateSpan is how far back a bucket may start and still overlap the
-	// window: a bucket starting at b is counted at t while b > t-rateSpan.
-	rateSpan = rateWindow + rateBucket
-	// rateKeep is how long the sweep keeps a bucket: past rateSpan, with a
-	// margin for processes whose clocks lag.
+	// rateKeep is how long the sweep keeps a bucket after its start: past
+	// the window and the bucket's minute, with a margin for processes whose
+	// clocks lag.
 	rateKeep = 2 * time.Hour
 )
 
 // rateMemoTTL is how long a process reuses an organisation's rate state it
 // read or counted, for the answers that do not count (a refusal for too many
-// requests in flight, the 401 of a revoked key: their headers) and, while
+// requests in flight: its headers) and, while
 // the state says the limit is reached, to refuse without the database (see
 // rateMemo).
 const rateMemoTTL = 5 * time.Second
@@ -64,6 +66,13 @@ const rateLockPrefix = "github.com/aiusage/kit/internal/app/reviewapi.rateLimit:
 type rateBucketCount struct {
 	start int64 // Unix milliseconds of the minute's start
 	count int
+	last  int64 // Unix milliseconds of the last request counted
+}
+
+// counted tells whether the bucket is counted at now: while its last
+// request lies in the window (now-rateWindow, now].
+func (b rateBucketCount) counted(now time.Time) bool {
+	return b.last > sqldb.Millis(now.Add(-rateWindow))
 }
 
 // rateState is an organisation's count at one instant.
@@ -99,11 +108,13 @@ func (st rateState) waitFor(target int) time.Duration {
 			break
 		}
 		n -= b.count
-		// The bucket stops overlapping the window once it starts at or
-		// before t-rateSpan.
-		at = time.UnixMilli(b.start).Add(rateSpan)
+		// The bucket stops being counted once its last request is
+		// rateWindow old.
+		at = time.UnixMilli(b.last).Add(rateWindow)
 	}
-	return max(0, at.Sub(st.now))
+	// At most the window: only a bucket of a process whose clock runs
+	// ahead of this one's could ask for longer.
+	return min(rateWindow, max(0, at.Sub(st.now)))
 }
 
 // retryAfter is how long until one more request is admitted.
@@ -129,7 +140,7 @@ func setRateHeaders(h http.Header, plan org.Plan, st rateState) {
 func (st rateState) at(now time.Time) rateState {
 	out := rateState{now: now, limit: st.limit}
 	for _, b := range st.buckets {
-		if b.start > sqldb.Millis(now.Add(-rateSpan)) {
+		if b.counted(now) {
 			out.buckets = append(out.buckets, b)
 		}
 	}
@@ -223,10 +234,9 @@ func (s *Service) rateLimit(next http.Handler) http.Handler {
 }
 
 // reportRate writes the rate-limit headers of the key's organisation without
-// counting the request: for the 401 of a known key that is revoked or
-// expired, and the 429 of a request refused for too many in flight. Such
-// requests are never counted, so a leaked revoked key cannot use up its
-// organisation's plan. The state is this process's last of the organisation
+// counting the request: for the 429 of a request refused for too many in
+// flight, which is not counted. (The 401 of a revoked or expired key has no
+// such headers: it is the 401 of an unknown key.) The state is this process's last of the organisation
 // when it is younger than rateMemoTTL (so that a flood of refusals reads
 // nothing), else read. The headers are left out when they cannot be read;
 // the answer is the same either way.
@@ -272,43 +282,47 @@ func (s *Service) countRequest(ctx context.Context, orgID string, limit int) (ra
 		if st.used() >= limit {
 			return nil
 		}
-		start := sqldb.FloorTo(sqldb.Millis(st.now), rateBucket.Milliseconds())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_rate_buckets (org_id, bucket_start, count) VALUES ($1, $2, 1)
-			ON CONFLICT (org_id, bucket_start) DO UPDATE SET count = reviewapi_rate_buckets.count + 1`, orgID, start); err != nil {
+		at := sqldb.Millis(st.now)
+		start := sqldb.FloorTo(at, rateBucket.Milliseconds())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reviewapi_rate_buckets (org_id, bucket_start, count, last_at) VALUES ($1, $2, 1, $3)
+			ON CONFLICT (org_id, bucket_start) DO UPDATE SET count = reviewapi_rate_buckets.count + 1,
+			last_at = CASE WHEN reviewapi_rate_buckets.last_at < excluded.last_at THEN excluded.last_at ELSE reviewapi_rate_buckets.last_at END`,
+			orgID, start, at); err != nil {
 			return err
 		}
 		st.admitted = true
-		st.buckets = addToBucket(st.buckets, start)
+		st.buckets = addToBucket(st.buckets, start, at)
 		return nil
 	})
 	return st, err
 }
 
-// addToBucket adds one request to the bucket starting at start, keeping the
-// buckets in order.
-func addToBucket(buckets []rateBucketCount, start int64) []rateBucketCount {
+// addToBucket adds one request, admitted at at, to the bucket starting at
+// start, keeping the buckets in order.
+func addToBucket(buckets []rateBucketCount, start, at int64) []rateBucketCount {
 	for i, b := range buckets {
 		switch {
 		case b.start == start:
 			buckets[i].count++
+			buckets[i].last = max(b.last, at)
 			return buckets
 		case b.start > start:
 			// A bucket of a process whose clock runs ahead.
-			out := append(buckets[:i:i], rateBucketCount{start: start, count: 1})
+			out := append(buckets[:i:i], rateBucketCount{start: start, count: 1, last: at})
 			return append(out, buckets[i:]...)
 		}
 	}
-	return append(buckets, rateBucketCount{start: start, count: 1})
+	return append(buckets, rateBucketCount{start: start, count: 1, last: at})
 }
 
-// readRateBuckets returns the organisation's buckets that overlap the window
-// ending at now, oldest first. Buckets ahead of now (a process whose clock
-// runs ahead) are counted too.
+// readRateBuckets returns the organisation's buckets counted at now (whose
+// last request lies in the window ending at now), oldest first. Buckets
+// ahead of now (a process whose clock runs ahead) are counted too.
 func readRateBuckets(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, orgID string, now time.Time) ([]rateBucketCount, error) {
-	rows, err := q.QueryContext(ctx, `SELECT bucket_start, count FROM reviewapi_rate_buckets
-		WHERE org_id = $1 AND bucket_start > $2 ORDER BY bucket_start`, orgID, sqldb.Millis(now.Add(-rateSpan)))
+	rows, err := q.QueryContext(ctx, `SELECT bucket_start, count, last_at FROM reviewapi_rate_buckets
+		WHERE org_id = $1 AND last_at > $2 ORDER BY bucket_start`, orgID, sqldb.Millis(now.Add(-rateWindow)))
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +330,7 @@ func readRateBuckets(ctx context.Context, q interface {
 	var out []rateBucketCount
 	for rows.Next() {
 		var b rateBucketCount
-		if err := rows.Scan(&b.start, &b.count); err != nil {
+		if err := rows.Scan(&b.start, &b.count, &b.last); err != nil {
 			return nil, err
 		}
 		out = append(out, b)

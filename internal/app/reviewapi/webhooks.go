@@ -70,9 +70,28 @@ func (s *Service) CreateWebhook(ctx context.Context, orgID string, c spec.Webhoo
 	return w, err
 }
 
+// webhookColumns are the columns scanWebhook reads, in its order.
+const webhookColumns = `id, url, events, description, created_at, consecutive_failures`
+
+// scanWebhook reads a webhook of webhookColumns, without its secret.
+func scanWebhook(row interface{ Scan(...any) error }) (spec.Webhook, error) {
+	var w spec.Webhook
+	var events string
+	var created int64
+	w.ConsecutiveFailures = new(int)
+	if err := row.Scan(&w.ID, &w.URL, &events, &w.Description, &created, w.ConsecutiveFailures); err != nil {
+		return spec.Webhook{}, err
+	}
+	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
+		return spec.Webhook{}, err
+	}
+	w.CreatedAt = spec.NewTime(time.UnixMilli(created))
+	return w, nil
+}
+
 // Webhooks lists the organisation's webhooks, oldest first, without secrets.
 func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, url, events, description, created_at, consecutive_failures FROM reviewapi_webhooks
+	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM reviewapi_webhooks
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, orgID)
 	if err != nil {
 		return nil, err
@@ -80,20 +99,25 @@ func (s *Service) Webhooks(ctx context.Context, orgID string) ([]spec.Webhook, e
 	defer rows.Close()
 	out := []spec.Webhook{}
 	for rows.Next() {
-		var w spec.Webhook
-		var events string
-		var created int64
-		w.ConsecutiveFailures = new(int)
-		if err := rows.Scan(&w.ID, &w.URL, &events, &w.Description, &created, w.ConsecutiveFailures); err != nil {
+		w, err := scanWebhook(rows)
+		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
-			return nil, err
-		}
-		w.CreatedAt = spec.NewTime(time.UnixMilli(created))
 		out = append(out, w)
 	}
 	return out, rows.Err()
+}
+
+// Webhook returns a webhook of the organisation as GET /webhooks lists it,
+// without its secret. A webhook that does not exist, was deleted or is
+// another organisation's is ErrWebhookNotFound.
+func (s *Service) Webhook(ctx context.Context, orgID, id string) (spec.Webhook, error) {
+	w, err := scanWebhook(s.db.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM reviewapi_webhooks
+		WHERE id = $1 AND org_id = $2 AND deleted_at IS NULL`, id, orgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return spec.Webhook{}, fmt.Errorf("webhook %s: %w", id, ErrWebhookNotFound)
+	}
+	return w, err
 }
 
 // DeleteWebhook removes a webhook of the organisation; its deliveries not
