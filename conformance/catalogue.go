@@ -498,8 +498,8 @@ var Catalogue = []Check{
 		ID:    "AUTH-03",
 		Level: LevelMust,
 		Title: "scopes are enforced",
-		Sends: `The first page of every offered resource with the token that lacks read:usage ` +
-			`(--token-without-usage).`,
+		Sends: `The first page of every offered resource with the token of --token-without-usage, which has ` +
+			`every scope but read:usage (a usage-only token is its opposite: the failures say so).`,
 		Requires: `/usage answers 403 and every other resource 200. SKIP without that token, or when it is ` +
 			`refused everywhere.`,
 		Rule: `"Optional per-resource scopes, for example read:usage and read:conversations, let a customer ` +

@@ -42,8 +42,9 @@ type Config struct {
 	BaseURL string
 	// Token is a credential of the provider that reads everything. Required.
 	Token string
-	// UsagelessToken is a credential without read:usage; AUTH-03 is
-	// skipped without it.
+	// UsagelessToken is a credential of the same customer with every scope
+	// but read:usage (the CLI's --token-without-usage), not a usage-only
+	// token; AUTH-03 is skipped without it.
 	UsagelessToken string
 	// OtherTenantToken is a credential of another customer; AUTH-04 and
 	// AUTH-07 are skipped without it.
