@@ -100,8 +100,10 @@ aiusage conformance --url URL --token TOKEN [--token-without-usage TOKEN] [--oth
 The provider's address and the credentials can also be set by environment variables, so that no token
 need be on the command line: AIUSAGE_URL, AIUSAGE_TOKEN, AIUSAGE_TOKEN_WITHOUT_USAGE and
 AIUSAGE_OTHER_TENANT_TOKEN; the command line wins. The other flags read no environment variable.
-A resource whose list the provider answers with 404 or 501 is taken as not offered, and its checks are
-skipped.
+Every resource appears in every report (HTTP-04): checked; not offered, when the provider answers its
+first request 501, a warning that counts the checks not run there and fails no run; or, when it answers
+404, a failure, with the same count: the resources are those of the specification, and a 404 is what a
+routing bug answers.
 
 In CI, a JUnit report feeds the CI's test view:
 

@@ -50,7 +50,8 @@ type Config struct {
 	// AUTH-07 are skipped without it.
 	OtherTenantToken string
 	// Resources to test; the default is all four. A provider that does not
-	// offer a resource (it answers 501 or 404) has it skipped.
+	// offer a resource (it answers 501 or 404) has its checks skipped, and
+	// HTTP-04 says so: a warning for 501, a failure for 404.
 	Resources []string
 	// PageCap bounds the pages of one walk. Default 500.
 	PageCap int
