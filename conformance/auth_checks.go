@@ -246,15 +246,11 @@ func (ac *authChecks) scopes(ctx context.Context) {
 		s.skip(id, "*", "no token without read:usage was configured")
 		return
 	}
-	type answer struct {
-		resource string
-		ex       *exchange
-	}
-	var answers []answer
+	var answers []scopeAnswer
 	accepted := false
 	for _, r := range s.resources() {
 		ex := s.get(ctx, endpoint(r), firstPageQuery(r, 1), bearer(tok))
-		answers = append(answers, answer{r, ex})
+		answers = append(answers, scopeAnswer{r, ex})
 		if ex.Status != 0 && ex.Status != http.StatusUnauthorized {
 			accepted = true
 		}
@@ -262,6 +258,11 @@ func (ac *authChecks) scopes(ctx context.Context) {
 	if !accepted {
 		s.skip(id, "*", "the token without read:usage is not accepted (401 everywhere)")
 		return
+	}
+	hint := ""
+	if usageOnly(answers) {
+		hint = "; the token reads /usage and is refused every other resource, so it is a usage-only token " +
+			"(read:usage alone): --token-without-usage wants a token with every scope but read:usage"
 	}
 	for _, a := range answers {
 		ep := endpoint(a.resource)
@@ -272,13 +273,40 @@ func (ac *authChecks) scopes(ctx context.Context) {
 		case a.resource == Usage && ex.Status == http.StatusForbidden:
 			s.pass(id, ep, "a token without read:usage gets 403")
 		case a.resource == Usage:
-			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 403", ex.Status), ex.evidence(""))
+			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 403%s", ex.Status, hint), ex.evidence(""))
 		case ex.Status == http.StatusOK:
 			s.pass(id, ep, "a token without read:usage (but with this resource's scope) gets 200")
 		default:
-			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 200 (only read:usage is missing)", ex.Status), ex.evidence(""))
+			s.fail(id, ep, fmt.Sprintf("a token without read:usage answered %d, want 200 (only read:usage is missing)%s", ex.Status, hint), ex.evidence(""))
 		}
 	}
+}
+
+// scopeAnswer is AUTH-03's answer for one resource.
+type scopeAnswer struct {
+	resource string
+	ex       *exchange
+}
+
+// usageOnly reports whether AUTH-03's answers are those of a usage-only
+// token, the opposite of the one the check wants: /usage 200 and every
+// other resource checked 403.
+func usageOnly(answers []scopeAnswer) bool {
+	usage, others := false, 0
+	for _, a := range answers {
+		r, ex := a.resource, a.ex
+		switch {
+		case r == Usage && ex.Status == http.StatusOK:
+			usage = true
+		case r == Usage:
+			return false
+		case ex.Status != http.StatusForbidden:
+			return false
+		default:
+			others++
+		}
+	}
+	return usage && others > 0
 }
 
 // cursors is AUTH-04.

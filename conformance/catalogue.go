@@ -498,8 +498,8 @@ var Catalogue = []Check{
 		ID:    "AUTH-03",
 		Level: LevelMust,
 		Title: "scopes are enforced",
-		Sends: `The first page of every offered resource with the token that lacks read:usage ` +
-			`(--token-without-usage).`,
+		Sends: `The first page of every offered resource with the token of --token-without-usage, which has ` +
+			`every scope but read:usage (a usage-only token is its opposite: the failures say so).`,
 		Requires: `/usage answers 403 and every other resource 200. SKIP without that token, or when it is ` +
 			`refused everywhere.`,
 		Rule: `"Optional per-resource scopes, for example read:usage and read:conversations, let a customer ` +
@@ -584,6 +584,49 @@ var Catalogue = []Check{
 		Requires: `Every 429 answer of the run carries Retry-After.`,
 		Rule:     `Kit decision: a 429 carries Retry-After, so that a client knows when to come back.`,
 	},
+	{
+		ID:    "HTTP-04",
+		Level: LevelMust,
+		Title: "every resource is served or said not offered",
+		Sends: `Nothing of its own: it looks at the first request of the run to each resource (the first page ` +
+			`of each list, /usage with no parameters).`,
+		Requires: `Each resource is served, and checked. A provider that does not offer one answers 501: a WARN ` +
+			`(it fails no run, not even with --strict) that counts the checks not run there. A 404 is a FAIL: ` +
+			`the resources are those of the specification, and a 404 is what a routing bug answers. SKIP for a ` +
+			`resource left out by --resources.`,
+		Rule: `Kit decision: every resource appears in every report; a provider that does not offer one says so ` +
+			`with 501, as the provider guide tells vendors to.`,
+	},
+}
+
+// checksAt lists, per resource, the checks that report at its endpoint
+// (besides HTTP-04) when the provider offers it, in catalogue order.
+var checksAt = func() map[string][]string {
+	all := []string{"ENV-01", "ENV-02", "ENV-03", "ENV-04", "ENV-05", "ENV-06"}
+	lists := []string{"TIME-01", "TIME-02", "TIME-03", "TIME-04",
+		"PAGE-01", "PAGE-02", "PAGE-03", "PAGE-04", "PAGE-05", "PAGE-06", "PAGE-07", "PAGE-08", "PAGE-09",
+		"PAGE-10", "PAGE-11", "PAGE-12", "FILT-01", "FILT-02", "FILT-03"}
+	auth := []string{"AUTH-01", "AUTH-02", "AUTH-03", "AUTH-04", "AUTH-05", "AUTH-06"}
+	cat := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	return map[string][]string{
+		Conversations: cat(all, lists, []string{"FILT-05", "REC-01", "REC-02", "REC-03", "REC-04"}, auth, []string{"AUTH-07", "HTTP-02"}),
+		Assistants:    cat(all, lists, []string{"FILT-05", "REC-01", "REC-02", "REC-03"}, auth, []string{"AUTH-07", "HTTP-02"}),
+		Events:        cat(all, lists, []string{"FILT-04", "FILT-05"}, auth, []string{"AUTH-07", "HTTP-02"}),
+		Usage:         cat(all, []string{"TIME-01", "TIME-02", "PAGE-06", "PAGE-07", "USE-01", "USE-02", "USE-03", "USE-04"}, auth, []string{"HTTP-02"}),
+	}
+}()
+
+// ChecksAt returns the ids of the checks that report at the endpoint of
+// resource (one of [AllResources]) when the provider offers it, HTTP-04
+// aside, in catalogue order: those a resource not offered leaves unrun.
+func ChecksAt(resource string) []string {
+	return append([]string(nil), checksAt[resource]...)
 }
 
 // checkByID returns the catalogue entry of id.

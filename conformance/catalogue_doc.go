@@ -82,7 +82,7 @@ aiusage conformance --url URL --token TOKEN [--token-without-usage TOKEN] [--oth
 |---|---|
 | --url URL | the provider's base address; the endpoints are URL/conversations and so on (required) |
 | --token TOKEN | a credential that reads every resource of one customer (required) |
-| --token-without-usage TOKEN | a credential of the same customer without the read:usage scope; without it AUTH-03 is skipped |
+| --token-without-usage TOKEN | a credential of the same customer with every scope but read:usage (not a usage-only token: that one fails AUTH-03); without it AUTH-03 is skipped |
 | --other-tenant-token TOKEN | a credential of another customer; without it AUTH-07 is skipped and AUTH-04 checks only a cursor replayed without credentials |
 | --wait D | how long to wait for a provider that is still starting before giving up (default 5s) |
 | --format FORMAT | the report format: text (the default), json, junit or html |
@@ -100,8 +100,10 @@ aiusage conformance --url URL --token TOKEN [--token-without-usage TOKEN] [--oth
 The provider's address and the credentials can also be set by environment variables, so that no token
 need be on the command line: AIUSAGE_URL, AIUSAGE_TOKEN, AIUSAGE_TOKEN_WITHOUT_USAGE and
 AIUSAGE_OTHER_TENANT_TOKEN; the command line wins. The other flags read no environment variable.
-A resource whose list the provider answers with 404 or 501 is taken as not offered, and its checks are
-skipped.
+Every resource appears in every report (HTTP-04): checked; not offered, when the provider answers its
+first request 501, a warning that counts the checks not run there and fails no run; or, when it answers
+404, a failure, with the same count: the resources are those of the specification, and a 404 is what a
+routing bug answers.
 
 In CI, a JUnit report feeds the CI's test view:
 
@@ -152,7 +154,7 @@ whole run have one result for it. A result has a status:
 - FAIL: a MUST check did not hold.
 - WARN: a SHOULD or INFO check did not hold.
 - SKIP: the check could not apply, because its precondition is not met (no records sharing a
-  timestamp, no second token, a resource the provider does not offer); the message says which.
+  timestamp, no --token-without-usage or --other-tenant-token, a resource the provider does not offer); the message says which.
 - ERROR: the check could not run, because the provider stopped answering. The ERROR of a MUST check
   fails the run.
 

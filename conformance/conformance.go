@@ -42,14 +42,16 @@ type Config struct {
 	BaseURL string
 	// Token is a credential of the provider that reads everything. Required.
 	Token string
-	// UsagelessToken is a credential without read:usage; AUTH-03 is
-	// skipped without it.
+	// UsagelessToken is a credential of the same customer with every scope
+	// but read:usage (the CLI's --token-without-usage), not a usage-only
+	// token; AUTH-03 is skipped without it.
 	UsagelessToken string
 	// OtherTenantToken is a credential of another customer; AUTH-04 and
 	// AUTH-07 are skipped without it.
 	OtherTenantToken string
 	// Resources to test; the default is all four. A provider that does not
-	// offer a resource (it answers 501 or 404) has it skipped.
+	// offer a resource (it answers 501 or 404) has its checks skipped, and
+	// HTTP-04 says so: a warning for 501, a failure for 404.
 	Resources []string
 	// PageCap bounds the pages of one walk. Default 500.
 	PageCap int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +51,50 @@ func (s *session) checkNo5xx() {
 	} else {
 		s.pass("HTTP-03", "*", "every 429, if any, carried Retry-After")
 	}
+}
+
+// checkServed is HTTP-04: every resource appears in the report, checked,
+// not offered (501, a warning) or missing (404, a failure), each with the
+// number of checks not run for it.
+func (s *session) checkServed() {
+	const id = "HTTP-04"
+	if !s.enabled(id) {
+		return
+	}
+	for _, r := range AllResources {
+		ep := endpoint(r)
+		if !slices.Contains(s.cfg.Resources, r) {
+			s.skip(id, ep, "not selected (--resources)")
+			continue
+		}
+		notRun := 0
+		for _, c := range checksAt[r] {
+			if s.enabled(c) {
+				notRun++
+			}
+		}
+		switch status := s.probed[r]; {
+		case s.offered[r]:
+			s.pass(id, ep, fmt.Sprintf("served (GET %s answered %d): checked", ep, status))
+		case status == http.StatusNotImplemented:
+			s.warn(id, ep, fmt.Sprintf("not offered (501): %d checks not run at %s", notRun, ep), s.probeEvidence(ep))
+		default:
+			s.fail(id, ep, fmt.Sprintf("GET %s answered %d: a resource of the specification is served, or answered 501 "+
+				"when the provider does not offer it; %d checks not run at %s", ep, status, notRun, ep), s.probeEvidence(ep))
+		}
+	}
+}
+
+// probeEvidence returns the evidence of the run's first request to ep.
+func (s *session) probeEvidence(ep string) *Evidence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ex := range s.exchanges {
+		if r, single := s.route(ex.URL); !single && "/"+r == ep {
+			return ex.evidence("")
+		}
+	}
+	return nil
 }
 
 // checkMethods is HTTP-02: other methods than GET are refused.

@@ -27,6 +27,7 @@ type session struct {
 	next      time.Time // earliest time of the next request (rate limit)
 	exchanges []*exchange
 	offered   map[string]bool // resource -> the provider serves it
+	probed    map[string]int  // resource -> the status of its first request
 
 	walks   map[string]*walk
 	decoded map[[32]byte]decodedRecord // records decoded so far, by content
@@ -44,7 +45,7 @@ type resultAgg struct {
 }
 
 func newSession(cfg Config) *session {
-	return &session{cfg: cfg, offered: map[string]bool{}, walks: map[string]*walk{}, decoded: map[[32]byte]decodedRecord{}, index: map[resultKey]*resultAgg{}}
+	return &session{cfg: cfg, offered: map[string]bool{}, probed: map[string]int{}, walks: map[string]*walk{}, decoded: map[[32]byte]decodedRecord{}, index: map[resultKey]*resultAgg{}}
 }
 
 // --- requests
@@ -255,6 +256,7 @@ func (s *session) probe(ctx context.Context) error {
 		if ex.Err != nil && ex.Status == 0 {
 			return fmt.Errorf("%w: GET %s: %v", ErrUnreachable, ex.URL, ex.Err)
 		}
+		s.probed[r] = ex.Status
 		switch ex.Status {
 		case http.StatusUnauthorized:
 			return fmt.Errorf("conformance: GET %s answered 401: the token is not accepted", ex.URL)
@@ -493,6 +495,18 @@ func (s *session) fail(id, endpoint, msg string, ev *Evidence) {
 	a.res.Message += fmt.Sprintf(" (and %d more)", a.failures-1)
 }
 
+// warn records a warning of check id at endpoint, whatever its level: a
+// state of the provider the report must show, that fails no run.
+func (s *session) warn(id, endpoint, msg string, ev *Evidence) {
+	if !s.enabled(id) {
+		return
+	}
+	a := s.agg(id, endpoint)
+	if a.failures == 0 {
+		a.res.Status, a.res.Message, a.res.Evidence = StatusWarn, msg, ev
+	}
+}
+
 // skip records that check id could not apply at endpoint, unless it already
 // has an outcome there.
 func (s *session) skip(id, endpoint, reason string) {
@@ -523,6 +537,7 @@ func (s *session) errored(id, endpoint string, ex *exchange, msg string) {
 // the results in catalogue order.
 func (s *session) finish() {
 	s.checkNo5xx()
+	s.checkServed()
 	s.checkContentTypes()
 	s.checkBodies()
 	if s.enabled("TIME-01") || s.enabled("TIME-02") {

@@ -34,8 +34,9 @@ func conformanceCommand() *command {
 		args:    "[export DIR|URL]",
 		long: `Runs the conformance suite against the provider at --url, black-box, over
 HTTP: any provider, in any language. docs/conformance.md describes every check;
---list prints the same catalogue. Checks that need a token without the
-read:usage scope (--token-without-usage, for AUTH-03) or a token of another
+--list prints the same catalogue. Checks that need a token with every scope
+but read:usage (--token-without-usage, for AUTH-03; not a usage-only token)
+or a token of another
 customer (--other-tenant-token, for AUTH-04 and AUTH-07) are skipped without
 them. A provider that is still starting is waited for (--wait).
 

@@ -97,7 +97,7 @@ var environment = []envVar{
 	{"AIUSAGE_TOKEN", "token", []string{"conformance", "consumer sync", "mcp"}, envSent,
 		"the credential of that provider, which the client sends"},
 	{"AIUSAGE_TOKEN_WITHOUT_USAGE", "token-without-usage", []string{"conformance"}, envSent,
-		"a credential of the same customer without read:usage, for the conformance suite"},
+		"a credential of the same customer with every scope but read:usage (not a usage-only token), for the conformance suite"},
 	{"AIUSAGE_USAGE_LESS_TOKEN", "usage-less-token", []string{"conformance"}, envSent,
 		"the same, under the old name of the flag"},
 	{"AIUSAGE_OTHER_TENANT_TOKEN", "other-tenant-token", []string{"conformance"}, envSent,

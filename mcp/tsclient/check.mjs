@@ -5,6 +5,11 @@
 //
 //   node check.mjs --rest URL --token T --http URL/mcp
 //   node check.mjs --rest URL --token T --stdio /path/to/aiusage mcp --url URL --token T
+//   node check.mjs --rest URL/organisations/ID --token KEY --http URL/organisations/ID/mcp --merged
+//
+// --merged checks the organisation's one view: every listed record carries
+// its sourceId, and single records are tool errors (an id is unique only
+// within its source), as the REST view answers 404 for them.
 //
 // Exit status 0 when every check passes; 1 with the failures otherwise.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,6 +24,7 @@ const opt = (name) => {
 };
 const rest = opt('--rest');
 const token = opt('--token');
+const merged = args.includes('--merged');
 if (!rest || !token) {
   console.error('usage: node check.mjs --rest URL --token T (--http URL | --stdio COMMAND ARGS...)');
   process.exit(2);
@@ -118,7 +124,28 @@ await check('list_conversations fields=summary', async () => {
   const page = await call('list_conversations', { limit: 3, fields: 'summary' }, null);
   for (const c of page.data) assert.equal(c.messages, undefined, 'summary has no messages');
 });
+// restStatus is the HTTP status of GET path on the REST view.
+async function restStatus(path) {
+  const res = await fetch(rest.replace(/\/$/, '') + path, { headers: { Authorization: `Bearer ${token}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+// singleIsError checks that a single record of the merged view is a tool
+// error naming the reason, as REST answers 404.
+async function singleIsError(tool, resource, id) {
+  const res = await client.callTool({ name: tool, arguments: { id } });
+  assert.equal(res.isError, true, `${tool}: not an error over the merged view`);
+  assert.equal(await restStatus(`/${resource}/${encodeURIComponent(id)}`), 404, `REST /${resource}/{id}`);
+}
+if (merged) {
+  await check('list_conversations records carry sourceId', async () => {
+    const page = await call('list_conversations', { limit: 100 }, '/conversations?limit=100');
+    assert.ok(page.data.every((c) => typeof c.sourceId === 'string' && c.sourceId.length > 0), 'a record without sourceId');
+    assert.ok(new Set(page.data.map((c) => c.sourceId)).size > 1, 'the records of more than one source');
+  });
+}
 await check('get_conversation', async () => {
+  if (merged) return singleIsError('get_conversation', 'conversations', conv.id);
   await call('get_conversation', { id: conv.id }, `/conversations/${encodeURIComponent(conv.id)}`);
 });
 await check('list_assistants', async () => {
@@ -126,6 +153,7 @@ await check('list_assistants', async () => {
   asst = page.data[0];
 });
 await check('get_assistant', async () => {
+  if (merged) return singleIsError('get_assistant', 'assistants', asst.id);
   await call('get_assistant', { id: asst.id }, `/assistants/${encodeURIComponent(asst.id)}`);
 });
 await check('list_events', async () => {
@@ -151,6 +179,11 @@ await check('resources/templates/list', async () => {
   assert.deepEqual(t, ['aiusage://assistants/{id}', 'aiusage://conversations/{id}']);
 });
 await check('resources/read aiusage://conversations/{id}', async () => {
+  if (merged) {
+    await assert.rejects(client.readResource({ uri: `aiusage://conversations/${encodeURIComponent(conv.id)}` }),
+      'a single record is an error over the merged view');
+    return;
+  }
   const res = await client.readResource({ uri: `aiusage://conversations/${encodeURIComponent(conv.id)}` });
   assert.deepEqual(canonical(JSON.parse(res.contents[0].text)), canonical(await restGet(`/conversations/${encodeURIComponent(conv.id)}`)));
 });

@@ -25,7 +25,8 @@ import (
 // buildView builds the collected views: one provider.Handler over the
 // consumer store, whose tenant (the source id) comes from the request, with
 // the MCP binding at /mcp; and one over the store's merged view, whose
-// tenant is an organisation (orgTenant) and merges its sources. Both seal
+// tenant is an organisation (orgTenant) and merges its sources, with the
+// same MCP tools at /mcp over the merged view. Both seal
 // cursors with one key; their tenants differ, so neither accepts the
 // other's cursors.
 func (s *Service) buildView(ctx context.Context) error {
@@ -43,8 +44,13 @@ func (s *Service) buildView(ctx context.Context) error {
 		return fmt.Errorf("sources: collected view: %w", err)
 	}
 	s.view = h
-	org, err := provider.NewHandler(s.store.Merged(s.orgSources), provider.WithAuthenticator(viewAuth{}),
-		provider.WithCursorKey(key), provider.WithLogger(s.log))
+	merged := s.store.Merged(s.orgSources)
+	om, err := mcp.NewServer(merged, append(slices.Clone(s.cfg.MCPOptions), mcp.WithCursorKey(key))...)
+	if err != nil {
+		return fmt.Errorf("sources: organisation mcp: %w", err)
+	}
+	org, err := provider.NewHandler(merged, provider.WithAuthenticator(viewAuth{}),
+		provider.WithCursorKey(key), provider.WithLogger(s.log), provider.WithMount("/mcp", om.HTTPHandler()))
 	if err != nil {
 		return fmt.Errorf("sources: organisation view: %w", err)
 	}
@@ -109,8 +115,9 @@ func (s *Service) Routes(r chi.Router) {
 	s.PushRoutes(r)
 }
 
-// orgResources are the lists of an organisation's view.
-var orgResources = []string{"conversations", "assistants", "events", "usage"}
+// orgResources are the lists of an organisation's view, and its MCP
+// binding.
+var orgResources = []string{"conversations", "assistants", "events", "usage", "mcp"}
 
 // authorize authenticates the request's API key, checks that it belongs to
 // organisation {organisationId} and takes a slot of the key's and the
@@ -157,10 +164,14 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) (_ org.Princ
 }
 
 // keyUse is the API a request to the views uses, for the key's last use:
-// MCP for a source's MCP binding (/sources/{sourceId}/mcp), the
-// organisation API otherwise.
+// MCP for a source's MCP binding (/sources/{sourceId}/mcp) and the
+// organisation's (/organisations/{organisationId}/mcp), the organisation
+// API otherwise.
 func keyUse(r *http.Request) org.KeyUse {
 	if rest := chi.URLParam(r, "*"); chi.URLParam(r, "sourceId") != "" && (rest == "mcp" || strings.HasPrefix(rest, "mcp/")) {
+		return org.UseMCP
+	}
+	if chi.URLParam(r, "sourceId") == "" && (below(r.URL.Path, 3) == "/mcp" || strings.HasPrefix(below(r.URL.Path, 3), "/mcp/")) {
 		return org.UseMCP
 	}
 	return org.UseOrganisationAPI
@@ -284,7 +295,8 @@ func (s *Service) viewHandler(w http.ResponseWriter, r *http.Request) error {
 
 // orgViewHandler serves the view of the organisation: the lists of the
 // provider interface (/conversations, /assistants, /events, /usage) over
-// the union of its sources' data. Single records (/conversations/{id},
+// the union of its sources' data, and the MCP tools over them (/mcp).
+// Single records (/conversations/{id},
 // /assistants/{id}) are 404: an id is unique only within its source.
 func (s *Service) orgViewHandler(w http.ResponseWriter, r *http.Request) error {
 	p, cred, release, err := s.authorize(w, r)

@@ -13,6 +13,7 @@
 //	GET /organisations/{organisationId}/assistants              union of the organisation's sources, each
 //	GET /organisations/{organisationId}/events                  record with the sourceId of its source
 //	GET /organisations/{organisationId}/usage                   (sqlstore.Merged); usage summed over them
+//	/organisations/{organisationId}/mcp                         the same MCP tools over the union
 //
 // The organisation's view has the filters, limit, envelope and sealed
 // cursors of the provider interface (it is served by provider.NewHandler);
@@ -234,7 +235,8 @@ type Config struct {
 	// organisation on the sources' routes; share it with the other APIs of
 	// the service. Default: nil, no bound.
 	Concurrency *httpx.Limiter
-	// MCPOptions configure the MCP endpoint of the collected views (.../mcp),
+	// MCPOptions configure the MCP endpoints of the collected views (.../mcp)
+	// and of the organisation's view (/organisations/{organisationId}/mcp),
 	// for example mcp.WithSessions and its bounds. Default: none (stateless).
 	MCPOptions []mcp.Option
 	// Jobs queues the syncs on the service's job queue, whose River client
