@@ -534,10 +534,30 @@ func (s *Source) Fetch(ctx context.Context, r consumer.Resource, q consumer.Quer
 			pos.Sets = append(pos.Sets, m.ID)
 		}
 	}
+	var page consumer.Page
+	var err error
 	if r == consumer.Usage {
-		return s.usage(ctx, sets, pos, q, limit)
+		page, err = s.usage(ctx, sets, pos, q, limit)
+	} else {
+		page, err = s.list(ctx, sets, pos, r, q, limit)
 	}
-	return s.list(ctx, sets, pos, r, q, limit)
+	if q.Cursor != "" && (errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge)) {
+		err = s.superseded(ctx, sets[0], err)
+	}
+	return page, err
+}
+
+// superseded returns err, the failure of a walk's set, unless the provider
+// has since written a full set after the walk's first one, full: then the
+// walk's cursor is refused (provider.ErrInvalid), so that the poller starts
+// its walk over from the new chain instead of failing on the old one for
+// ever.
+func (s *Source) superseded(ctx context.Context, full *spec.ExportManifest, err error) error {
+	ch, cerr := s.chain(ctx)
+	if cerr != nil || ch.sets[0].Sequence <= full.Sequence {
+		return err
+	}
+	return provider.Invalid("cursor", "its walk began at full set %s and failed (%v); full set %s replaces that chain", full.ID, err, ch.sets[0].ID)
 }
 
 // list reads a page of conversations, assistants or events.
