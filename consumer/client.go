@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/httpclient"
@@ -79,10 +77,9 @@ type Retry struct {
 // with exponential backoff and jitter, honouring Retry-After. It is safe for
 // concurrent use.
 type Client struct {
-	cfg  ClientConfig
-	base *url.URL
-	mu   sync.Mutex
-	rng  *rand.Rand
+	cfg     ClientConfig
+	base    *url.URL
+	backoff *httpclient.Backoff
 }
 
 var _ Source = (*Client)(nil)
@@ -128,21 +125,21 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.Timeout = 60 * time.Second
 	}
 	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = 8
+		cfg.MaxRetries = httpclient.DefaultMaxRetries
 	} else if cfg.MaxRetries < 0 {
 		cfg.MaxRetries = 0
 	}
 	if cfg.MinBackoff == 0 {
-		cfg.MinBackoff = 250 * time.Millisecond
+		cfg.MinBackoff = httpclient.DefaultMinBackoff
 	}
 	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = 30 * time.Second
+		cfg.MaxBackoff = httpclient.DefaultMaxBackoff
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		return nil, errors.New("consumer: ClientConfig.MaxBackoff is below MinBackoff")
 	}
 	if cfg.MaxRetryAfter == 0 {
-		cfg.MaxRetryAfter = 5 * time.Minute
+		cfg.MaxRetryAfter = httpclient.DefaultMaxRetryAfter
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 256 << 20
@@ -151,27 +148,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.UserAgent = "aiusage-consumer"
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = httpclient.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	return &Client{cfg: cfg, base: u, rng: rand.New(rand.NewPCG(seed, seed>>1|1))}, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &Client{cfg: cfg, base: u, backoff: httpclient.NewBackoff(cfg.MinBackoff, cfg.MaxBackoff, cfg.MaxRetryAfter, cfg.Seed)}, nil
 }
 
 // Fetch implements [Source]: one page of r as q selects it.
@@ -403,18 +385,13 @@ func (c *Client) get(ctx context.Context, r Resource, path string, q url.Values,
 			return nil, ctx.Err()
 		}
 		// A body past MaxBody would be as large again: not retried.
-		retryable := err != nil && !errors.Is(err, ErrRedirect) && !errors.Is(err, errBodyTooLarge) || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
-			(status >= 500 && status != http.StatusNotImplemented)
-		if !retryable || attempt >= c.cfg.MaxRetries {
+		if !httpclient.Transient(status, err, ErrRedirect, errBodyTooLarge) || attempt >= c.cfg.MaxRetries {
 			if err != nil {
 				return nil, fmt.Errorf("consumer: GET %s: %w (after %d attempts)", path, err, attempt+1)
 			}
 			return nil, problemError(path, status, body)
 		}
-		wait := c.backoff(attempt)
-		if retryAfter >= 0 {
-			wait = min(retryAfter, c.cfg.MaxRetryAfter)
-		}
+		wait := c.backoff.Wait(attempt, retryAfter)
 		if c.cfg.OnRetry != nil {
 			rs := status
 			if err != nil {
@@ -474,22 +451,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return d
 	}
 	return -1
-}
-
-// backoff is exponential with full jitter: a random wait in
-// [MinBackoff, min(MaxBackoff, MinBackoff*2^attempt)].
-func (c *Client) backoff(attempt int) time.Duration {
-	ceil := c.cfg.MinBackoff << min(attempt, 30)
-	if ceil <= 0 || ceil > c.cfg.MaxBackoff {
-		ceil = c.cfg.MaxBackoff
-	}
-	span := ceil - c.cfg.MinBackoff
-	if span <= 0 {
-		return c.cfg.MinBackoff
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cfg.MinBackoff + time.Duration(c.rng.Int64N(int64(span)+1))
 }
 
 // problemError maps an error answer back to an error kind of the provider

@@ -44,7 +44,7 @@ var rules = map[string][]string{
 	"provider/export":       {"provider", "spec"},
 	"consumer":              {"provider", "spec", "internal/infra/httpclient", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
-	"consumer/export":       {"consumer", "provider", "spec"},
+	"consumer/export":       {"consumer", "provider", "spec", "internal/infra/httpclient"},
 	// The OpenAI and Anthropic administration usage APIs as sources, and
 	// their local fakes.
 	"consumer/vendorusage":            {"consumer", "provider", "spec", "internal/infra/httpclient"},

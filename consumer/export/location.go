@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/infra/httpclient"
 	"github.com/aiusage/kit/provider"
 )
 
@@ -34,6 +34,10 @@ type location interface {
 	get(ctx context.Context, rel string, max int64) ([]byte, error)
 	// retries reports how often a failed or corrupt read is tried again.
 	retries() int
+	// retry reports retry n (0 for the first) of a read that failed with
+	// err (status: its answer's, 0 for none; retryAfter: -1 for none), and
+	// waits before it.
+	retry(ctx context.Context, n int, status int, retryAfter time.Duration, err error) error
 	String() string
 }
 
@@ -100,6 +104,9 @@ type dirLocation struct{ root, sub, shown string }
 func (d dirLocation) String() string { return d.shown }
 func (d dirLocation) retries() int   { return 0 }
 
+// retry is never called: a directory's reads are not retried.
+func (d dirLocation) retry(context.Context, int, int, time.Duration, error) error { return nil }
+
 func (d dirLocation) get(_ context.Context, rel string, max int64) ([]byte, error) {
 	if !fs.ValidPath(rel) {
 		return nil, fmt.Errorf("bad path %q", rel)
@@ -135,19 +142,38 @@ func (d dirLocation) get(_ context.Context, rel string, max int64) ([]byte, erro
 	return b, nil
 }
 
-// httpLocation reads an export from a base URL, retrying 5xx answers,
-// network errors and cut bodies.
+// httpLocation reads an export from a base URL, retrying what every
+// transport of the consumer retries (httpclient.Transient: 408, 429, 5xx but
+// 501, network errors, cut bodies) with the same back-off, honouring a
+// Retry-After.
 type httpLocation struct {
-	base     *url.URL
-	token    string
-	client   *http.Client
-	tries    int
-	min, max time.Duration
-	sleep    func(context.Context, time.Duration) error
+	base    *url.URL
+	token   string
+	client  *http.Client
+	tries   int
+	backoff *httpclient.Backoff
+	sleep   func(context.Context, time.Duration) error
+	now     func() time.Time
+	onRetry func(consumer.Retry)
 }
 
 func (h *httpLocation) String() string { return h.base.Redacted() }
 func (h *httpLocation) retries() int   { return h.tries }
+
+// resourceKey is the context key of the resource a read is for: it names
+// the retries reported.
+type resourceKey struct{}
+
+// retry reports retry n (0 for the first) after err, a failure without an
+// answer's status, and waits before it.
+func (h *httpLocation) retry(ctx context.Context, n int, status int, retryAfter time.Duration, err error) error {
+	wait := h.backoff.Wait(n, retryAfter)
+	if h.onRetry != nil {
+		r, _ := ctx.Value(resourceKey{}).(consumer.Resource)
+		h.onRetry(consumer.Retry{Resource: r, Attempt: n + 1, Wait: wait, Status: status, Err: err})
+	}
+	return h.sleep(ctx, wait)
+}
 
 func (h *httpLocation) get(ctx context.Context, rel string, max int64) ([]byte, error) {
 	if !fs.ValidPath(rel) {
@@ -156,35 +182,33 @@ func (h *httpLocation) get(ctx context.Context, rel string, max int64) ([]byte, 
 	u := *h.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + rel
 	u.RawPath = ""
-	var last error
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			d := min(h.max, h.min<<min(attempt-1, 20))
-			d = time.Duration(rand.Int64N(int64(d)) + 1)
-			if err := h.sleep(ctx, d); err != nil {
-				return nil, err
-			}
-		}
-		b, retry, err := h.once(ctx, u.String(), max)
+		b, status, retryAfter, retry, err := h.once(ctx, u.String(), max)
 		if err == nil {
 			return b, nil
 		}
-		last = err
-		if !retry || attempt >= h.tries || ctx.Err() != nil {
-			break
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !retry || attempt >= h.tries {
+			if attempt > 0 {
+				return nil, fmt.Errorf("GET %s: %w (after %d attempts)", rel, err, attempt+1)
+			}
+			return nil, fmt.Errorf("GET %s: %w", rel, err)
+		}
+		if err := h.retry(ctx, attempt, status, retryAfter, fmt.Errorf("GET %s: %w", rel, err)); err != nil {
+			return nil, err
 		}
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return nil, fmt.Errorf("GET %s: %w", rel, last)
 }
 
-// once makes one request; retry reports a failure worth another attempt.
-func (h *httpLocation) once(ctx context.Context, u string, max int64) (b []byte, retry bool, err error) {
+// once makes one request. retry reports a failure worth another attempt;
+// status is the answer's (0 for a network error or a cut body), retryAfter
+// its Retry-After (-1 for none).
+func (h *httpLocation) once(ctx context.Context, u string, max int64) (b []byte, status int, retryAfter time.Duration, retry bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, -1, false, err
 	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
@@ -195,46 +219,38 @@ func (h *httpLocation) once(ctx context.Context, u string, max int64) (b []byte,
 	// have the transport decompress it.
 	req.Header.Set("Accept-Encoding", "identity")
 	res, err := h.client.Do(req)
-	if errors.Is(err, consumer.ErrRedirect) {
-		return nil, false, err // refused for good; retrying gets the same redirect
-	}
 	if err != nil {
-		return nil, true, fmt.Errorf("%w: %w", provider.ErrUnavailable, err)
+		// A refused redirect is refused for good: retrying gets the same.
+		return nil, 0, -1, httpclient.Transient(0, err, consumer.ErrRedirect), fmt.Errorf("%w: %w", provider.ErrUnavailable, err)
 	}
 	defer res.Body.Close()
+	status = res.StatusCode
 	switch {
-	case res.StatusCode == http.StatusOK:
-	case res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusGone:
-		return nil, false, errMissing
-	case res.StatusCode == http.StatusUnauthorized:
-		return nil, false, fmt.Errorf("%w: HTTP %d", provider.ErrUnauthorized, res.StatusCode)
-	case res.StatusCode == http.StatusForbidden:
-		return nil, false, fmt.Errorf("%w: HTTP %d", provider.ErrForbidden, res.StatusCode)
-	case res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500:
-		return nil, true, fmt.Errorf("%w: HTTP %d", provider.ErrUnavailable, res.StatusCode)
+	case status == http.StatusOK:
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return nil, status, -1, false, errMissing
+	case status == http.StatusUnauthorized:
+		return nil, status, -1, false, fmt.Errorf("%w: HTTP %d", provider.ErrUnauthorized, status)
+	case status == http.StatusForbidden:
+		return nil, status, -1, false, fmt.Errorf("%w: HTTP %d", provider.ErrForbidden, status)
+	case httpclient.Transient(status, nil):
+		retryAfter = -1
+		if d, ok := httpclient.RetryAfter(res.Header.Get("Retry-After"), h.now()); ok {
+			retryAfter = d
+		}
+		return nil, status, retryAfter, true, fmt.Errorf("%w: HTTP %d", provider.ErrUnavailable, status)
 	default:
-		return nil, false, fmt.Errorf("unexpected HTTP %d", res.StatusCode)
+		return nil, status, -1, false, fmt.Errorf("unexpected HTTP %d", status)
 	}
 	if res.ContentLength > max {
-		return nil, false, fmt.Errorf("the body is %d bytes, %w of %d", res.ContentLength, errLarger, max)
+		return nil, status, -1, false, fmt.Errorf("the body is %d bytes, %w of %d", res.ContentLength, errLarger, max)
 	}
 	b, err = io.ReadAll(io.LimitReader(res.Body, max+1))
 	if err != nil {
-		return nil, true, fmt.Errorf("%w: the body was cut: %w", provider.ErrUnavailable, err)
+		return nil, 0, -1, true, fmt.Errorf("%w: the body was cut: %w", provider.ErrUnavailable, err)
 	}
 	if int64(len(b)) > max {
-		return nil, false, fmt.Errorf("the body is %w of %d bytes", errLarger, max)
+		return nil, status, -1, false, fmt.Errorf("the body is %w of %d bytes", errLarger, max)
 	}
-	return b, false, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return b, status, -1, false, nil
 }

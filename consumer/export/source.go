@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/infra/httpclient"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -64,13 +65,23 @@ type Config struct {
 	// requests time out after 5 minutes. Either way, redirects are followed
 	// only within the origin of URL (see [consumer.SameOriginRedirects]).
 	HTTPClient *http.Client
-	// MaxRetries bounds the retries of one download after a 429, a 5xx, a
-	// network error, a cut body or a file failing its checksum. Default 4;
-	// negative means none.
+	// MaxRetries bounds the retries of one download after a 408, a 429, a
+	// 5xx other than 501, a network error or a cut body, and, again, of a
+	// file failing its checksum: the budget of the REST transport
+	// ([consumer.ClientConfig]). Default 8; negative means none.
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the exponential backoff with full
-	// jitter between retries. Defaults 250ms and 10s.
+	// jitter between retries. Defaults 250ms and 30s. A server's Retry-After
+	// is honoured up to MaxRetryAfter.
 	MinBackoff, MaxBackoff time.Duration
+	// MaxRetryAfter caps a server's Retry-After. Default 5m.
+	MaxRetryAfter time.Duration
+	// OnRetry, when set, is called before each retry over HTTP with what
+	// failed.
+	OnRetry func(consumer.Retry)
+	// Now is the clock against which a Retry-After date is read. Default
+	// time.Now.
+	Now func() time.Time
 	// Root, when set, confines a directory export: its URL must name Root
 	// or a directory below it ([ErrOutsideRoot] otherwise), and every file is
 	// opened through os.OpenRoot(Root), so that neither a symbolic link nor
@@ -133,16 +144,22 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = 4
+		cfg.MaxRetries = httpclient.DefaultMaxRetries
 	}
 	if cfg.MaxRetries < 0 {
 		cfg.MaxRetries = 0
 	}
 	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 250 * time.Millisecond
+		cfg.MinBackoff = httpclient.DefaultMinBackoff
 	}
 	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 10 * time.Second
+		cfg.MaxBackoff = httpclient.DefaultMaxBackoff
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = httpclient.DefaultMaxRetryAfter
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		return nil, fmt.Errorf("export: MaxBackoff %s is below MinBackoff %s", cfg.MaxBackoff, cfg.MinBackoff)
@@ -163,7 +180,7 @@ func New(cfg Config) (*Source, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = httpclient.Sleep
 	}
 	s := &Source{log: cfg.Logger, maxRaw: cfg.MaxFileBytes, maxPlain: cfg.MaxPlainBytes, maxLine: cfg.MaxLineBytes,
 		manifests: map[string]*spec.ExportManifest{}, cacheMax: cfg.CacheBytes}
@@ -175,7 +192,8 @@ func New(cfg Config) (*Source, error) {
 		// The token goes to the export's origin only.
 		client = consumer.SameOriginRedirects(client)
 		s.loc = &httpLocation{base: base, token: cfg.Token, client: client, tries: cfg.MaxRetries,
-			min: cfg.MinBackoff, max: cfg.MaxBackoff, sleep: cfg.Sleep}
+			backoff: httpclient.NewBackoff(cfg.MinBackoff, cfg.MaxBackoff, cfg.MaxRetryAfter, 0),
+			sleep:   cfg.Sleep, now: cfg.Now, onRetry: cfg.OnRetry}
 	} else {
 		if cfg.Token != "" {
 			return nil, errors.New("export: a token is sent over HTTP only; a directory takes none")
@@ -426,6 +444,9 @@ func (s *Source) file(ctx context.Context, m *spec.ExportManifest, f *spec.Expor
 		if attempt >= s.loc.retries() || ctx.Err() != nil {
 			return nil, err
 		}
+		if err := s.loc.retry(ctx, attempt, 0, -1, err); err != nil {
+			return nil, err
+		}
 	}
 	size := lines.size()
 	s.mu.Lock()
@@ -498,6 +519,7 @@ func (s *Source) Fetch(ctx context.Context, r consumer.Resource, q consumer.Quer
 	if _, err := consumer.ParseResource(string(r)); err != nil {
 		return consumer.Page{}, provider.Invalid("resource", "%v", err)
 	}
+	ctx = context.WithValue(ctx, resourceKey{}, r)
 	limit := q.Limit
 	if limit <= 0 || limit > provider.MaxLimit {
 		limit = provider.MaxLimit
@@ -534,10 +556,30 @@ func (s *Source) Fetch(ctx context.Context, r consumer.Resource, q consumer.Quer
 			pos.Sets = append(pos.Sets, m.ID)
 		}
 	}
+	var page consumer.Page
+	var err error
 	if r == consumer.Usage {
-		return s.usage(ctx, sets, pos, q, limit)
+		page, err = s.usage(ctx, sets, pos, q, limit)
+	} else {
+		page, err = s.list(ctx, sets, pos, r, q, limit)
 	}
-	return s.list(ctx, sets, pos, r, q, limit)
+	if q.Cursor != "" && (errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge)) {
+		err = s.superseded(ctx, sets[0], err)
+	}
+	return page, err
+}
+
+// superseded returns err, the failure of a walk's set, unless the provider
+// has since written a full set after the walk's first one, full: then the
+// walk's cursor is refused (provider.ErrInvalid), so that the poller starts
+// its walk over from the new chain instead of failing on the old one for
+// ever.
+func (s *Source) superseded(ctx context.Context, full *spec.ExportManifest, err error) error {
+	ch, cerr := s.chain(ctx)
+	if cerr != nil || ch.sets[0].Sequence <= full.Sequence {
+		return err
+	}
+	return provider.Invalid("cursor", "its walk began at full set %s and failed (%v); full set %s replaces that chain", full.ID, err, ch.sets[0].ID)
 }
 
 // list reads a page of conversations, assistants or events.

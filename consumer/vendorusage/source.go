@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/aiusage/kit/consumer"
+	"github.com/aiusage/kit/internal/infra/httpclient"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -80,8 +80,7 @@ type Source struct {
 	client  *http.Client
 	limiter *rate.Limiter
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
+	backoff *httpclient.Backoff
 
 	usersMu sync.Mutex
 	users   map[string]string // vendor user id -> lower-cased email
@@ -157,7 +156,7 @@ func newSource(v *vendor, cfg Config) (*Source, error) {
 		v: v, cfg: cfg, base: base,
 		client:  consumer.SameOriginRedirects(hc),
 		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst),
-		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		backoff: httpclient.NewBackoff(cfg.MinBackoff, cfg.MaxBackoff, cfg.MaxRetryAfter, 0),
 	}, nil
 }
 

@@ -48,20 +48,14 @@ func (s *Source) get(ctx context.Context, path string, q url.Values) ([]byte, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		retryable := (err != nil && !errors.Is(err, consumer.ErrRedirect) && !errors.Is(err, errTooLarge)) ||
-			status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
-			(status >= 500 && status != http.StatusNotImplemented)
-		if !retryable || attempt >= s.cfg.MaxAttempts {
+		if !httpclient.Transient(status, err, consumer.ErrRedirect, errTooLarge) || attempt >= s.cfg.MaxAttempts {
 			if err != nil {
 				return nil, &spec.Error{Kind: provider.ErrUnavailable, Err: err,
 					Detail: fmt.Sprintf("%s: GET %s failed after %d attempts", s.v.title, path, attempt)}
 			}
 			return nil, s.statusError(path, status, body, attempt)
 		}
-		wait := s.backoff(attempt)
-		if retryAfter >= 0 {
-			wait = min(retryAfter, s.cfg.MaxRetryAfter)
-		}
+		wait := s.backoff.Wait(attempt-1, retryAfter)
 		if s.cfg.OnRetry != nil {
 			rs, rerr := status, err
 			if err != nil {
@@ -72,12 +66,8 @@ func (s *Source) get(ctx context.Context, path string, q url.Values) ([]byte, er
 			s.cfg.OnRetry(consumer.Retry{Resource: consumer.Usage, Attempt: attempt, Wait: wait, Status: rs, Err: rerr})
 		}
 		s.cfg.Logger.Debug("vendor usage retry", "vendor", s.v.name, "path", path, "status", status, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := httpclient.Sleep(ctx, wait); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -120,22 +110,6 @@ func scrub(err error, key string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), key, "[key]"))
-}
-
-// backoff is exponential with full jitter: a random wait in
-// [MinBackoff, min(MaxBackoff, MinBackoff*2^(attempt-1))].
-func (s *Source) backoff(attempt int) time.Duration {
-	ceil := s.cfg.MinBackoff << min(attempt-1, 30)
-	if ceil <= 0 || ceil > s.cfg.MaxBackoff {
-		ceil = s.cfg.MaxBackoff
-	}
-	span := ceil - s.cfg.MinBackoff
-	if span <= 0 {
-		return s.cfg.MinBackoff
-	}
-	s.rngMu.Lock()
-	defer s.rngMu.Unlock()
-	return s.cfg.MinBackoff + time.Duration(s.rng.Int64N(int64(span)+1))
 }
 
 // statusError is the error of a final non-2xx answer: its kind from the

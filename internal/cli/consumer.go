@@ -277,7 +277,7 @@ func openSyncSource(ctx context.Context, e *env, f *syncFlags, client *consumer.
 		if err := checkExportMaxFile(e.cmd, f.exportMaxFileMiB); err != nil {
 			return nil, nil, err
 		}
-		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries,
+		xs, err := cexport.New(cexport.Config{URL: f.url, Token: f.token, MaxRetries: maxRetries, OnRetry: onRetry,
 			MaxFileBytes: f.exportMaxFileMiB << 20, MaxPlainBytes: f.exportMaxFileMiB << 20})
 		if err != nil {
 			return nil, nil, usagef("%s: %v", e.cmd, strings.TrimPrefix(err.Error(), "export: "))

@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -194,4 +198,44 @@ func TestConformanceExport(t *testing.T) {
 		require.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
 		require.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
+}
+
+// TestConsumerSyncExportHTTPRetries: a sync of an export over HTTP retries
+// what the REST transport retries (here a 503, then a 408, on every file)
+// and its summary counts the retries.
+func TestConsumerSyncExportHTTPRetries(t *testing.T) {
+	t.Parallel()
+	out := exportedProvider(t, 8, 20)
+	files := http.FileServer(http.Dir(out))
+	var mu sync.Mutex
+	seen := map[string]int{}
+	faults := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := seen[r.URL.Path]
+		seen[r.URL.Path]++
+		if n < 2 {
+			faults++
+		}
+		mu.Unlock()
+		switch n {
+		case 0:
+			http.Error(rw, "injected", http.StatusServiceUnavailable)
+		case 1:
+			http.Error(rw, "injected", http.StatusRequestTimeout)
+		default:
+			files.ServeHTTP(rw, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store := "sqlite:" + filepath.Join(t.TempDir(), "consumer.db")
+	res := runCLI(t, "", nil, "consumer", "sync", "--database-url", store, "--source", "vendor", "--transport", "export",
+		"--url", srv.URL+"/", "--resources", "conversations")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Contains(t, res.stderr, "conversations: 20 records")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, faults)
+	require.Contains(t, res.stderr, fmt.Sprintf("sync of vendor: 20 records, %d retries", faults))
+	require.Contains(t, res.stderr, "conversations: retry 1 in ")
 }

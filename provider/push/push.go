@@ -146,6 +146,7 @@ func New(ctx context.Context, cfg Config) (_ *Pusher, err error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &deliveryWorker{p: p})
 	rc := &river.Config{
+		ID:                   processID(),
 		Workers:              workers,
 		Queues:               map[string]river.QueueConfig{p.queue: {MaxWorkers: cfg.Workers}},
 		Logger:               slog.New(slog.DiscardHandler),
@@ -236,8 +237,21 @@ func setDefault[T comparable](v *T, d T) {
 }
 
 // Start starts sending the queued deliveries in the background; it returns
-// at once. [Pusher.Stop] stops it.
-func (p *Pusher) Start(ctx context.Context) error { return p.jobs.Start(ctx) }
+// at once. [Pusher.Stop] stops it. Deliveries that a pusher of this host
+// killed mid-attempt (SIGKILL, a crash) left running are taken over first
+// and sent at once; those of a process on another host, which cannot be
+// known dead, are sent again once River gives them up, a minute after the
+// attempt's timeout (90 seconds with the default HTTP client).
+func (p *Pusher) Start(ctx context.Context) error {
+	n, err := p.takeOver(ctx)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	if n > 0 {
+		p.cfg.Logger.Info("push: took over the deliveries a killed process left running", "deliveries", n)
+	}
+	return p.jobs.Start(ctx)
+}
 
 // Stop stops sending, letting the attempts in flight end; what is still
 // queued is sent after the next Start, by this process or another.
