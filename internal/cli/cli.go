@@ -264,4 +264,3 @@ func writeHelp(w io.Writer, c *command, path []string) {
 		fmt.Fprintln(w)
 	})
 }
-
