@@ -3,7 +3,12 @@
 GO          ?= go
 BIN         ?= bin/aiusage
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS     := -X github.com/aiusage/kit/internal/cli.version=$(VERSION)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS     := -X github.com/aiusage/kit/internal/cli.version=$(VERSION) -X github.com/aiusage/kit/internal/cli.commit=$(COMMIT)
+# DIST is where make dist writes the binaries of DIST_PLATFORMS (GOOS/GOARCH)
+# and their SHA256SUMS.
+DIST        ?= dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 REDOCLY     ?= @redocly/cli@2.77.0
 OPENAPI     := spec/openapi/usage.yaml spec/openapi/organisation.yaml spec/openapi/review.yaml
@@ -14,13 +19,24 @@ RACEFLAGS   ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test test-race bench soak scale lint tidy screenshots
+.PHONY: help build dist run test test-race bench soak scale lint tidy screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the aiusage binary into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aiusage
+
+dist: ## static binaries for linux, darwin, windows on amd64, arm64 in dist/, version stamped, with SHA256SUMS
+	mkdir -p $(DIST)
+	rm -f $(DIST)/aiusage-* $(DIST)/SHA256SUMS
+	set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
+		echo "$(DIST)/aiusage-$(VERSION)-$$os-$$arch$$ext"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" \
+			-o $(DIST)/aiusage-$(VERSION)-$$os-$$arch$$ext ./cmd/aiusage; \
+	done
+	cd $(DIST) && sha256sum aiusage-* > SHA256SUMS
 
 run: build ## build and run the whole kit on embedded SQLite (aiusage demo)
 	./$(BIN) demo

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -20,21 +19,6 @@ const (
 	ExitFailure = 1 // the command ran and found a failure (an invalid document, a failed check)
 	ExitUsage   = 2 // the command line or the configuration is wrong
 )
-
-// version is set at build time with -ldflags "-X github.com/aiusage/kit/internal/cli.version=v1.2.3".
-var version = ""
-
-// Version returns the version of the binary: the one set at build time, else
-// the module version from the build information, else "devel".
-func Version() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
 
 // env is what a command may use of its process.
 type env struct {
@@ -279,15 +263,4 @@ func writeHelp(w io.Writer, c *command, path []string) {
 		}
 		fmt.Fprintln(w)
 	})
-}
-
-func versionCommand() *command {
-	return &command{
-		name:    "version",
-		summary: "print the version of the aiusage binary",
-		run: func(_ context.Context, e *env, _ *flag.FlagSet, _ []string) error {
-			fmt.Fprintf(e.stdout, "aiusage %s\n", Version())
-			return nil
-		},
-	}
 }

@@ -200,10 +200,10 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "version")
 	require.Equal(t, ExitOK, r.code)
-	require.Equal(t, "aiusage "+Version()+"\n", r.stdout)
+	require.Equal(t, "aiusage "+Version()+" (commit "+Commit()+")\n", r.stdout)
 	r = runCLI(t, "", nil, "--version")
 	require.Equal(t, ExitOK, r.code)
-	require.Equal(t, "aiusage "+Version()+"\n", r.stdout)
+	require.Equal(t, "aiusage "+Version()+" (commit "+Commit()+")\n", r.stdout)
 }
 
 func TestParseInterspersed(t *testing.T) {

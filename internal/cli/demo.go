@@ -28,6 +28,7 @@ import (
 	"github.com/aiusage/kit/internal/app/sso"
 	"github.com/aiusage/kit/internal/infra/demodata"
 	"github.com/aiusage/kit/internal/infra/httpx"
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/mcp"
 	"github.com/aiusage/kit/policy"
 	"github.com/aiusage/kit/provider"
@@ -145,6 +146,13 @@ type demoState struct {
 	ingestionKey                          string // the telemetry's, once ready
 	// The people who sign in to the dashboard, with their passwords.
 	adminEmail, adminPassword, reviewerEmail, reviewerPassword string
+	// keyCreated and passwordsCreated are set when this start created the
+	// API key and the passwords: their values are printed then only, as a
+	// key's full value is shown once, at creation.
+	keyCreated, passwordsCreated bool
+	// afresh says how to start the demo afresh, with a new key and new
+	// passwords (printed on a later start).
+	afresh string
 }
 
 // The demo's people.
@@ -203,6 +211,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
+	st.afresh = demoAfresh(db, keySrc, f.exportDir)
 	if err := fillDemoTenants(ctx, src, f.conversations); err != nil {
 		return fmt.Errorf("%s: %w", e.cmd, err)
 	}
@@ -451,6 +460,7 @@ func demoSetUp(ctx context.Context, ds *demoStore, orgs *org.Store, src *sqlsour
 		if st, err = demoCreate(ctx, orgs); err != nil {
 			return st, err
 		}
+		st.keyCreated = true
 		for name, v := range map[string]string{"org": st.orgID, "agent": st.agentID, "api_key": st.apiKey, "provider_token": st.providerToken} {
 			if err := ds.set(ctx, name, v); err != nil {
 				return st, err
@@ -523,6 +533,7 @@ func demoPeople(ctx context.Context, ds *demoStore, ppl *people.Store, st *demoS
 			continue
 		}
 		*u.password = rand.Text()
+		st.passwordsCreated = true
 		if _, err := ppl.CreateUser(ctx, people.UserCreate{OrganisationID: st.orgID, Email: u.email, Name: u.name,
 			Role: u.role, Password: *u.password}, org.Actor{Type: org.ActorAdmin, Name: "aiusage demo"}); err != nil {
 			return fmt.Errorf("create the demo's %s: %w", u.role, err)
@@ -563,21 +574,35 @@ func printDemo(w io.Writer, base string, st demoState, tr *demoTransports, acces
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
 		bin = exe
 	}
+	// The API key's value and the passwords are printed when they are
+	// created; a later start points at that first print.
+	key, keyLine := st.apiKey, st.apiKey
+	if !st.keyCreated {
+		key = "$API_KEY"
+		keyLine = "printed at the first start (a key's full value is shown once, at creation);\n" +
+			"                 the commands below read it from $API_KEY: export API_KEY=aiu_..."
+	}
+	signIn := fmt.Sprintf("sign in as %s with password %s; reviewer: %s / %s",
+		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword)
+	if !st.passwordsCreated {
+		signIn = fmt.Sprintf("sign in as %s or %s with the password printed at the first start",
+			st.adminEmail, st.reviewerEmail)
+	}
 	fmt.Fprintf(w, `
 aiusage demo is ready at %[1]s/
 
   organisation   %[2]s  (Demo organisation)
   agent          %[3]s  (Support assistant, 5 instructions)
-  API key        %[4]s
+  API key        %[9]s
                  organisation API at %[1]s/organisations, review tasks at %[1]s/review-tasks
   provider       %[1]s/provider  (token %[5]s; MCP at %[1]s/provider/mcp)
   source         %[7]s  (the provider over REST, synced every minute; its collected data at
                  %[1]s/organisations/%[2]s/sources/%[7]s/)
-  export source  %[13]s  (tenant %[14]s, exported every minute to %[15]s)
-  push source    %[16]s  (tenant %[17]s, pushed every minute to %[1]s/push/%[16]s)
-%[20]s  one view       %[1]s/organisations/%[2]s/conversations  (all %[19]s sources, each record naming its own)
-  dashboard      %[1]s/  (sign in as %[9]s with password %[10]s; reviewer: %[11]s / %[12]s)
-  operations     %[1]s/healthz, %[1]s/readyz; metrics %[18]s
+  export source  %[11]s  (tenant %[12]s, exported every minute to %[13]s)
+  push source    %[14]s  (tenant %[15]s, pushed every minute to %[1]s/push/%[14]s)
+%[18]s  one view       %[1]s/organisations/%[2]s/conversations  (all %[17]s sources, each record naming its own)
+  dashboard      %[1]s/  (%[10]s)
+  operations     %[1]s/healthz, %[1]s/readyz; metrics %[16]s
   access log     %[8]s  (one line per request and per sync)
 
 Try:
@@ -598,8 +623,49 @@ Try:
   # 5. MCP client configuration (Claude Desktop: claude_desktop_config.json)
   {"mcpServers": {"aiusage-demo": {"command": "%[6]s", "args": ["mcp", "--url", "%[1]s/provider", "--token", "%[5]s"]}}}
 
-`, base, st.orgID, st.agentID, st.apiKey, st.providerToken, bin, st.sourceID, accessLog,
-		st.adminEmail, st.adminPassword, st.reviewerEmail, st.reviewerPassword,
+`, base, st.orgID, st.agentID, key, st.providerToken, bin, st.sourceID, accessLog,
+		keyLine, signIn,
 		tr.exportID, demoExportTenant, tr.exportDir, tr.pushID, demoPushTenant, metricsNote, sources,
 		demoTelemetryLine(base, grpc, st.ingestionKey))
+	fmt.Fprint(w, demoAfreshNote(st))
+}
+
+// demoAfreshNote is the paragraph a later start prints under its block:
+// the key and the passwords are those of the first start, and how to start
+// afresh; "" on the start that created them.
+func demoAfreshNote(st demoState) string {
+	if st.keyCreated && st.passwordsCreated {
+		return ""
+	}
+	return "The API key and the passwords were printed when they were created, at the first start.\n" +
+		"To start afresh, with a new organisation, key and passwords: " + st.afresh + "\n\n"
+}
+
+// demoAfresh says how to start the demo on db afresh: for a SQLite file,
+// stop the demo and delete it, the files beside it, the key file keySrc
+// generated and the export directory; for PostgreSQL, point it at an empty
+// database.
+func demoAfresh(db *sqldb.DB, keySrc keySource, exportDir string) string {
+	path := db.SQLitePath()
+	if path == "" {
+		return "stop the demo and start it with --database-url naming an empty database."
+	}
+	files := []string{path, path + "-wal", path + "-shm"}
+	if keySrc.kind == "file" && keySrc.path == path+".key" {
+		files = append(files, keySrc.path)
+	}
+	files = append(files, exportDir)
+	for i, f := range files {
+		files[i] = shellQuote(f)
+	}
+	return "stop the demo, run  rm -rf " + strings.Join(files, " ") + "  and start it again."
+}
+
+// shellQuote quotes s for a POSIX shell when it holds more than letters,
+// digits and -_./:+=@,.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:+=@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -36,6 +36,7 @@ type demoRun struct {
 	stderr    *syncBuffer
 	after     *syncBuffer // what it printed after the block
 	accessLog string      // the --access-log file
+	env       []string    // more environment of the commands sh runs
 }
 
 // startDemo starts the binary's demo, with extra flags, and reads its block
@@ -94,7 +95,9 @@ func (d *demoRun) sh(t *testing.T, n string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "sh", "-c", d.commands[n]).CombinedOutput()
+	c := exec.CommandContext(ctx, "sh", "-c", d.commands[n])
+	c.Env = append(os.Environ(), d.env...)
+	out, err := c.CombinedOutput()
 	require.NoError(t, err, "command %s: %s\n%s", n, d.commands[n], out)
 	return string(out)
 }
@@ -202,18 +205,54 @@ func TestDemoEndToEnd(t *testing.T) {
 			demo.stop(t)
 			require.Contains(t, demo.stderr.String(), "msg=stopped")
 			again := startDemo(t, bin, dbURL)
+			again.env = []string{"API_KEY=" + key}
 			checkDemoTelemetryAgain(t, again, telemetry)
 			port := regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+			// The key's value and the passwords were printed at creation,
+			// and are not printed again: the commands read the key from
+			// $API_KEY, and a note says how to start afresh.
+			require.NotContains(t, again.block, key, "a second start does not print the API key")
+			require.NotContains(t, again.block, dash[0][3], "a second start does not print the passwords")
+			require.NotContains(t, again.block, dash[0][5], "a second start does not print the passwords")
+			require.Contains(t, again.block, "API key        printed at the first start")
 			for n, c := range demo.commands {
-				require.Equal(t, port.ReplaceAllString(c, "ADDR"), port.ReplaceAllString(again.commands[n], "ADDR"),
+				require.Equal(t, port.ReplaceAllString(strings.ReplaceAll(c, key, "$API_KEY"), "ADDR"), port.ReplaceAllString(again.commands[n], "ADDR"),
 					"a second start reuses the organisation and keys")
 			}
 			require.NoError(t, json.Unmarshal([]byte(again.sh(t, "1")), &list))
 			require.Equal(t, 5, list.TotalCount, "nothing duplicated")
-			require.Equal(t, port.ReplaceAllString(dash[0][0], "ADDR"),
+			require.Equal(t, port.ReplaceAllString("  dashboard      "+dash[0][1]+"  (sign in as "+dash[0][2]+" or "+dash[0][4]+" with the password printed at the first start)", "ADDR"),
 				port.ReplaceAllString(regexp.MustCompile(`(?m)^  dashboard  .*$`).FindString(again.block), "ADDR"),
-				"a second start keeps the people and their passwords")
+				"a second start keeps the people, and says their passwords were printed at the first start")
+			var afresh string
+			require.Eventually(t, func() bool {
+				m := regexp.MustCompile(`(?m)^To start afresh, with a new organisation, key and passwords: (.*)$`).FindStringSubmatch(again.after.String())
+				if m == nil {
+					return false
+				}
+				afresh = m[1]
+				return true
+			}, 10*time.Second, 50*time.Millisecond, "a second start says how to start afresh:\n%s", again.after.String())
+			require.Contains(t, again.after.String(), "The API key and the passwords were printed when they were created, at the first start.")
 			again.stop(t)
+			if d != sqldb.SQLite {
+				require.Equal(t, "stop the demo and start it with --database-url naming an empty database.", afresh)
+				return
+			}
+			// On SQLite, the printed command starts afresh: a new key and
+			// new passwords, printed.
+			rm := regexp.MustCompile(`^stop the demo, run  (rm -rf .*)  and start it again\.$`).FindStringSubmatch(afresh)
+			require.Len(t, rm, 2, afresh)
+			require.Contains(t, rm[1], strings.TrimPrefix(dbURL, "sqlite:"))
+			out, err = exec.Command("sh", "-c", rm[1]).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			fresh := startDemo(t, bin, dbURL)
+			freshKey := regexp.MustCompile(`aiu_[0-9A-Za-z]+`).FindString(fresh.commands["1"])
+			require.NotEmpty(t, freshKey, fresh.block)
+			require.NotEqual(t, key, freshKey, "a new key")
+			require.Contains(t, fresh.block, "API key        "+freshKey)
+			require.Regexp(t, `(?m)^  dashboard      .*with password \S+; reviewer: `, fresh.block)
+			fresh.stop(t)
 		})
 	}
 }

@@ -25,6 +25,13 @@ func demoTelemetryUsage(t *testing.T, d *demoRun) map[string]demoToolTotals {
 	m := regexp.MustCompile(`(http://[^ ]+)/organisations/([0-9a-f-]+)/instructions`).FindStringSubmatch(d.commands["1"])
 	require.Len(t, m, 3, d.commands["1"])
 	key := regexp.MustCompile(`aiu_[0-9A-Za-z]+`).FindString(d.commands["1"])
+	if key == "" { // a later start prints $API_KEY, not the key
+		for _, v := range d.env {
+			if k, ok := strings.CutPrefix(v, "API_KEY="); ok {
+				key = k
+			}
+		}
+	}
 	q := url.Values{"granularity": {"day"}, "groupBy": {spec.DimensionAssistantID}, "limit": {"1000"},
 		"startAt": {time.Now().UTC().AddDate(0, 0, -10).Format(time.RFC3339)}, "endAt": {time.Now().UTC().AddDate(0, 0, 1).Format(time.RFC3339)}}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, m[1]+"/organisations/"+m[2]+"/usage?"+q.Encode(), nil)
