@@ -196,9 +196,10 @@ func statuses(out string) []string {
 //     in that order;
 //   - every JSON member name of the sample appears as a member name of the
 //     output;
-//   - of a text sample, every line of prose, a line with no digit, quote,
-//     elision or JSON in it (a message that the command prints as such), is a line of
-//     the output, white space aside.
+//   - of a text sample, each line that is not JSON is a line of the output,
+//     in the same order (the output may have more), once both are
+//     normalised: temporary directories, ids, secrets, durations and numbers
+//     replaced (normalise), white space collapsed, "…" matching any text.
 func sampleMismatch(sample codeBlock, out string) string {
 	want, got := statuses(sample.Text), statuses(out)
 	if elided(sample.Text) {
@@ -218,24 +219,62 @@ func sampleMismatch(sample codeBlock, out string) string {
 		}
 	}
 	if sample.Lang == "text" {
-		lines := map[string]bool{}
+		var got []string
 		for _, l := range strings.Split(out, "\n") {
-			lines[strings.Join(strings.Fields(l), " ")] = true
+			got = append(got, normalise(l))
 		}
+		i := 0
 		for _, l := range strings.Split(sample.Text, "\n") {
-			if !proseRE.MatchString(l) || strings.ContainsAny(l, "{}[]\"'0123456789…#") || strings.Contains(l, "...") {
-				continue
+			if strings.Contains(l, "{") || strings.Trim(l, " ….") == "" {
+				continue // JSON, compared by its member names; or nothing but elision
 			}
-			if l = strings.Join(strings.Fields(l), " "); !lines[l] {
-				return fmt.Sprintf("the sample has the line %q, the output does not", l)
+			re := lineRE(l)
+			for i < len(got) && !re.MatchString(got[i]) {
+				i++
 			}
+			if i == len(got) {
+				return fmt.Sprintf("the sample's line %q is not a line of the output (after the lines matched before it; normalised: %q)", l, normalise(l))
+			}
+			i++
 		}
 	}
 	return ""
 }
 
-// proseRE is a line of words: letters first.
-var proseRE = regexp.MustCompile(`^\s*[A-Za-z][A-Za-z ,;:()/.-]*$`)
+// The parts of a line that change from run to run, and what normalise
+// writes for them, in this order.
+var variable = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]+`), "TMPDIR"},
+	{regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`), "ID"},
+	{regexp.MustCompile(`\b(?:aiu|whsec|sk)_[A-Za-z0-9_+/=-]+`), "SECRET"},
+	{regexp.MustCompile(`\b[a-z]+_[0-9A-HJKMNP-TV-Z]{26}\b`), "ID"},
+	{regexp.MustCompile(`\b[0-9a-f]{16,}\b`), "HEX"},
+	{regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?(?:ns|µs|us|ms|s|m|h)\b`), "DURATION"},
+	{regexp.MustCompile(`[0-9]+(?:\.[0-9]+)?`), "0"},
+}
+
+// normalise returns a line with what changes from run to run (temporary
+// directories, ids, secrets, durations, numbers, times) replaced by a
+// placeholder, and its runs of white space by one space.
+func normalise(l string) string {
+	for _, v := range variable {
+		l = v.re.ReplaceAllString(l, v.with)
+	}
+	return strings.Join(strings.Fields(l), " ")
+}
+
+// lineRE matches a normalised line of output against a line of a sample,
+// "…" (or "...") in it standing for any text.
+func lineRE(l string) *regexp.Regexp {
+	var parts []string
+	for _, p := range regexp.MustCompile(`…|\.\.\.`).Split(l, -1) {
+		parts = append(parts, regexp.QuoteMeta(normalise(p)))
+	}
+	return regexp.MustCompile(`^\s*` + strings.Join(parts, `.*`) + `\s*$`)
+}
 
 func isSubsequence(sub, seq []string) bool {
 	i := 0
