@@ -409,15 +409,24 @@ func groupAlive(pgid int, wait time.Duration) bool {
 	}
 }
 
-// untracked lists the files of the repository at root that git does not
-// track and does not ignore; nil when git is not there.
+// untracked lists the files and directories at the root of the repository
+// at root that git does not track and does not ignore (where a page's
+// script, run from the root, would leave one; the tests of other packages,
+// running meanwhile, write below their own directories); nil when git is
+// not there.
 func untracked(t runT, root string) []string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", root, "ls-files", "--others", "--exclude-standard").Output()
+	out, err := exec.Command("git", "-C", root, "ls-files", "--others", "--exclude-standard", "--directory").Output()
 	if err != nil {
 		return nil
 	}
-	return strings.Fields(string(out))
+	var top []string
+	for _, f := range strings.Split(string(out), "\n") {
+		if f != "" && !strings.Contains(strings.TrimSuffix(f, "/"), "/") {
+			top = append(top, f)
+		}
+	}
+	return top
 }
 
 // pages returns README.md and docs/*.md, paths relative to this directory.
