@@ -128,8 +128,9 @@ func script(blocks []codeBlock) (string, []int) {
 		s.WriteString(line + "\n")
 		from = append(from, page)
 	}
-	// Name the failing command and its line, then let bash -e stop.
-	add(`trap 'printf "\n@@walkthrough failed: line %s: %s (status %s)\n" "$LINENO" "$BASH_COMMAND" "$?"' ERR`, 0)
+	// Name the failing command and its line (in a function too: set -E),
+	// then let bash -e stop.
+	add(`set -E; trap 'printf "\n@@walkthrough failed: line %s: %s (status %s)\n" "$LINENO" "$BASH_COMMAND" "$?"' ERR`, 0)
 	for _, b := range blocks {
 		if !b.Runnable() {
 			continue
@@ -159,8 +160,9 @@ func splitOutput(out string) map[int]string {
 	return parts
 }
 
-// statusRE is a line that is an HTTP status: curl's %{http_code}, a status
-// line of curl -D -, or an exit status the docs print.
+// statusRE is a line that is an HTTP status: curl's %{http_code} (any
+// three-digit number alone on a line), a status line of curl -D -, or an
+// exit status the docs print.
 var statusRE = regexp.MustCompile(`^(?:[1-5][0-9][0-9]|HTTP/[0-9.]+ [1-5][0-9][0-9]\b.*|exit [0-9]+)$`)
 
 // memberRE is a JSON member name.
