@@ -59,9 +59,14 @@ func TestWaitLoops(t *testing.T) {
 			loops++
 			require.Less(t, i+1, len(lines), "%s: the wait loop %q has no line after it", f, l)
 			dir := t.TempDir()
-			// The process waited for has already exited, its log saying why.
+			// The process waited for has already exited, its log (the file the
+			// loop reads) saying why.
+			logFile := "serve.log"
+			if lm := regexp.MustCompile(`"\$W/([A-Za-z0-9_.-]+\.log)"`).FindStringSubmatch(l); lm != nil {
+				logFile = lm[1]
+			}
 			script := "W=" + dir + "\nADDR=127.0.0.1:8080\n" +
-				"echo 'listen tcp 127.0.0.1:8080: bind: address already in use' > $W/serve.log; cp $W/serve.log $W/listen.log\n" +
+				"echo 'listen tcp 127.0.0.1:8080: bind: address already in use' > $W/" + logFile + "\n" +
 				"true & " + m[1] + "=$!; wait $" + m[1] + "\n" + l + "\n" + lines[i+1] + "\n"
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			start := time.Now()
