@@ -39,10 +39,10 @@ var rules = map[string][]string{
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
-	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
+	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs", "internal/infra/liveness"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec", "internal/infra/httpclient", "consumer/internal/jsonvalue"},
+	"consumer":              {"provider", "spec", "internal/infra/httpclient", "internal/infra/liveness", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
 	"consumer/export":       {"consumer", "provider", "spec", "internal/infra/httpclient"},
 	// The OpenAI and Anthropic administration usage APIs as sources, and
@@ -70,6 +70,7 @@ var rules = map[string][]string{
 	"internal/infra/keyring":         {},
 	"internal/infra/netguard":        {},
 	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
+	"internal/infra/liveness":        {}, // a process's name, and whether the process it names is gone: imported by public packages
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	// The domain packages read no HTTP: they return spec errors, and their
