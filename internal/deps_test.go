@@ -33,8 +33,8 @@ var rules = map[string][]string{
 	"spec/webhook":          {"internal/infra/httpclient"},
 	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
 	"policy":                {"spec", "policy/internal/"},
-	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
-	"policy/judge":          {"policy", "internal/infra/httpclient"}, // the model judge of Semantic instructions
+	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient", "internal/infra/openaiapi"},
+	"policy/judge":          {"policy", "internal/infra/httpclient", "internal/infra/openaiapi"}, // the model judge of Semantic instructions
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
@@ -69,8 +69,9 @@ var rules = map[string][]string{
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/keyring":         {},
 	"internal/infra/netguard":        {},
-	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
-	"internal/infra/liveness":        {}, // a process's name, and whether the process it names is gone: imported by public packages
+	"internal/infra/httpclient":      {},                            // imported by public packages: it imports nothing of the kit
+	"internal/infra/openaiapi":       {"internal/infra/httpclient"}, // one call of an OpenAI-compatible endpoint: imported by public packages
+	"internal/infra/liveness":        {},                            // a process's name, and whether the process it names is gone: imported by public packages
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	// The domain packages read no HTTP: they return spec errors, and their
