@@ -293,6 +293,19 @@ func (f *orgFlags) change(cmd string, e *env, checks ...func() error) (string, o
 	return orgID, actor, nil
 }
 
+// readOrg returns the run of a command that reads about the organisation
+// --org: it checks --org, opens the database, finds the organisation (see
+// withOrg) and calls fn.
+func (f *orgFlags) readOrg(fn func(ctx context.Context, d *adminDB, cmd, orgID string) error) func(context.Context, *env, *flag.FlagSet, []string) error {
+	return func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		orgID, err := f.orgID(e.cmd)
+		if err != nil {
+			return err
+		}
+		return f.withOrg(ctx, e, orgID, func(d *adminDB) error { return fn(ctx, d, e.cmd, orgID) })
+	}
+}
+
 // withOrg opens the database and runs fn once the organisation orgID is
 // found; an unknown one is an error with hintOrgs.
 func (f *orgFlags) withOrg(ctx context.Context, e *env, orgID string, fn func(*adminDB) error) error {
@@ -350,23 +363,16 @@ func adminAgentListCommand() *command {
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
-			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
+		run: f.readOrg(func(ctx context.Context, d *adminDB, cmd, orgID string) error {
+			agents, err := d.orgs.Agents(ctx, orgID)
 			if err != nil {
-				return err
+				return storeError(cmd, "org", "", err)
 			}
-			return f.withOrg(ctx, e, orgID, func(d *adminDB) error {
-				agents, err := d.orgs.Agents(ctx, orgID)
-				if err != nil {
-					return storeError(cmd, "org", "", err)
-				}
-				return d.print(struct {
-					OrganisationID string       `json:"organisationId"`
-					Agents         []spec.Agent `json:"agents"`
-				}{orgID, agents})
-			})
-		},
+			return d.print(struct {
+				OrganisationID string       `json:"organisationId"`
+				Agents         []spec.Agent `json:"agents"`
+			}{orgID, agents})
+		}),
 	}
 }
 

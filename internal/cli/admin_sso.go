@@ -160,16 +160,13 @@ Single sign-on); an organisation without them is an error (exit 1).
 
 ` + ssoExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
-			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
+		run: f.readOrg(func(ctx context.Context, d *adminDB, cmd, orgID string) error {
+			s, err := d.sso()
 			if err != nil {
 				return err
 			}
-			return f.withSSO(ctx, e, orgID, func(d *adminDB, s *sso.Service) error {
-				return printSSO(ctx, cmd, orgID, d, s)
-			})
-		},
+			return printSSO(ctx, cmd, orgID, d, s)
+		}),
 	}
 }
 
