@@ -33,16 +33,16 @@ var rules = map[string][]string{
 	"spec/webhook":          {"internal/infra/httpclient"},
 	"conformance":           {"spec", "spec/webhook", "internal/infra/httpclient"},
 	"policy":                {"spec", "policy/internal/"},
-	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient"},
-	"policy/judge":          {"policy", "internal/infra/httpclient"}, // the model judge of Semantic instructions
+	"policy/embeddings":     {"policy", "spec", "internal/infra/httpclient", "internal/infra/openaiapi"},
+	"policy/judge":          {"policy", "internal/infra/httpclient", "internal/infra/openaiapi"}, // the model judge of Semantic instructions
 	"policy/semeval":        {"policy"},
 	"provider":              {"spec", "internal/infra/httpx"},
 	"provider/memsource":    {"provider", "spec"},
 	"provider/sqlsource":    {"provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
-	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs"},
+	"provider/push":         {"provider", "spec", "spec/webhook", "internal/infra/sqldb", "internal/infra/riverjobs", "internal/infra/liveness"},
 	"provider/providertest": {"provider", "spec", "conformance", "internal/infra/demodata"},
 	"provider/export":       {"provider", "spec"},
-	"consumer":              {"provider", "spec", "internal/infra/httpclient", "consumer/internal/jsonvalue"},
+	"consumer":              {"provider", "spec", "internal/infra/httpclient", "internal/infra/liveness", "consumer/internal/jsonvalue"},
 	"consumer/sqlstore":     {"consumer", "provider", "spec", "internal/infra/sqldb", "internal/infra/sqlpage"},
 	"consumer/export":       {"consumer", "provider", "spec", "internal/infra/httpclient"},
 	// The OpenAI and Anthropic administration usage APIs as sources, and
@@ -69,7 +69,9 @@ var rules = map[string][]string{
 	"internal/infra/riverjobs":       {"internal/infra/sqldb"},
 	"internal/infra/keyring":         {},
 	"internal/infra/netguard":        {},
-	"internal/infra/httpclient":      {}, // imported by public packages: it imports nothing of the kit
+	"internal/infra/httpclient":      {},                            // imported by public packages: it imports nothing of the kit
+	"internal/infra/openaiapi":       {"internal/infra/httpclient"}, // one call of an OpenAI-compatible endpoint: imported by public packages
+	"internal/infra/liveness":        {},                            // a process's name, and whether the process it names is gone: imported by public packages
 	"internal/infra/demodata":        {"provider", "spec"},
 
 	// The domain packages read no HTTP: they return spec errors, and their

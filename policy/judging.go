@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aiusage/kit/spec"
@@ -101,4 +103,134 @@ func BackoffOf(err error) time.Duration {
 		err = errors.Unwrap(b) // a Backoff deeper in the chain
 	}
 	return longest
+}
+
+// matchSemantic asks the SemanticMatcher about the messages' segments. When
+// the matcher is a JudgingMatcher, it asks for its judgements; else, when it
+// is a SemanticScorer, for the scores, each query at its own threshold
+// (RecallThreshold for one of high sensitivity when the scorer is a
+// SensitiveScorer). It keeps the scores, quotes and verdicts of the matches
+// for describeSemantic.
+func (s *Set) matchSemantic(ctx context.Context, st *evalState, messages []string) error {
+	if len(s.queries) == 0 {
+		return nil
+	}
+	var segs []segment
+	for mi, msg := range messages {
+		segs = segmentMessage(mi, msg, segs)
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	texts := make([]string, len(segs))
+	for i, sg := range segs {
+		texts[i] = messages[sg.msg][sg.start:sg.end]
+	}
+	keep := func(in int, sp span, info semanticInfo) {
+		st.add(in, sp)
+		if st.similarity == nil {
+			st.similarity = map[semanticHit]semanticInfo{}
+		}
+		info.similarity = min(1, max(0, info.similarity))
+		st.similarity[semanticHit{in, sp}] = info
+	}
+	switch m := s.matcher.(type) {
+	case JudgingMatcher:
+		out, err := m.Judge(ctx, texts, s.queries, slices.Clone(s.sens))
+		if err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkJudgements(out, texts, len(s.queries)); err != nil {
+			return err
+		}
+		for qi, js := range out {
+			in := s.semantic[qi]
+			for _, j := range js {
+				keep(in, span(segs[j.Segment]), semanticInfo{similarity: j.Score, quote: j.Quote, verdict: j.Verdict})
+			}
+		}
+	case SemanticScorer:
+		scores, err := m.Scores(ctx, texts, s.queries)
+		if err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkScores(scores, len(segs), len(s.queries)); err != nil {
+			return err
+		}
+		standard, recall := m.MatchThreshold(), m.MatchThreshold()
+		if ss, ok := m.(SensitiveScorer); ok {
+			recall = ss.RecallThreshold()
+		}
+		for qi, row := range scores {
+			threshold := standard
+			if s.sens[qi] == SensitivityHigh {
+				threshold = recall
+			}
+			in := s.semantic[qi]
+			for j, score := range row {
+				if score >= threshold {
+					keep(in, span(segs[j]), semanticInfo{similarity: score})
+				}
+			}
+		}
+	default:
+		out, err := m.Match(ctx, texts, s.queries)
+		if err != nil {
+			return fmt.Errorf("policy: semantic matcher: %w", err)
+		}
+		if err := checkSemantic(out, len(segs), len(s.queries)); err != nil {
+			return err
+		}
+		for qi, idx := range out {
+			in := s.semantic[qi]
+			for _, j := range idx {
+				st.add(in, span(segs[j]))
+			}
+		}
+	}
+	return nil
+}
+
+// semanticHit is a Semantic match of instruction inst.
+type semanticHit struct {
+	inst int
+	sp   span
+}
+
+// semanticInfo is what a scorer or a judge said of a Semantic match.
+type semanticInfo struct {
+	similarity     float64
+	quote, verdict string
+}
+
+// describeSemantic fills the Text of the Semantic matches of res, and their
+// Similarity, Quote and Verdict when the matcher gave them. The reasons of
+// res are those of the instructions with hits, in instruction order, each
+// match that of the hit at the same index; a reason that does not line up so
+// is left as it is.
+func (s *Set) describeSemantic(st *evalState, messages []string, res *Result) {
+	if len(s.semantic) == 0 || len(res.Reasons) == 0 {
+		return
+	}
+	r := 0
+	for i, in := range s.instrs {
+		h := st.hits[i]
+		if len(h) == 0 {
+			continue
+		}
+		if r == len(res.Reasons) {
+			return
+		}
+		reason := &res.Reasons[r]
+		r++
+		if _, semantic := slices.BinarySearch(s.semantic, i); !semantic || reason.InstructionID != in.id || len(reason.Matches) != len(h) {
+			continue
+		}
+		for k, sp := range h {
+			m := &reason.Matches[k]
+			info := st.similarity[semanticHit{i, sp}]
+			m.Text = messages[sp.msg][sp.start:sp.end]
+			m.Similarity, m.Quote, m.Verdict = info.similarity, info.quote, info.verdict
+		}
+	}
 }

@@ -273,6 +273,50 @@ func (f *orgFlags) registerOrg(fs *flag.FlagSet, changes bool) {
 // orgID returns --org, checked and in lowercase.
 func (f *orgFlags) orgID(cmd string) (string, error) { return parseID(cmd, "org", f.org) }
 
+// change checks the flags of a command that changes the organisation
+// --org, in the order its errors are reported: --org, then checks (the
+// command's own flags), then the actor. It returns --org and the actor.
+func (f *orgFlags) change(cmd string, e *env, checks ...func() error) (string, org.Actor, error) {
+	orgID, err := f.orgID(cmd)
+	if err != nil {
+		return "", org.Actor{}, err
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return "", org.Actor{}, err
+		}
+	}
+	actor, err := f.actorOf(cmd, e)
+	if err != nil {
+		return "", org.Actor{}, err
+	}
+	return orgID, actor, nil
+}
+
+// readOrg returns the run of a command that reads about the organisation
+// --org: it checks --org, opens the database, finds the organisation (see
+// withOrg) and calls fn.
+func (f *orgFlags) readOrg(fn func(ctx context.Context, d *adminDB, cmd, orgID string) error) func(context.Context, *env, *flag.FlagSet, []string) error {
+	return func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
+		orgID, err := f.orgID(e.cmd)
+		if err != nil {
+			return err
+		}
+		return f.withOrg(ctx, e, orgID, func(d *adminDB) error { return fn(ctx, d, e.cmd, orgID) })
+	}
+}
+
+// withOrg opens the database and runs fn once the organisation orgID is
+// found; an unknown one is an error with hintOrgs.
+func (f *orgFlags) withOrg(ctx context.Context, e *env, orgID string, fn func(*adminDB) error) error {
+	return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
+		if _, err := d.orgs.Organisation(ctx, orgID); err != nil {
+			return storeError(e.cmd, "org", hintOrgs, err)
+		}
+		return fn(d)
+	})
+}
+
 func adminAgentCreateCommand() *command {
 	f := &struct {
 		orgFlags
@@ -293,14 +337,7 @@ lists the agents over the organisation API.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
-			if err != nil {
-				return err
-			}
-			if err := required(cmd, "name", f.name); err != nil {
-				return err
-			}
-			actor, err := f.actorOf(cmd, e)
+			orgID, actor, err := f.change(cmd, e, func() error { return required(cmd, "name", f.name) })
 			if err != nil {
 				return err
 			}
@@ -326,27 +363,16 @@ func adminAgentListCommand() *command {
 
 ` + adminExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
-			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
+		run: f.readOrg(func(ctx context.Context, d *adminDB, cmd, orgID string) error {
+			agents, err := d.orgs.Agents(ctx, orgID)
 			if err != nil {
-				return err
+				return storeError(cmd, "org", "", err)
 			}
-			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
-				s := d.orgs
-				if _, err := s.Organisation(ctx, orgID); err != nil {
-					return storeError(cmd, "org", hintOrgs, err)
-				}
-				agents, err := s.Agents(ctx, orgID)
-				if err != nil {
-					return storeError(cmd, "org", "", err)
-				}
-				return d.print(struct {
-					OrganisationID string       `json:"organisationId"`
-					Agents         []spec.Agent `json:"agents"`
-				}{orgID, agents})
-			})
-		},
+			return d.print(struct {
+				OrganisationID string       `json:"organisationId"`
+				Agents         []spec.Agent `json:"agents"`
+			}{orgID, agents})
+		}),
 	}
 }
 
@@ -532,15 +558,11 @@ old one.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
-			if err != nil {
+			var key string
+			orgID, actor, err := f.change(cmd, e, func() (err error) {
+				key, err = parseID(cmd, "key", f.key)
 				return err
-			}
-			key, err := parseID(cmd, "key", f.key)
-			if err != nil {
-				return err
-			}
-			actor, err := f.actorOf(cmd, e)
+			})
 			if err != nil {
 				return err
 			}
@@ -594,12 +616,8 @@ before and after the change (null before a creation and after a deletion).
 			if f.after < 0 {
 				return usagef("%s: --after must not be negative, got %d", cmd, f.after)
 			}
-			return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
-				s := d.orgs
-				if _, err := s.Organisation(ctx, orgID); err != nil {
-					return storeError(cmd, "org", hintOrgs, err)
-				}
-				return writeAudit(ctx, e.stdout, s, orgID, f.after)
+			return f.withOrg(ctx, e, orgID, func(d *adminDB) error {
+				return writeAudit(ctx, e.stdout, d.orgs, orgID, f.after)
 			})
 		},
 	}

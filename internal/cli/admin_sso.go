@@ -120,16 +120,23 @@ func (d *adminDB) sso() (*sso.Service, error) {
 // withSSO opens the database, checks that the organisation orgID exists
 // and runs fn with the sso service.
 func (f *orgFlags) withSSO(ctx context.Context, e *env, orgID string, fn func(*adminDB, *sso.Service) error) error {
-	return f.withDB(ctx, e, time.Now(), func(d *adminDB) error {
-		if _, err := d.orgs.Organisation(ctx, orgID); err != nil {
-			return storeError(e.cmd, "org", hintOrgs, err)
-		}
+	return f.withOrg(ctx, e, orgID, func(d *adminDB) error {
 		s, err := d.sso()
 		if err != nil {
 			return err
 		}
 		return fn(d, s)
 	})
+}
+
+// printSSO prints the single sign-on settings of the organisation orgID,
+// as every admin sso command does.
+func printSSO(ctx context.Context, cmd, orgID string, d *adminDB, s *sso.Service) error {
+	st, err := s.Settings(ctx, orgID)
+	if err != nil {
+		return ssoError(cmd, orgID, "", err)
+	}
+	return d.print(toSSOJSON(st))
 }
 
 func adminSSOShowCommand() *command {
@@ -153,20 +160,13 @@ Single sign-on); an organisation without them is an error (exit 1).
 
 ` + ssoExit,
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, false) },
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
-			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
+		run: f.readOrg(func(ctx context.Context, d *adminDB, cmd, orgID string) error {
+			s, err := d.sso()
 			if err != nil {
 				return err
 			}
-			return f.withSSO(ctx, e, orgID, func(d *adminDB, s *sso.Service) error {
-				st, err := s.Settings(ctx, orgID)
-				if err != nil {
-					return ssoError(cmd, orgID, "", err)
-				}
-				return d.print(toSSOJSON(st))
-			})
-		},
+			return printSSO(ctx, cmd, orgID, d, s)
+		}),
 	}
 }
 
@@ -203,14 +203,12 @@ user break-glass'.
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
-			if err != nil {
-				return err
-			}
-			if !f.off {
-				return usagef("%s: --off is required: the operator may only turn the requirement off; %s", cmd, requireOnAdvice)
-			}
-			actor, err := f.actorOf(cmd, e)
+			orgID, actor, err := f.change(cmd, e, func() error {
+				if !f.off {
+					return usagef("%s: --off is required: the operator may only turn the requirement off; %s", cmd, requireOnAdvice)
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -218,11 +216,7 @@ user break-glass'.
 				if err := s.SetRequired(ctx, orgID, false, "", actor); err != nil {
 					return ssoError(cmd, orgID, "", err)
 				}
-				st, err := s.Settings(ctx, orgID)
-				if err != nil {
-					return ssoError(cmd, orgID, "", err)
-				}
-				return d.print(toSSOJSON(st))
+				return printSSO(ctx, cmd, orgID, d, s)
 			})
 		},
 	}
@@ -248,11 +242,7 @@ Refused (exit 1) while the organisation requires single sign-on: run
 		flags: func(fs *flag.FlagSet) { f.registerOrg(fs, true) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, _ []string) error {
 			cmd := e.cmd
-			orgID, err := f.orgID(cmd)
-			if err != nil {
-				return err
-			}
-			actor, err := f.actorOf(cmd, e)
+			orgID, actor, err := f.change(cmd, e)
 			if err != nil {
 				return err
 			}

@@ -1,18 +1,16 @@
 package embeddings
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/aiusage/kit/internal/infra/httpclient"
+	"github.com/aiusage/kit/internal/infra/openaiapi"
 	"github.com/aiusage/kit/policy"
 )
 
@@ -227,40 +225,23 @@ func (c *Client) post(ctx context.Context, texts []string) ([][]float64, error) 
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("embeddings: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	switch {
-	case c.APIKey == "":
-	case c.APIKeyHeader != "":
-		req.Header.Set(c.APIKeyHeader, c.APIKey)
-	default:
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = defaultHTTPClient
 	}
-	resp, err := httpclient.SameOrigin(hc, redirectError).Do(req)
+	ep := openaiapi.Endpoint{URL: c.URL, APIKey: c.APIKey, APIKeyHeader: c.APIKeyHeader, Client: hc, Redirect: redirectError}
+	req, err := ep.NewRequest(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	a, err := ep.Do(req, MaxResponseBytes)
 	if err != nil {
-		return nil, fmt.Errorf("embeddings: reading the answer: %w", err)
+		return nil, fmt.Errorf("embeddings: %w", err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		const show = 200
-		detail := raw
-		if len(detail) > show {
-			detail = detail[:show]
-		}
-		return nil, fmt.Errorf("embeddings: %s answered %s: %q", c.URL, resp.Status, detail)
+	if !a.OK() {
+		return nil, fmt.Errorf("embeddings: %s answered %s", c.URL, a.Detail())
 	}
+	raw := a.Body
 	if len(raw) > MaxResponseBytes {
 		return nil, fmt.Errorf("embeddings: answer larger than %d bytes", MaxResponseBytes)
 	}

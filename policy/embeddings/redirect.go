@@ -2,9 +2,8 @@ package embeddings
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/aiusage/kit/internal/infra/httpclient"
+	"github.com/aiusage/kit/internal/infra/openaiapi"
 )
 
 // ErrRedirect is wrapped by the error of a request the endpoint redirected
@@ -13,10 +12,5 @@ import (
 // server the URL does not name.
 var ErrRedirect = errors.New("embeddings: redirect to another origin refused")
 
-// redirectError is the error of a redirect [httpclient.SameOrigin] refuses.
-func redirectError(r *httpclient.Refused) error {
-	if r.TooMany {
-		return r
-	}
-	return fmt.Errorf("%w: %s", ErrRedirect, r)
-}
+// redirectError is the error of a redirect the client refuses.
+var redirectError = openaiapi.RedirectError(ErrRedirect)

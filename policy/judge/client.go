@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiusage/kit/internal/infra/httpclient"
+	"github.com/aiusage/kit/internal/infra/openaiapi"
 )
 
 // Defaults of [Client].
@@ -133,54 +133,37 @@ func (c *Client) Decide(ctx context.Context, instruction, sentence string) (Verd
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
-	if err != nil {
-		return Verdict{}, fmt.Errorf("judge: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	switch {
-	case c.APIKey == "":
-	case c.APIKeyHeader != "":
-		req.Header.Set(c.APIKeyHeader, c.APIKey)
-	default:
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = defaultHTTPClient
 	}
-	resp, err := httpclient.SameOrigin(hc, redirectError).Do(req)
+	ep := openaiapi.Endpoint{URL: c.URL, APIKey: c.APIKey, APIKeyHeader: c.APIKeyHeader, Client: hc, Redirect: redirectError}
+	req, err := ep.NewRequest(ctx, body)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("judge: %w", err)
+	}
+	a, err := ep.Do(req, MaxResponseBytes)
 	if err != nil {
 		if errors.Is(err, ErrRedirect) {
 			return Verdict{}, fmt.Errorf("judge: %w", err)
 		}
-		return Verdict{}, &UnavailableError{URL: c.URL, Err: err}
+		return Verdict{}, &UnavailableError{URL: c.URL, Status: a.Status, Err: err}
 	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
-		return Verdict{}, &UnavailableError{URL: c.URL, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err)}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		const show = 200
-		detail := raw
-		if len(detail) > show {
-			detail = detail[:show]
-		}
-		err := fmt.Errorf("%s: %q", resp.Status, detail)
-		switch code := resp.StatusCode; {
+	if !a.OK() {
+		err := errors.New(a.Detail())
+		switch code := a.Status; {
 		case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code >= 500:
 			now := time.Now
 			if c.Now != nil {
 				now = c.Now
 			}
-			wait, _ := httpclient.RetryAfter(resp.Header.Get("Retry-After"), now())
+			wait, _ := httpclient.RetryAfter(a.Header.Get("Retry-After"), now())
 			return Verdict{}, &UnavailableError{URL: c.URL, Status: code, RetryAfter: wait, Err: err}
 		default:
 			return Verdict{}, fmt.Errorf("judge: %s answered %w", c.URL, err)
 		}
 	}
+	raw := a.Body
 	if len(raw) > MaxResponseBytes {
 		return Verdict{}, nil
 	}
@@ -189,13 +172,8 @@ func (c *Client) Decide(ctx context.Context, instruction, sentence string) (Verd
 
 var defaultHTTPClient = &http.Client{}
 
-// redirectError is the error of a redirect [httpclient.SameOrigin] refuses.
-func redirectError(r *httpclient.Refused) error {
-	if r.TooMany {
-		return r
-	}
-	return fmt.Errorf("%w: %s", ErrRedirect, r)
-}
+// redirectError is the error of a redirect the client refuses.
+var redirectError = openaiapi.RedirectError(ErrRedirect)
 
 // marker delimits the sentence in one question: random, so that the
 // sentence cannot close the data block it is in.

@@ -117,7 +117,7 @@ func (s *Service) exportSource(src Source) (consumer.Source, error) {
 	if client.Timeout == 0 {
 		client.Timeout = 5 * time.Minute
 	}
-	cfg := export.Config{URL: src.URL, Token: src.Token, HTTPClient: &client, MaxRetries: 3, Logger: s.log.With("source", src.ID),
+	cfg := export.Config{URL: src.URL, Token: src.Token, HTTPClient: &client, MaxRetries: SyncRetries, OnRetry: s.onRetry, Logger: s.log.With("source", src.ID),
 		MaxFileBytes: s.cfg.ExportMaxFileBytes, MaxPlainBytes: s.cfg.ExportMaxFileBytes}
 	if dir != "" {
 		if err := s.checkExportDir(src.OrganisationID, dir); err != nil {

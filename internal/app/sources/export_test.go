@@ -1,8 +1,14 @@
 package sources_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,5 +117,93 @@ func TestExportSourceValidation(t *testing.T) {
 		// https without a token is fine: the token is optional.
 		_, err := e.src.Add(t.Context(), e.org.ID, sources.SourceCreate{Name: "open", URL: "https://vendor.example/export/", Transport: sources.TransportExport})
 		require.NoError(t, err)
+	})
+}
+
+// flaky serves h behind the first fails requests of every path, answered
+// 503 with Retry-After: 0 so that the retries cost no waiting. paths returns
+// how many paths it was asked for.
+func flaky(t *testing.T, fails int, h http.Handler) (u string, paths func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		mu.Unlock()
+		if n <= fails {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+}
+
+// syncRetries reads the service's count of retried sync requests.
+func syncRetries(t *testing.T, e *env) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	e.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil))
+	for line := range strings.Lines(rec.Body.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "aiusage_sync_retries_total "); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, line)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestSyncRetryBudget: every request of the service's REST and export
+// sources retries a transient failure the same way, within the same budget
+// (SyncRetries), and every retry is counted in aiusage_sync_retries_total
+// (issue 35, item 3: an export's retries were not counted). A provider that
+// fails each request SyncRetries times is synced over either transport, with
+// that many retries a request counted; one that fails once more is not.
+func TestSyncRetryBudget(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db)
+		dir, restURL := newExport(t, 20)
+		rest, err := url.Parse(restURL)
+		require.NoError(t, err)
+		for _, fails := range []int{sources.SyncRetries, sources.SyncRetries + 1} {
+			for _, tc := range []struct {
+				transport string
+				h         http.Handler
+				slash     string
+			}{
+				{sources.TransportREST, httputil.NewSingleHostReverseProxy(rest), ""},
+				{sources.TransportExport, http.FileServer(http.Dir(dir)), "/"},
+			} {
+				name := fmt.Sprintf("%s failing %d times", tc.transport, fails)
+				u, paths := flaky(t, fails, tc.h)
+				s, err := e.src.Add(ctx, e.org.ID, sources.SourceCreate{Name: name, URL: u + tc.slash,
+					Token: providerToken, Transport: tc.transport})
+				require.NoError(t, err)
+				before := syncRetries(t, e)
+				res, err := e.src.SyncNow(ctx, s.ID)
+				retried := syncRetries(t, e) - before
+				if fails > sources.SyncRetries {
+					require.Error(t, err, name)
+					require.Equal(t, sources.SyncRetries*paths(), retried, "%s: every retry is counted", name)
+					continue
+				}
+				require.NoError(t, err, name)
+				require.Positive(t, res.Records(), name)
+				require.Equal(t, fails*paths(), retried, "%s: every retry is counted", name)
+				view := e.url + "/organisations/" + e.org.ID + "/sources/" + s.ID
+				require.Equal(t, count(t, restURL, "conversations", providerToken), count(t, view, "conversations", e.key), name)
+			}
+		}
 	})
 }

@@ -692,8 +692,7 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		}
 	default:
 		c, err := consumer.NewClient(consumer.ClientConfig{URL: src.URL, Token: src.Token, HTTPClient: s.client,
-			OnRetry:    func(consumer.Retry) { s.cfg.Metrics.ObserveSyncRetry() },
-			MaxRetries: 3, UserAgent: "aiusage-service"})
+			MaxRetries: SyncRetries, OnRetry: s.onRetry, UserAgent: "aiusage-service"})
 		if err != nil {
 			return consumer.Result{}, failAll(fmt.Errorf("sources: sync %s: %w", src.ID, err))
 		}
@@ -734,6 +733,19 @@ func (s *Service) SyncNow(ctx context.Context, id string) (consumer.Result, erro
 		slog.String("organisation", src.OrganisationID), slog.Int("records", res.Records()))
 	return res, nil
 }
+
+// SyncRetries is how often a sync retries one request of a REST or an
+// export source that failed transiently (httpclient.Transient: 408, 429, 5xx
+// but 501, resets, cut bodies), with the back-off every transport of the
+// consumer shares (httpclient's defaults: 250 ms to 30 s with jitter, a
+// Retry-After honoured up to 5 minutes). It is lower than the consumer's
+// default (httpclient.DefaultMaxRetries), which keeps the sync of a source
+// that is down short, and its organisation's sync slot free: the source is
+// tried again at its next sync.
+const SyncRetries = 3
+
+// onRetry counts a retried request of a sync, whatever its transport.
+func (s *Service) onRetry(consumer.Retry) { s.cfg.Metrics.ObserveSyncRetry() }
 
 // failed logs the whole detail of a failed sync, pauses the source when
 // the failure is one that repeating the sync cannot mend, and returns the

@@ -66,7 +66,7 @@ func (s *Service) vendorSource(src Source) (consumer.Source, error) {
 	}
 	cfg := vendorusage.Config{BaseURL: src.URL, Key: src.Token, HTTPClient: &client,
 		Rate: s.cfg.VendorRate, Logger: s.log.With("source", src.ID),
-		OnRetry: func(consumer.Retry) { s.cfg.Metrics.ObserveSyncRetry() }}
+		OnRetry: s.onRetry}
 	if src.Transport == TransportAnthropic {
 		return vendorusage.NewAnthropic(cfg)
 	}
