@@ -1,0 +1,416 @@
+package sqlsource
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/provider"
+	"github.com/aiusage/kit/spec"
+)
+
+// WriteBatch runs fn with a [provider.Writer] whose writes all go into one
+// transaction: the way to load many records quickly. The writer keeps the
+// rows of each table in memory, up to [DefaultBatchRows] of them (or a few
+// MiB of records), and writes them in one multi-row statement, so that a
+// batch costs a round trip to the database per few hundred records rather
+// than per record. The result is what the same writes one after the other
+// would leave: of several upserts of one id the last wins, a deletion sees
+// the conversations written before it in the batch, revisions and usage
+// sums are those of the single writes.
+//
+// The batch commits when fn returns nil. It rolls back when fn returns an
+// error, or when any write of the batch failed: WriteBatch then returns
+// that write's error, even if fn ignored it, and every write after the
+// failed one fails too. Where an error surfaces:
+//
+//   - From the call itself: a record that is not valid
+//     ([provider.ErrInvalid]: an empty id, a missing time, a cost that is
+//     not a finite number, an id too long), a deletion of an id that is
+//     neither stored nor written earlier in the batch ([provider.ErrNotFound]),
+//     and an event or usage record whose id the batch holds in memory
+//     ([provider.ErrConflict]).
+//   - When the rows are written: an event or usage record whose id is
+//     stored already, or was written by the batch before its last write to
+//     the database, is [provider.ErrConflict] naming that id, and so are the
+//     database's own errors. Such an error comes from the call that
+//     filled the table's buffer (a later call than the record's), or from
+//     WriteBatch itself for the rows written when fn returns. WriteBatch
+//     returns it in every case.
+//
+// The writer must not be used after fn returns, nor from several goroutines
+// at once. On SQLite the batch holds the database's write lock until it
+// ends.
+func (s *Source) WriteBatch(ctx context.Context, fn func(w provider.Writer) error) error {
+	return s.inTx(ctx, "write batch", func(tx *sql.Tx) error {
+		b := s.newBatch(tx)
+		defer b.cn.close()
+		err := fn(b)
+		if b.err != nil {
+			return b.err
+		}
+		if err != nil {
+			return err
+		}
+		for _, buf := range b.bufs() {
+			if err := b.flush(ctx, buf); err != nil {
+				return err
+			}
+		}
+		// The requests not added yet join usage_rollups, summed per cell.
+		if err := b.cells.flush(ctx, b.cn, b.cn.rows); err != nil {
+			return err
+		}
+		for rk := range b.changed {
+			if err := bumpRevision(ctx, b.cn, rk); err != nil {
+				return dbError(ctx, "write batch", err)
+			}
+		}
+		return nil
+	})
+}
+
+// DefaultBatchRows is how many rows of a table a [Source.WriteBatch] writes
+// in one statement at most (Source.batchRows, settable in tests; 1 writes
+// row by row, as the kit did before).
+const DefaultBatchRows = 500
+
+// maxBatchBytes bounds the bytes of stored JSON a batch keeps in memory per
+// table before it writes them.
+const maxBatchBytes = 4 << 20
+
+// maxBatchCells bounds the rollup cells a batch keeps in memory before it
+// adds them to usage_rollups (Source.batchCells, for tests).
+const maxBatchCells = 1 << 16
+
+// maxBindParams is the most parameters one statement binds on both
+// dialects: SQLite's default limit since 3.32 (PostgreSQL allows 65535).
+const maxBindParams = 32766
+
+// bulkInsert is a multi-row INSERT into one table: "INSERT INTO into VALUES
+// (row), (row) ... onConflict".
+type bulkInsert struct {
+	into       string // the table and its columns
+	cols       int
+	onConflict string
+	// noun names the records of an insert-only table, whose existing ids
+	// are conflicts: its onConflict is DO NOTHING RETURNING tenant, id, and
+	// a row that was not stored is [provider.ErrConflict]. Empty for
+	// upserts.
+	noun string
+}
+
+// The tables a batch writes.
+var (
+	conversationsBulk = &bulkInsert{
+		into: `conversations (tenant, id, updated_at, started_at, deleted, body)`, cols: 6,
+		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
+	started_at = excluded.started_at, deleted = excluded.deleted, body = excluded.body`,
+	}
+	assistantsBulk = &bulkInsert{
+		into: `assistants (tenant, id, updated_at, created_at, body)`, cols: 5,
+		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
+	created_at = excluded.created_at, body = excluded.body`,
+	}
+	eventsBulk = &bulkInsert{
+		into: `events (tenant, id, occurred_at, category, body)`, cols: 5,
+		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "event",
+	}
+	usageBulk = &bulkInsert{
+		into: `usage_records (tenant, id, at, conversation_id, user_id, department, model, assistant_id,
+	input_tokens, output_tokens, cost)`, cols: 11,
+		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "usage record",
+	}
+	rollupsBulk = &bulkInsert{
+		into: `usage_rollups (tenant, width, bucket, model, department, assistant_id, user_id,
+	conversation_id, requests, input_tokens, output_tokens, cost)`, cols: 12,
+		onConflict: `ON CONFLICT (tenant, width, bucket, model, department, assistant_id, user_id, conversation_id) DO UPDATE SET
+	requests = usage_rollups.requests + excluded.requests,
+	input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
+	output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
+	cost = usage_rollups.cost + excluded.cost`,
+	}
+)
+
+// perStatement returns how many rows one statement of b holds at most,
+// given the batch's bound.
+func (b *bulkInsert) perStatement(rows int) int {
+	return max(1, min(rows, maxBindParams/b.cols))
+}
+
+// sql returns the statement of n rows on dialect d. Its parameters are
+// anonymous (?) on SQLite, which looks a numbered one up among those before
+// it, in time quadratic in their count; numbered ($1) on PostgreSQL.
+func (b *bulkInsert) sql(d sqldb.Dialect, n int) string {
+	var sb strings.Builder
+	sb.Grow(len(b.into) + len(b.onConflict) + 32 + n*b.cols*7)
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(b.into)
+	sb.WriteString(" VALUES ")
+	p := 0
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('(')
+		for c := range b.cols {
+			if c > 0 {
+				sb.WriteByte(',')
+			}
+			p++
+			if d == sqldb.Postgres {
+				sb.WriteByte('$')
+				sb.WriteString(strconv.Itoa(p))
+			} else {
+				sb.WriteByte('?')
+			}
+		}
+		sb.WriteByte(')')
+	}
+	sb.WriteByte(' ')
+	sb.WriteString(b.onConflict)
+	return sb.String()
+}
+
+// rowKey identifies a record of a table.
+type rowKey struct{ tenant, id string }
+
+// rowBuf holds the rows of one table that a batch has yet to write, each
+// id once.
+type rowBuf struct {
+	st    *bulkInsert
+	rows  [][]any        // tenant and id first
+	at    map[rowKey]int // index in rows
+	bytes int            // of stored JSON
+}
+
+func newRowBuf(st *bulkInsert) *rowBuf { return &rowBuf{st: st, at: map[rowKey]int{}} }
+
+// put adds row, of size bytes, in place of the buffered row of the same id
+// if there is one.
+func (r *rowBuf) put(row []any, size int) {
+	k := rowKey{row[0].(string), row[1].(string)}
+	if i, ok := r.at[k]; ok {
+		r.bytes -= bodySize(r.rows[i])
+		r.rows[i] = row
+	} else {
+		r.at[k] = len(r.rows)
+		r.rows = append(r.rows, row)
+	}
+	r.bytes += size
+}
+
+func (r *rowBuf) has(tenant, id string) bool {
+	_, ok := r.at[rowKey{tenant, id}]
+	return ok
+}
+
+func (r *rowBuf) reset() {
+	clear(r.rows)
+	r.rows = r.rows[:0]
+	clear(r.at)
+	r.bytes = 0
+}
+
+// bodySize returns the size of a row's stored JSON (its last column for the
+// tables that have one).
+func bodySize(row []any) int {
+	if s, ok := row[len(row)-1].(string); ok {
+		return len(s)
+	}
+	return 0
+}
+
+// batch is the Writer of [Source.WriteBatch].
+type batch struct {
+	s                             *Source
+	cn                            *txConn
+	convs, assts, events, records *rowBuf
+	cells                         rollup          // the requests recorded, summed per cell
+	changed                       map[revKey]bool // the tables written
+	args                          []any           // of the statement being written
+	err                           error           // first failed write
+}
+
+var _ provider.Writer = (*batch)(nil)
+
+func (s *Source) newBatch(tx *sql.Tx) *batch {
+	return &batch{
+		s:     s,
+		cn:    &txConn{tx: tx, prepare: true, dialect: s.db.Dialect, rows: s.batchRows},
+		convs: newRowBuf(conversationsBulk), assts: newRowBuf(assistantsBulk),
+		events: newRowBuf(eventsBulk), records: newRowBuf(usageBulk),
+		cells: rollup{}, changed: map[revKey]bool{},
+	}
+}
+
+func (b *batch) bufs() [4]*rowBuf { return [4]*rowBuf{b.convs, b.assts, b.events, b.records} }
+
+func (b *batch) do(rk revKey, err error) error {
+	if err != nil {
+		if b.err == nil {
+			b.err = err
+		}
+		return err
+	}
+	if rk.table != "" {
+		b.changed[rk] = true
+	}
+	return nil
+}
+
+func (b *batch) failed() error {
+	return fmt.Errorf("sqlsource: batch failed earlier: %w", b.err)
+}
+
+// add buffers row into buf and writes the buffer once it is full.
+func (b *batch) add(ctx context.Context, buf *rowBuf, row []any) error {
+	buf.put(row, bodySize(row))
+	if len(buf.rows) >= buf.st.perStatement(b.cn.rows) || buf.bytes >= maxBatchBytes {
+		return b.flush(ctx, buf)
+	}
+	return nil
+}
+
+// flush writes the rows of buf in one statement and empties it. Of an
+// insert-only table, a row the database did not store (its id exists) is
+// [provider.ErrConflict].
+func (b *batch) flush(ctx context.Context, buf *rowBuf) error {
+	n := len(buf.rows)
+	if n == 0 {
+		return nil
+	}
+	defer buf.reset()
+	args := b.args[:0]
+	for _, row := range buf.rows {
+		args = append(args, row...)
+	}
+	defer func() { clear(args); b.args = args[:0] }()
+	op := "write batch: " + strings.Fields(buf.st.into)[0]
+	if buf.st.noun == "" {
+		if err := b.cn.execBulk(ctx, buf.st, n, args); err != nil {
+			return dbError(ctx, op, err)
+		}
+		return nil
+	}
+	rows, err := b.cn.queryBulk(ctx, buf.st, n, args)
+	if err != nil {
+		return dbError(ctx, op, err)
+	}
+	defer rows.Close()
+	stored := make([]rowKey, 0, n)
+	for rows.Next() {
+		var k rowKey
+		if err := rows.Scan(&k.tenant, &k.id); err != nil {
+			return dbError(ctx, op, err)
+		}
+		stored = append(stored, k)
+	}
+	if err := rows.Err(); err != nil {
+		return dbError(ctx, op, err)
+	}
+	if len(stored) == n {
+		return nil
+	}
+	for _, k := range stored {
+		delete(buf.at, k)
+	}
+	for _, row := range buf.rows {
+		if k := (rowKey{row[0].(string), row[1].(string)}); buf.has(k.tenant, k.id) {
+			return conflict(buf.st.noun, k.id)
+		}
+	}
+	return fmt.Errorf("sqlsource: %s: %d rows given, %d stored", op, n, len(stored))
+}
+
+func (b *batch) UpsertConversation(ctx context.Context, tenant string, c spec.Conversation) error {
+	if b.err != nil {
+		return b.failed()
+	}
+	row, err := b.s.conversationRow(tenant, c)
+	if err == nil {
+		err = b.add(ctx, b.convs, row)
+	}
+	return b.do(revKey{tenant, "conversations"}, err)
+}
+
+func (b *batch) DeleteConversation(ctx context.Context, tenant, id string, at time.Time) error {
+	if b.err != nil {
+		return b.failed()
+	}
+	return b.do(revKey{tenant, "conversations"}, b.deleteConversation(ctx, tenant, id, at))
+}
+
+// deleteConversation buffers the tombstone of the conversation as the
+// batch holds it, or else as it is stored.
+func (b *batch) deleteConversation(ctx context.Context, tenant, id string, at time.Time) error {
+	if at.IsZero() {
+		at = b.s.now()
+	}
+	var body []byte
+	if i, ok := b.convs.at[rowKey{tenant, id}]; ok {
+		body = []byte(b.convs.rows[i][convColBody].(string))
+	} else {
+		var err error
+		if body, err = b.s.storedConversation(ctx, b.cn, tenant, id); err != nil {
+			return err
+		}
+	}
+	row, err := tombstoneRow(tenant, id, body, at)
+	if err != nil {
+		return err
+	}
+	return b.add(ctx, b.convs, row)
+}
+
+func (b *batch) UpsertAssistant(ctx context.Context, tenant string, a spec.Assistant) error {
+	if b.err != nil {
+		return b.failed()
+	}
+	row, err := b.s.assistantRow(tenant, a)
+	if err == nil {
+		err = b.add(ctx, b.assts, row)
+	}
+	return b.do(revKey{tenant, "assistants"}, err)
+}
+
+func (b *batch) AppendEvent(ctx context.Context, tenant string, e spec.Event) error {
+	if b.err != nil {
+		return b.failed()
+	}
+	row, err := eventRow(tenant, e)
+	switch {
+	case err != nil:
+	case b.events.has(tenant, e.ID):
+		err = conflict(eventsBulk.noun, e.ID)
+	default:
+		err = b.add(ctx, b.events, row)
+	}
+	return b.do(revKey{tenant, "events"}, err)
+}
+
+func (b *batch) RecordUsage(ctx context.Context, tenant string, u provider.UsageRecord) error {
+	if b.err != nil {
+		return b.failed()
+	}
+	err := checkUsage(&u)
+	switch {
+	case err != nil:
+	case b.records.has(tenant, u.ID):
+		err = conflict(usageBulk.noun, u.ID)
+	default:
+		b.cells.add(tenant, &u)
+		err = b.add(ctx, b.records, usageRow(tenant, &u))
+	}
+	if err != nil {
+		return b.do(revKey{}, err)
+	}
+	if len(b.cells) >= b.s.batchCells {
+		return b.do(revKey{}, b.cells.flush(ctx, b.cn, b.cn.rows))
+	}
+	return nil
+}
