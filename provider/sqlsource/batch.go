@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -96,6 +95,7 @@ const maxBindParams = 32766
 type bulkInsert struct {
 	into       string // the table and its columns
 	cols       int
+	pgTypes    string // the PostgreSQL array types of the columns, in order
 	onConflict string
 	// noun names the records of an insert-only table, whose existing ids
 	// are conflicts: its onConflict is DO NOTHING RETURNING tenant, id, and
@@ -108,26 +108,31 @@ type bulkInsert struct {
 var (
 	conversationsBulk = &bulkInsert{
 		into: `conversations (tenant, id, updated_at, started_at, deleted, body)`, cols: 6,
+		pgTypes: `text[], text[], bigint[], bigint[], boolean[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
 	started_at = excluded.started_at, deleted = excluded.deleted, body = excluded.body`,
 	}
 	assistantsBulk = &bulkInsert{
 		into: `assistants (tenant, id, updated_at, created_at, body)`, cols: 5,
+		pgTypes: `text[], text[], bigint[], bigint[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
 	created_at = excluded.created_at, body = excluded.body`,
 	}
 	eventsBulk = &bulkInsert{
 		into: `events (tenant, id, occurred_at, category, body)`, cols: 5,
+		pgTypes:    `text[], text[], bigint[], text[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "event",
 	}
 	usageBulk = &bulkInsert{
 		into: `usage_records (tenant, id, at, conversation_id, user_id, department, model, assistant_id,
 	input_tokens, output_tokens, cost)`, cols: 11,
+		pgTypes:    `text[], text[], bigint[], text[], text[], text[], text[], text[], bigint[], bigint[], double precision[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "usage record",
 	}
 	rollupsBulk = &bulkInsert{
 		into: `usage_rollups (tenant, width, bucket, model, department, assistant_id, user_id,
 	conversation_id, requests, input_tokens, output_tokens, cost)`, cols: 12,
+		pgTypes: `text[], bigint[], bigint[], text[], text[], text[], text[], text[], bigint[], bigint[], bigint[], double precision[]`,
 		onConflict: `ON CONFLICT (tenant, width, bucket, model, department, assistant_id, user_id, conversation_id) DO UPDATE SET
 	requests = usage_rollups.requests + excluded.requests,
 	input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
@@ -142,10 +147,89 @@ func (b *bulkInsert) perStatement(rows int) int {
 	return max(1, min(rows, maxBindParams/b.cols))
 }
 
-// sql returns the statement of n rows on dialect d. Its parameters are
-// anonymous (?) on SQLite, which looks a numbered one up among those before
-// it, in time quadratic in their count; numbered ($1) on PostgreSQL.
-func (b *bulkInsert) sql(d sqldb.Dialect, n int) string {
+// bulkForm is the form of a multi-row statement.
+type bulkForm int
+
+const (
+	// anonymous: a multi-row INSERT whose parameters are anonymous (?), for
+	// SQLite, which looks a numbered parameter up among those before it, in
+	// time quadratic in their count.
+	anonymous bulkForm = iota
+	// numbered: a multi-row INSERT of numbered parameters ($1), for
+	// PostgreSQL.
+	numbered
+	// arrays: one statement for any number of rows, whose parameters are
+	// the columns as arrays, for PostgreSQL: planned once, and its few
+	// parameters cost far less to bind than those of every row of a
+	// multi-row INSERT.
+	arrays
+)
+
+// sql returns the statement of n rows in form f.
+func (b *bulkInsert) sql(f bulkForm, n int) string {
+	if f == arrays {
+		return b.pgSQL()
+	}
+	return b.multiRowSQL(f, n)
+}
+
+// pgSQL returns the PostgreSQL statement of b: INSERT ... SELECT * FROM
+// unnest($1::type[], ...) ON CONFLICT ...
+func (b *bulkInsert) pgSQL() string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(b.into)
+	sb.WriteString(" SELECT * FROM unnest(")
+	for i, typ := range strings.Split(b.pgTypes, ", ") {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "$%d::%s", i+1, typ)
+	}
+	sb.WriteString(") ")
+	sb.WriteString(b.onConflict)
+	return sb.String()
+}
+
+// args returns the parameters of the statement of rows in form f: the
+// values row after row, or a slice per column (arrays).
+func (b *bulkInsert) args(f bulkForm, rows [][]any) []any {
+	if f != arrays {
+		args := make([]any, 0, len(rows)*b.cols)
+		for _, row := range rows {
+			args = append(args, row...)
+		}
+		return args
+	}
+	args := make([]any, b.cols)
+	for c := range b.cols {
+		switch rows[0][c].(type) {
+		case string:
+			args[c] = column[string](rows, c)
+		case int64:
+			args[c] = column[int64](rows, c)
+		case bool:
+			args[c] = column[bool](rows, c)
+		case float64:
+			args[c] = column[float64](rows, c)
+		default:
+			panic(fmt.Sprintf("sqlsource: column %d of %s: a %T", c, b.into, rows[0][c]))
+		}
+	}
+	return args
+}
+
+// column returns column c of rows, whose values are of type T.
+func column[T any](rows [][]any, c int) []T {
+	col := make([]T, len(rows))
+	for i, row := range rows {
+		col[i] = row[c].(T)
+	}
+	return col
+}
+
+// multiRowSQL returns the multi-row INSERT of n rows.
+func (b *bulkInsert) multiRowSQL(f bulkForm, n int) string {
 	var sb strings.Builder
 	sb.Grow(len(b.into) + len(b.onConflict) + 32 + n*b.cols*7)
 	sb.WriteString("INSERT INTO ")
@@ -162,7 +246,7 @@ func (b *bulkInsert) sql(d sqldb.Dialect, n int) string {
 				sb.WriteByte(',')
 			}
 			p++
-			if d == sqldb.Postgres {
+			if f == numbered {
 				sb.WriteByte('$')
 				sb.WriteString(strconv.Itoa(p))
 			} else {
@@ -232,7 +316,6 @@ type batch struct {
 	convs, assts, events, records *rowBuf
 	cells                         rollup          // the requests recorded, summed per cell
 	changed                       map[revKey]bool // the tables written
-	args                          []any           // of the statement being written
 	err                           error           // first failed write
 }
 
@@ -285,19 +368,14 @@ func (b *batch) flush(ctx context.Context, buf *rowBuf) error {
 		return nil
 	}
 	defer buf.reset()
-	args := b.args[:0]
-	for _, row := range buf.rows {
-		args = append(args, row...)
-	}
-	defer func() { clear(args); b.args = args[:0] }()
 	op := "write batch: " + strings.Fields(buf.st.into)[0]
 	if buf.st.noun == "" {
-		if err := b.cn.execBulk(ctx, buf.st, n, args); err != nil {
+		if err := b.cn.execBulk(ctx, buf.st, buf.rows); err != nil {
 			return dbError(ctx, op, err)
 		}
 		return nil
 	}
-	rows, err := b.cn.queryBulk(ctx, buf.st, n, args)
+	rows, err := b.cn.queryBulk(ctx, buf.st, buf.rows)
 	if err != nil {
 		return dbError(ctx, op, err)
 	}

@@ -143,7 +143,9 @@ func TestBatchBuffer(t *testing.T) {
 		// Records that are not valid: the call.
 		for _, bad := range []func(w provider.Writer) error{
 			func(w provider.Writer) error { return w.UpsertConversation(ctx, "t1", spec.Conversation{ID: "c"}) },
-			func(w provider.Writer) error { return w.UpsertAssistant(ctx, "t1", spec.Assistant{CreatedAt: spec.NewTime(t0)}) },
+			func(w provider.Writer) error {
+				return w.UpsertAssistant(ctx, "t1", spec.Assistant{CreatedAt: spec.NewTime(t0)})
+			},
 			func(w provider.Writer) error { return w.AppendEvent(ctx, "t1", spec.Event{ID: "e"}) },
 			func(w provider.Writer) error {
 				return w.RecordUsage(ctx, "t1", provider.UsageRecord{ID: "c", At: t0, Cost: math.NaN()})

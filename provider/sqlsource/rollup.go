@@ -63,15 +63,15 @@ func (r rollup) flush(ctx context.Context, cn conn, rows int) error {
 	}
 	slices.SortFunc(keys, cell.compare)
 	per := rollupsBulk.perStatement(rows)
-	args := make([]any, 0, min(len(keys), per)*rollupsBulk.cols)
+	chunkRows := make([][]any, 0, min(len(keys), per))
 	for chunk := range slices.Chunk(keys, per) {
-		args = args[:0]
+		chunkRows = chunkRows[:0]
 		for _, k := range chunk {
 			s := r[k]
-			args = append(args, k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
-				k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost)
+			chunkRows = append(chunkRows, []any{k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
+				k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost})
 		}
-		if err := cn.execBulk(ctx, rollupsBulk, len(chunk), args); err != nil {
+		if err := cn.execBulk(ctx, rollupsBulk, chunkRows); err != nil {
 			return dbError(ctx, "record usage", err)
 		}
 	}

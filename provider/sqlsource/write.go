@@ -35,8 +35,8 @@ ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at, created
 type conn interface {
 	exec(ctx context.Context, query string, args ...any) error
 	queryRow(ctx context.Context, query string, args ...any) *sql.Row
-	// execBulk runs the statement of st for n rows, whose columns are args.
-	execBulk(ctx context.Context, st *bulkInsert, n int, args []any) error
+	// execBulk runs the statement of st for rows.
+	execBulk(ctx context.Context, st *bulkInsert, rows [][]any) error
 }
 
 // txConn runs statements in a transaction; with prepare set, it prepares each
@@ -50,6 +50,21 @@ type txConn struct {
 	stmts   map[string]*sql.Stmt
 }
 
+// form returns the form of the multi-row statements: columns as arrays on
+// PostgreSQL, but rows of numbered parameters when a statement holds one
+// row (the statements of single writes, and of a batch written row by row
+// to compare with).
+func (c *txConn) form() bulkForm {
+	switch {
+	case c.dialect != sqldb.Postgres:
+		return anonymous
+	case c.rows > 1:
+		return arrays
+	default:
+		return numbered
+	}
+}
+
 // close releases the prepared statements.
 func (c *txConn) close() {
 	for _, st := range c.stmts {
@@ -57,20 +72,23 @@ func (c *txConn) close() {
 	}
 }
 
-// bulkStmt returns the statement of st for n rows: a prepared one for a full
-// set of rows in a batch (the common case, prepared once), else nil and the
-// statement's text.
+// bulkStmt returns the statement of st for n rows: in a batch, a prepared
+// one, once per transaction, of a full set of rows on SQLite (the common
+// case), of any number on PostgreSQL (the statement is the same); else nil
+// and the statement's text.
 func (c *txConn) bulkStmt(ctx context.Context, st *bulkInsert, n int) (*sql.Stmt, string, error) {
-	query := st.sql(c.dialect, n)
-	if !c.prepare || n != st.perStatement(c.rows) {
+	form := c.form()
+	query := st.sql(form, n)
+	if !c.prepare || (form != arrays && n != st.perStatement(c.rows)) {
 		return nil, query, nil
 	}
 	ps, err := c.stmt(ctx, query)
 	return ps, query, err
 }
 
-func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, n int, args []any) error {
-	ps, query, err := c.bulkStmt(ctx, st, n)
+func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, rows [][]any) error {
+	ps, query, err := c.bulkStmt(ctx, st, len(rows))
+	args := st.args(c.form(), rows)
 	switch {
 	case err != nil:
 	case ps != nil:
@@ -81,8 +99,9 @@ func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, n int, args []any
 	return err
 }
 
-func (c *txConn) queryBulk(ctx context.Context, st *bulkInsert, n int, args []any) (*sql.Rows, error) {
-	ps, query, err := c.bulkStmt(ctx, st, n)
+func (c *txConn) queryBulk(ctx context.Context, st *bulkInsert, rows [][]any) (*sql.Rows, error) {
+	ps, query, err := c.bulkStmt(ctx, st, len(rows))
+	args := st.args(c.form(), rows)
 	switch {
 	case err != nil:
 		return nil, err
