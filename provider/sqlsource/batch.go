@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aiusage/kit/provider"
@@ -46,23 +48,22 @@ import (
 // ends.
 func (s *Source) WriteBatch(ctx context.Context, fn func(w provider.Writer) error) error {
 	return s.inTx(ctx, "write batch", func(tx *sql.Tx) error {
-		b := s.newBatch(tx)
-		defer b.cn.close()
+		b := s.newBatch(ctx, tx)
+		defer b.close()
 		err := fn(b)
-		if b.err != nil {
+		if b.check() != nil {
 			return b.err
 		}
 		if err != nil {
 			return err
 		}
 		for _, buf := range b.bufs() {
-			if err := b.flush(ctx, buf); err != nil {
-				return err
-			}
+			b.flush(buf)
 		}
 		// The requests not added yet join usage_rollups, summed per cell.
-		if err := b.cells.flush(ctx, b.cn, b.cn.rows); err != nil {
-			return err
+		b.flushCells()
+		if err := b.wait(); err != nil {
+			return b.err
 		}
 		for rk := range b.changed {
 			if err := bumpRevision(ctx, b.cn, rk); err != nil {
@@ -293,13 +294,6 @@ func (r *rowBuf) has(tenant, id string) bool {
 	return ok
 }
 
-func (r *rowBuf) reset() {
-	clear(r.rows)
-	r.rows = r.rows[:0]
-	clear(r.at)
-	r.bytes = 0
-}
-
 // bodySize returns the size of a row's stored JSON (its last column for the
 // tables that have one).
 func bodySize(row []any) int {
@@ -309,21 +303,108 @@ func bodySize(row []any) int {
 	return 0
 }
 
-// batch is the Writer of [Source.WriteBatch].
+// batch is the Writer of [Source.WriteBatch]. It hands the rows of a full
+// buffer to a goroutine of its own (bg), which writes them while the caller
+// goes on producing records, so that encoding records and storing them
+// overlap; the writes keep their order. Only that goroutine uses the
+// transaction, except after b.wait (deletions, revisions).
 type batch struct {
 	s                             *Source
+	ctx                           context.Context // of WriteBatch
 	cn                            *txConn
 	convs, assts, events, records *rowBuf
 	cells                         rollup          // the requests recorded, summed per cell
 	changed                       map[revKey]bool // the tables written
 	err                           error           // first failed write
+	bg                            *bgWriter       // started with the first rows to write
 }
 
 var _ provider.Writer = (*batch)(nil)
 
-func (s *Source) newBatch(tx *sql.Tx) *batch {
+// bgWriter writes the rows of a batch, a job after the other.
+type bgWriter struct {
+	jobs chan bgJob
+	done chan struct{}
+	mu   sync.Mutex
+	err  error // first failed job; the jobs after it are dropped
+}
+
+// bgJob is rows of a table to write, or a barrier (sync).
+type bgJob struct {
+	st   *bulkInsert
+	rows [][]any
+	sync chan struct{} // closed once every job before it is done
+}
+
+func (w *bgWriter) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *bgWriter) run(ctx context.Context, cn *txConn) {
+	defer close(w.done)
+	for j := range w.jobs {
+		switch {
+		case j.sync != nil:
+			close(j.sync)
+		case w.failure() == nil:
+			if err := writeRows(ctx, cn, j.st, j.rows); err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// send hands rows of st to the background writer.
+func (b *batch) send(st *bulkInsert, rows [][]any) {
+	if b.bg == nil {
+		// Room for one job while another is written: a batch holds at
+		// most two sets of rows beside its buffers.
+		b.bg = &bgWriter{jobs: make(chan bgJob, 1), done: make(chan struct{})}
+		go b.bg.run(b.ctx, b.cn)
+	}
+	b.bg.jobs <- bgJob{st: st, rows: rows}
+}
+
+// wait returns once every row handed to the background writer is written,
+// with the batch's failure.
+func (b *batch) wait() error {
+	if b.bg == nil {
+		return b.check()
+	}
+	j := bgJob{sync: make(chan struct{})}
+	b.bg.jobs <- j
+	<-j.sync
+	return b.check()
+}
+
+// check notes the background writer's failure, and returns the batch's.
+func (b *batch) check() error {
+	if b.err == nil && b.bg != nil {
+		b.err = b.bg.failure()
+	}
+	if b.err != nil {
+		return b.failed()
+	}
+	return nil
+}
+
+// close stops the background writer, then releases the statements.
+func (b *batch) close() {
+	if b.bg != nil {
+		close(b.bg.jobs)
+		<-b.bg.done
+	}
+	b.cn.close()
+}
+
+func (s *Source) newBatch(ctx context.Context, tx *sql.Tx) *batch {
 	return &batch{
 		s:     s,
+		ctx:   ctx,
 		cn:    &txConn{tx: tx, prepare: true, dialect: s.db.Dialect, rows: s.batchRows},
 		convs: newRowBuf(conversationsBulk), assts: newRowBuf(assistantsBulk),
 		events: newRowBuf(eventsBulk), records: newRowBuf(usageBulk),
@@ -350,43 +431,57 @@ func (b *batch) failed() error {
 	return fmt.Errorf("sqlsource: batch failed earlier: %w", b.err)
 }
 
-// add buffers row into buf and writes the buffer once it is full.
-func (b *batch) add(ctx context.Context, buf *rowBuf, row []any) error {
+// add buffers row into buf and hands the buffer to be written once it is
+// full.
+func (b *batch) add(buf *rowBuf, row []any) {
 	buf.put(row, bodySize(row))
 	if len(buf.rows) >= buf.st.perStatement(b.cn.rows) || buf.bytes >= maxBatchBytes {
-		return b.flush(ctx, buf)
+		b.flush(buf)
 	}
-	return nil
 }
 
-// flush writes the rows of buf in one statement and empties it. Of an
-// insert-only table, a row the database did not store (its id exists) is
-// [provider.ErrConflict].
-func (b *batch) flush(ctx context.Context, buf *rowBuf) error {
-	n := len(buf.rows)
-	if n == 0 {
-		return nil
+// flush hands the rows of buf to be written and empties it.
+func (b *batch) flush(buf *rowBuf) {
+	if len(buf.rows) == 0 {
+		return
 	}
-	defer buf.reset()
-	op := "write batch: " + strings.Fields(buf.st.into)[0]
-	if buf.st.noun == "" {
-		if err := b.cn.execBulk(ctx, buf.st, buf.rows); err != nil {
+	b.send(buf.st, buf.rows)
+	buf.rows = make([][]any, 0, cap(buf.rows))
+	clear(buf.at)
+	buf.bytes = 0
+}
+
+// flushCells hands the rollup cells to be written, in statements of up to
+// the batch's rows, and empties the rollup.
+func (b *batch) flushCells() {
+	for chunk := range slices.Chunk(b.cells.take(), rollupsBulk.perStatement(b.cn.rows)) {
+		b.send(rollupsBulk, chunk)
+	}
+}
+
+// writeRows writes rows of st in one statement. Of an insert-only table, a
+// row the database did not store (its id exists) is [provider.ErrConflict].
+func writeRows(ctx context.Context, cn *txConn, st *bulkInsert, buf [][]any) error {
+	n := len(buf)
+	op := "write batch: " + strings.Fields(st.into)[0]
+	if st.noun == "" {
+		if err := cn.execBulk(ctx, st, buf); err != nil {
 			return dbError(ctx, op, err)
 		}
 		return nil
 	}
-	rows, err := b.cn.queryBulk(ctx, buf.st, buf.rows)
+	rows, err := cn.queryBulk(ctx, st, buf)
 	if err != nil {
 		return dbError(ctx, op, err)
 	}
 	defer rows.Close()
-	stored := make([]rowKey, 0, n)
+	stored := make(map[rowKey]bool, n)
 	for rows.Next() {
 		var k rowKey
 		if err := rows.Scan(&k.tenant, &k.id); err != nil {
 			return dbError(ctx, op, err)
 		}
-		stored = append(stored, k)
+		stored[k] = true
 	}
 	if err := rows.Err(); err != nil {
 		return dbError(ctx, op, err)
@@ -394,31 +489,28 @@ func (b *batch) flush(ctx context.Context, buf *rowBuf) error {
 	if len(stored) == n {
 		return nil
 	}
-	for _, k := range stored {
-		delete(buf.at, k)
-	}
-	for _, row := range buf.rows {
-		if k := (rowKey{row[0].(string), row[1].(string)}); buf.has(k.tenant, k.id) {
-			return conflict(buf.st.noun, k.id)
+	for _, row := range buf {
+		if k := (rowKey{row[0].(string), row[1].(string)}); !stored[k] {
+			return conflict(st.noun, k.id)
 		}
 	}
 	return fmt.Errorf("sqlsource: %s: %d rows given, %d stored", op, n, len(stored))
 }
 
 func (b *batch) UpsertConversation(ctx context.Context, tenant string, c spec.Conversation) error {
-	if b.err != nil {
-		return b.failed()
+	if err := b.check(); err != nil {
+		return err
 	}
 	row, err := b.s.conversationRow(tenant, c)
 	if err == nil {
-		err = b.add(ctx, b.convs, row)
+		b.add(b.convs, row)
 	}
 	return b.do(revKey{tenant, "conversations"}, err)
 }
 
 func (b *batch) DeleteConversation(ctx context.Context, tenant, id string, at time.Time) error {
-	if b.err != nil {
-		return b.failed()
+	if err := b.check(); err != nil {
+		return err
 	}
 	return b.do(revKey{tenant, "conversations"}, b.deleteConversation(ctx, tenant, id, at))
 }
@@ -433,6 +525,10 @@ func (b *batch) deleteConversation(ctx context.Context, tenant, id string, at ti
 	if i, ok := b.convs.at[rowKey{tenant, id}]; ok {
 		body = []byte(b.convs.rows[i][convColBody].(string))
 	} else {
+		// Stored, or being written: read once every write before is done.
+		if err := b.wait(); err != nil {
+			return err
+		}
 		var err error
 		if body, err = b.s.storedConversation(ctx, b.cn, tenant, id); err != nil {
 			return err
@@ -442,23 +538,24 @@ func (b *batch) deleteConversation(ctx context.Context, tenant, id string, at ti
 	if err != nil {
 		return err
 	}
-	return b.add(ctx, b.convs, row)
+	b.add(b.convs, row)
+	return nil
 }
 
 func (b *batch) UpsertAssistant(ctx context.Context, tenant string, a spec.Assistant) error {
-	if b.err != nil {
-		return b.failed()
+	if err := b.check(); err != nil {
+		return err
 	}
 	row, err := b.s.assistantRow(tenant, a)
 	if err == nil {
-		err = b.add(ctx, b.assts, row)
+		b.add(b.assts, row)
 	}
 	return b.do(revKey{tenant, "assistants"}, err)
 }
 
 func (b *batch) AppendEvent(ctx context.Context, tenant string, e spec.Event) error {
-	if b.err != nil {
-		return b.failed()
+	if err := b.check(); err != nil {
+		return err
 	}
 	row, err := eventRow(tenant, e)
 	switch {
@@ -466,14 +563,14 @@ func (b *batch) AppendEvent(ctx context.Context, tenant string, e spec.Event) er
 	case b.events.has(tenant, e.ID):
 		err = conflict(eventsBulk.noun, e.ID)
 	default:
-		err = b.add(ctx, b.events, row)
+		b.add(b.events, row)
 	}
 	return b.do(revKey{tenant, "events"}, err)
 }
 
 func (b *batch) RecordUsage(ctx context.Context, tenant string, u provider.UsageRecord) error {
-	if b.err != nil {
-		return b.failed()
+	if err := b.check(); err != nil {
+		return err
 	}
 	err := checkUsage(&u)
 	switch {
@@ -482,13 +579,13 @@ func (b *batch) RecordUsage(ctx context.Context, tenant string, u provider.Usage
 		err = conflict(usageBulk.noun, u.ID)
 	default:
 		b.cells.add(tenant, &u)
-		err = b.add(ctx, b.records, usageRow(tenant, &u))
+		b.add(b.records, usageRow(tenant, &u))
 	}
 	if err != nil {
 		return b.do(revKey{}, err)
 	}
 	if len(b.cells) >= b.s.batchCells {
-		return b.do(revKey{}, b.cells.flush(ctx, b.cn, b.cn.rows))
+		b.flushCells()
 	}
 	return nil
 }

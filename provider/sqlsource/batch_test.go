@@ -124,12 +124,14 @@ func TestBatchBuffer(t *testing.T) {
 			}
 		})
 		require.ErrorContains(t, err, `usage record "n1" exists`)
-		// Found when the buffer is full: the call that filled it says so,
-		// and every later one.
+		// Found once the full buffer is written: a later call says so (here
+		// a deletion, which waits for the writes before it), and every
+		// call after it.
 		err = failing(func(w provider.Writer) {
 			require.NoError(t, w.AppendEvent(ctx, "t1", spec.Event{ID: "e1", OccurredAt: spec.NewTime(t0)}))
 			require.NoError(t, w.AppendEvent(ctx, "t1", spec.Event{ID: "n2", OccurredAt: spec.NewTime(t0)}))
-			err := w.AppendEvent(ctx, "t1", spec.Event{ID: "n3", OccurredAt: spec.NewTime(t0)})
+			require.NoError(t, w.AppendEvent(ctx, "t1", spec.Event{ID: "n3", OccurredAt: spec.NewTime(t0)}))
+			err := w.DeleteConversation(ctx, "t1", "dup", t0)
 			require.ErrorIs(t, err, provider.ErrConflict)
 			require.ErrorContains(t, err, `event "e1" exists`)
 			require.ErrorIs(t, w.UpsertAssistant(ctx, "t1", spec.Assistant{ID: "a", CreatedAt: spec.NewTime(t0)}), provider.ErrConflict)

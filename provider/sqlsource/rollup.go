@@ -53,28 +53,32 @@ func (r rollup) add(tenant string, u *provider.UsageRecord) {
 	}
 }
 
-// flush adds every cell to usage_rollups, in key order (so that a large
-// batch writes the table's B-tree front to back), up to rows cells a
-// statement, and empties r.
-func (r rollup) flush(ctx context.Context, cn conn, rows int) error {
+// take returns the rows of usage_rollups that add every cell, in key order
+// (so that a large batch writes the table's B-tree front to back), and
+// empties r.
+func (r rollup) take() [][]any {
 	keys := make([]cell, 0, len(r))
 	for k := range r {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, cell.compare)
-	per := rollupsBulk.perStatement(rows)
-	chunkRows := make([][]any, 0, min(len(keys), per))
-	for chunk := range slices.Chunk(keys, per) {
-		chunkRows = chunkRows[:0]
-		for _, k := range chunk {
-			s := r[k]
-			chunkRows = append(chunkRows, []any{k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
-				k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost})
-		}
-		if err := cn.execBulk(ctx, rollupsBulk, chunkRows); err != nil {
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		s := r[k]
+		rows[i] = []any{k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
+			k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost}
+	}
+	clear(r)
+	return rows
+}
+
+// flush adds every cell to usage_rollups, up to rows cells a statement,
+// and empties r.
+func (r rollup) flush(ctx context.Context, cn conn, rows int) error {
+	for chunk := range slices.Chunk(r.take(), rollupsBulk.perStatement(rows)) {
+		if err := cn.execBulk(ctx, rollupsBulk, chunk); err != nil {
 			return dbError(ctx, "record usage", err)
 		}
 	}
-	clear(r)
 	return nil
 }
