@@ -16,32 +16,31 @@ import (
 
 // WriteBatch runs fn with a [provider.Writer] whose writes all go into one
 // transaction: the way to load many records quickly. The writer keeps the
-// rows of each table in memory, up to [DefaultBatchRows] of them (or a few
-// MiB of records), and writes them in one multi-row statement, so that a
-// batch costs a round trip to the database per few hundred records rather
-// than per record. The result is what the same writes one after the other
-// would leave: of several upserts of one id the last wins, a deletion sees
-// the conversations written before it in the batch, revisions and usage
-// sums are those of the single writes.
+// rows of each table in memory, up to [DefaultBatchRows] of them (or 4 MiB
+// of records), and writes them in one statement, in the background while
+// fn goes on, so that a batch costs a round trip to the database per few
+// hundred records rather than per record. The result is what the same
+// writes one after the other would leave: of several upserts of one id the
+// last wins, a deletion sees the conversations written before it in the
+// batch, revisions and usage sums are those of the single writes.
 //
 // The batch commits when fn returns nil. It rolls back when fn returns an
 // error, or when any write of the batch failed: WriteBatch then returns
 // that write's error, even if fn ignored it, and every write after the
-// failed one fails too. Where an error surfaces:
+// failure is known fails too. Where an error surfaces:
 //
 //   - From the call itself: a record that is not valid
 //     ([provider.ErrInvalid]: an empty id, a missing time, a cost that is
-//     not a finite number, an id too long), a deletion of an id that is
-//     neither stored nor written earlier in the batch ([provider.ErrNotFound]),
-//     and an event or usage record whose id the batch holds in memory
-//     ([provider.ErrConflict]).
-//   - When the rows are written: an event or usage record whose id is
-//     stored already, or was written by the batch before its last write to
-//     the database, is [provider.ErrConflict] naming that id, and so are the
-//     database's own errors. Such an error comes from the call that
-//     filled the table's buffer (a later call than the record's), or from
-//     WriteBatch itself for the rows written when fn returns. WriteBatch
-//     returns it in every case.
+//     not a finite number, an id too long), a deletion of an id neither
+//     stored nor written earlier in the batch ([provider.ErrNotFound]), and
+//     an event or usage record whose id the batch holds in memory, not
+//     written yet ([provider.ErrConflict]).
+//   - Once the rows are written: an event or usage record whose id is
+//     stored already, or was written by the batch earlier, is
+//     [provider.ErrConflict] naming that id; so are the database's own
+//     errors. Such an error comes from a later call than the record's (a
+//     deletion waits for the writes before it, so it always reports them),
+//     or from WriteBatch itself. WriteBatch returns it in every case.
 //
 // The writer must not be used after fn returns, nor from several goroutines
 // at once. On SQLite the batch holds the database's write lock until it
@@ -194,13 +193,13 @@ func (b *bulkInsert) pgSQL() string {
 
 // args returns the parameters of the statement of rows in form f: the
 // values row after row, or a slice per column (arrays).
-func (b *bulkInsert) args(f bulkForm, rows [][]any) []any {
+func (b *bulkInsert) args(f bulkForm, rows [][]any) ([]any, error) {
 	if f != arrays {
 		args := make([]any, 0, len(rows)*b.cols)
 		for _, row := range rows {
 			args = append(args, row...)
 		}
-		return args
+		return args, nil
 	}
 	args := make([]any, b.cols)
 	for c := range b.cols {
@@ -214,17 +213,18 @@ func (b *bulkInsert) args(f bulkForm, rows [][]any) []any {
 		case float64:
 			args[c] = column[float64](rows, c)
 		default:
-			panic(fmt.Sprintf("sqlsource: column %d of %s: a %T", c, b.into, rows[0][c]))
+			return nil, fmt.Errorf("sqlsource: column %d of %s: a %T", c, b.into, rows[0][c])
 		}
 	}
-	return args
+	return args, nil
 }
 
-// column returns column c of rows, whose values are of type T.
+// column returns column c of rows, whose values are of type T (the row
+// builders give every row of a table the same types).
 func column[T any](rows [][]any, c int) []T {
 	col := make([]T, len(rows))
 	for i, row := range rows {
-		col[i] = row[c].(T)
+		col[i], _ = row[c].(T)
 	}
 	return col
 }

@@ -88,7 +88,10 @@ func (c *txConn) bulkStmt(ctx context.Context, st *bulkInsert, n int) (*sql.Stmt
 
 func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, rows [][]any) error {
 	ps, query, err := c.bulkStmt(ctx, st, len(rows))
-	args := st.args(c.form(), rows)
+	if err != nil {
+		return err
+	}
+	args, err := st.args(c.form(), rows)
 	switch {
 	case err != nil:
 	case ps != nil:
@@ -101,7 +104,10 @@ func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, rows [][]any) err
 
 func (c *txConn) queryBulk(ctx context.Context, st *bulkInsert, rows [][]any) (*sql.Rows, error) {
 	ps, query, err := c.bulkStmt(ctx, st, len(rows))
-	args := st.args(c.form(), rows)
+	if err != nil {
+		return nil, err
+	}
+	args, err := st.args(c.form(), rows)
 	switch {
 	case err != nil:
 		return nil, err
