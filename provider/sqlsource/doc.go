@@ -10,7 +10,8 @@
 // Source with [provider.NewHandler], with the cursor key
 // [Source.CursorKey] keeps in the database, so that every process serving
 // from that database continues the others' cursors (see the examples).
-// [Source.WriteBatch] writes many records in one transaction.
+// [Source.WriteBatch] writes many records in one transaction, in multi-row
+// statements.
 //
 // Contracts:
 //

@@ -544,11 +544,23 @@ func TestBatch(t *testing.T) {
 		// A failed write fails the whole batch, even when fn goes on.
 		err = s.WriteBatch(ctx, func(w provider.Writer) error {
 			require.NoError(t, w.UpsertConversation(ctx, "t1", spec.Conversation{ID: "new", StartedAt: spec.NewTime(t0)}))
-			require.ErrorIs(t, w.RecordUsage(ctx, "t1", provider.UsageRecord{ID: "c01", At: t0}), provider.ErrConflict)
-			require.ErrorIs(t, w.AppendEvent(ctx, "t1", spec.Event{ID: "e2", OccurredAt: spec.NewTime(t0)}), provider.ErrConflict)
+			require.ErrorIs(t, w.RecordUsage(ctx, "t1", provider.UsageRecord{ID: "", At: t0}), provider.ErrInvalid)
+			require.ErrorIs(t, w.AppendEvent(ctx, "t1", spec.Event{ID: "e2", OccurredAt: spec.NewTime(t0)}), provider.ErrInvalid)
+			return nil
+		})
+		require.ErrorIs(t, err, provider.ErrInvalid)
+		_, err = s.GetConversation(ctx, "t1", "new")
+		require.ErrorIs(t, err, provider.ErrNotFound)
+
+		// A usage record whose id is stored: the batch holds it until it
+		// writes its rows, and WriteBatch returns the conflict, naming it.
+		err = s.WriteBatch(ctx, func(w provider.Writer) error {
+			require.NoError(t, w.UpsertConversation(ctx, "t1", spec.Conversation{ID: "new", StartedAt: spec.NewTime(t0)}))
+			require.NoError(t, w.RecordUsage(ctx, "t1", provider.UsageRecord{ID: "c01", At: t0}))
 			return nil
 		})
 		require.ErrorIs(t, err, provider.ErrConflict)
+		require.ErrorContains(t, err, `"c01"`)
 		_, err = s.GetConversation(ctx, "t1", "new")
 		require.ErrorIs(t, err, provider.ErrNotFound)
 

@@ -9,16 +9,6 @@ import (
 	"github.com/aiusage/kit/provider"
 )
 
-// addRollupSQL adds the sums of some requests to one cell of usage_rollups.
-const addRollupSQL = `INSERT INTO usage_rollups (tenant, width, bucket, model, department, assistant_id, user_id,
-	conversation_id, requests, input_tokens, output_tokens, cost)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT (tenant, width, bucket, model, department, assistant_id, user_id, conversation_id) DO UPDATE SET
-	requests = usage_rollups.requests + excluded.requests,
-	input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
-	output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
-	cost = usage_rollups.cost + excluded.cost`
-
 // cell is the key of a row of usage_rollups.
 type cell struct {
 	tenant                                 string
@@ -63,21 +53,32 @@ func (r rollup) add(tenant string, u *provider.UsageRecord) {
 	}
 }
 
-// flush adds every cell to usage_rollups, in key order (so that a large
-// batch writes the table's B-tree front to back), and empties r.
-func (r rollup) flush(ctx context.Context, cn conn) error {
+// take returns the rows of usage_rollups that add every cell, in key order
+// (so that a large batch writes the table's B-tree front to back), and
+// empties r.
+func (r rollup) take() [][]any {
 	keys := make([]cell, 0, len(r))
 	for k := range r {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, cell.compare)
-	for _, k := range keys {
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
 		s := r[k]
-		if err := cn.exec(ctx, addRollupSQL, k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
-			k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost); err != nil {
+		rows[i] = []any{k.tenant, k.width, k.bucket, k.model, k.department, k.assistantID,
+			k.userID, k.conversationID, s.requests, s.inputTokens, s.outputTokens, s.cost}
+	}
+	clear(r)
+	return rows
+}
+
+// flush adds every cell to usage_rollups, up to rows cells a statement,
+// and empties r.
+func (r rollup) flush(ctx context.Context, cn conn, rows int) error {
+	for chunk := range slices.Chunk(r.take(), rollupsBulk.perStatement(rows)) {
+		if err := cn.execBulk(ctx, rollupsBulk, chunk); err != nil {
 			return dbError(ctx, "record usage", err)
 		}
 	}
-	clear(r)
 	return nil
 }

@@ -47,6 +47,7 @@ type Source struct {
 	pages      rawPages // s itself, or a page cache in front of it
 	stmts      sqldb.Stmts
 	batchCells int // see maxBatchCells
+	batchRows  int // see DefaultBatchRows
 
 	keyMu sync.Mutex
 	key   []byte // cursor key, once read
@@ -165,7 +166,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Source, err
 
 // newFromDB is [New] over a database from sqldb.Open or sqldb.Wrap.
 func newFromDB(ctx context.Context, db *sqldb.DB, opts ...Option) (*Source, error) {
-	s := &Source{db: db, now: time.Now, cacheBytes: DefaultPageCacheBytes, batchCells: maxBatchCells}
+	s := &Source{db: db, now: time.Now, cacheBytes: DefaultPageCacheBytes, batchCells: maxBatchCells, batchRows: DefaultBatchRows}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err

@@ -35,14 +35,87 @@ ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at, created
 type conn interface {
 	exec(ctx context.Context, query string, args ...any) error
 	queryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// execBulk runs the statement of st for rows.
+	execBulk(ctx context.Context, st *bulkInsert, rows [][]any) error
 }
 
 // txConn runs statements in a transaction; with prepare set, it prepares each
-// statement once per transaction (for batches).
+// statement once per transaction (for batches), and each multi-row statement
+// of a full set of rows.
 type txConn struct {
 	tx      *sql.Tx
 	prepare bool
+	dialect sqldb.Dialect
+	rows    int // rows of a multi-row statement at most (see bulkInsert.perStatement)
 	stmts   map[string]*sql.Stmt
+}
+
+// form returns the form of the multi-row statements: columns as arrays on
+// PostgreSQL, but rows of numbered parameters when a statement holds one
+// row (the statements of single writes, and of a batch written row by row
+// to compare with).
+func (c *txConn) form() bulkForm {
+	switch {
+	case c.dialect != sqldb.Postgres:
+		return anonymous
+	case c.rows > 1:
+		return arrays
+	default:
+		return numbered
+	}
+}
+
+// close releases the prepared statements.
+func (c *txConn) close() {
+	for _, st := range c.stmts {
+		_ = st.Close()
+	}
+}
+
+// bulkStmt returns the statement of st for n rows: in a batch, a prepared
+// one, once per transaction, of a full set of rows on SQLite (the common
+// case), of any number on PostgreSQL (the statement is the same); else nil
+// and the statement's text.
+func (c *txConn) bulkStmt(ctx context.Context, st *bulkInsert, n int) (*sql.Stmt, string, error) {
+	form := c.form()
+	query := st.sql(form, n)
+	if !c.prepare || (form != arrays && n != st.perStatement(c.rows)) {
+		return nil, query, nil
+	}
+	ps, err := c.stmt(ctx, query)
+	return ps, query, err
+}
+
+func (c *txConn) execBulk(ctx context.Context, st *bulkInsert, rows [][]any) error {
+	ps, query, err := c.bulkStmt(ctx, st, len(rows))
+	if err != nil {
+		return err
+	}
+	args, err := st.args(c.form(), rows)
+	switch {
+	case err != nil:
+	case ps != nil:
+		_, err = ps.ExecContext(ctx, args...)
+	default:
+		_, err = c.tx.ExecContext(ctx, query, args...)
+	}
+	return err
+}
+
+func (c *txConn) queryBulk(ctx context.Context, st *bulkInsert, rows [][]any) (*sql.Rows, error) {
+	ps, query, err := c.bulkStmt(ctx, st, len(rows))
+	if err != nil {
+		return nil, err
+	}
+	args, err := st.args(c.form(), rows)
+	switch {
+	case err != nil:
+		return nil, err
+	case ps != nil:
+		return ps.QueryContext(ctx, args...)
+	default:
+		return c.tx.QueryContext(ctx, query, args...)
+	}
 }
 
 func (c *txConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -77,6 +150,11 @@ func (c *txConn) queryRow(ctx context.Context, query string, args ...any) *sql.R
 	return c.tx.QueryRowContext(ctx, query, args...)
 }
 
+// txConn returns the conn of a single write in tx.
+func (s *Source) txConn(tx *sql.Tx) *txConn {
+	return &txConn{tx: tx, dialect: s.db.Dialect, rows: s.batchRows}
+}
+
 // UpsertConversation creates or replaces the tenant's conversation c.ID. A
 // zero UpdatedAt becomes the current time; times are kept at millisecond
 // precision, in UTC. A conversation with DeletedAt set is stored as a
@@ -92,7 +170,7 @@ func (s *Source) UpsertConversation(ctx context.Context, tenant string, c spec.C
 // tenant's table fn changed.
 func (s *Source) write(ctx context.Context, op string, rk revKey, fn func(cn conn) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
-		cn := &txConn{tx: tx}
+		cn := s.txConn(tx)
 		if err := fn(cn); err != nil {
 			return err
 		}
@@ -104,14 +182,24 @@ func (s *Source) write(ctx context.Context, op string, rk revKey, fn func(cn con
 }
 
 func (s *Source) upsertConversation(ctx context.Context, cn conn, tenant string, c spec.Conversation) error {
-	if err := provider.CheckIDLength(c.ID); err != nil {
+	row, err := s.conversationRow(tenant, c)
+	if err != nil {
 		return err
 	}
+	return putConversation(ctx, cn, row)
+}
+
+// conversationRow checks c and returns its row of conversations, as
+// UpsertConversation stores it.
+func (s *Source) conversationRow(tenant string, c spec.Conversation) ([]any, error) {
+	if err := provider.CheckIDLength(c.ID); err != nil {
+		return nil, err
+	}
 	if c.ID == "" {
-		return provider.Invalid("id", "a conversation needs an id")
+		return nil, provider.Invalid("id", "a conversation needs an id")
 	}
 	if c.StartedAt.IsZero() {
-		return provider.Invalid("startedAt", "conversation %q has no startedAt", c.ID)
+		return nil, provider.Invalid("startedAt", "conversation %q has no startedAt", c.ID)
 	}
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = spec.NewTime(s.now())
@@ -121,18 +209,28 @@ func (s *Source) upsertConversation(ctx context.Context, cn conn, tenant string,
 		c = provider.TombstoneOf(c, c.DeletedAt.Time)
 		c.UpdatedAt = spec.NewTime(updated.Time)
 	}
-	return s.putConversation(ctx, cn, tenant, c)
+	return storedConversationRow(tenant, c)
 }
 
-// putConversation stores c as given.
-func (s *Source) putConversation(ctx context.Context, cn conn, tenant string, c spec.Conversation) error {
+// Columns of a row of conversations, as conversationRow lays it out.
+const (
+	convColBody = 5
+)
+
+// storedConversationRow returns the row of conversations that holds c as
+// given: tenant, id, updated_at, started_at, deleted, body.
+func storedConversationRow(tenant string, c spec.Conversation) ([]any, error) {
 	body, err := json.Marshal(c)
 	if err != nil {
-		return provider.Invalid("conversation", "conversation %q cannot be encoded: %v", c.ID, err)
+		return nil, provider.Invalid("conversation", "conversation %q cannot be encoded: %v", c.ID, err)
 	}
 	key := provider.ConversationKey(&c)
-	err = cn.exec(ctx, upsertConversationSQL, tenant, c.ID, ms(key.Time), ms(c.StartedAt.Time), c.Deleted(), string(body))
-	if err != nil {
+	return []any{tenant, c.ID, ms(key.Time), ms(c.StartedAt.Time), c.Deleted(), string(body)}, nil
+}
+
+// putConversation stores a row of conversationRow.
+func putConversation(ctx context.Context, cn conn, row []any) error {
+	if err := cn.exec(ctx, upsertConversationSQL, row...); err != nil {
 		return dbError(ctx, "upsert conversation", err)
 	}
 	return nil
@@ -170,6 +268,20 @@ func (s *Source) deleteConversation(ctx context.Context, cn conn, tenant, id str
 	if at.IsZero() {
 		at = s.now()
 	}
+	body, err := s.storedConversation(ctx, cn, tenant, id)
+	if err != nil {
+		return err
+	}
+	row, err := tombstoneRow(tenant, id, body, at)
+	if err != nil {
+		return err
+	}
+	return putConversation(ctx, cn, row)
+}
+
+// storedConversation reads the body of the tenant's conversation id, locked
+// for the rest of the transaction; an unknown id is [provider.ErrNotFound].
+func (s *Source) storedConversation(ctx context.Context, cn conn, tenant, id string) ([]byte, error) {
 	query := selectConversationSQL
 	if s.db.Dialect == sqldb.Postgres {
 		query += " FOR UPDATE" // SQLite: the transaction holds the write lock
@@ -177,16 +289,22 @@ func (s *Source) deleteConversation(ctx context.Context, cn conn, tenant, id str
 	var body []byte
 	err := cn.queryRow(ctx, query, tenant, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("conversation", id)
+		return nil, notFound("conversation", id)
 	}
 	if err != nil {
-		return dbError(ctx, "delete conversation", err)
+		return nil, dbError(ctx, "delete conversation", err)
 	}
+	return body, nil
+}
+
+// tombstoneRow returns the row of conversations that holds the tombstone,
+// deleted at at, of the conversation stored as body.
+func tombstoneRow(tenant, id string, body []byte, at time.Time) ([]any, error) {
 	var c spec.Conversation
 	if err := json.Unmarshal(body, &c); err != nil {
-		return fmt.Errorf("sqlsource: delete conversation: stored record %q: %v", id, err)
+		return nil, fmt.Errorf("sqlsource: delete conversation: stored record %q: %v", id, err)
 	}
-	return s.putConversation(ctx, cn, tenant, provider.TombstoneOf(c, at))
+	return storedConversationRow(tenant, provider.TombstoneOf(c, at))
 }
 
 // UpsertAssistant creates or replaces the tenant's assistant a.ID. A zero
@@ -199,27 +317,37 @@ func (s *Source) UpsertAssistant(ctx context.Context, tenant string, a spec.Assi
 }
 
 func (s *Source) upsertAssistant(ctx context.Context, cn conn, tenant string, a spec.Assistant) error {
-	if err := provider.CheckIDLength(a.ID); err != nil {
+	row, err := s.assistantRow(tenant, a)
+	if err != nil {
 		return err
 	}
+	if err := cn.exec(ctx, upsertAssistantSQL, row...); err != nil {
+		return dbError(ctx, "upsert assistant", err)
+	}
+	return nil
+}
+
+// assistantRow checks a and returns its row of assistants: tenant, id,
+// updated_at, created_at, body.
+func (s *Source) assistantRow(tenant string, a spec.Assistant) ([]any, error) {
+	if err := provider.CheckIDLength(a.ID); err != nil {
+		return nil, err
+	}
 	if a.ID == "" {
-		return provider.Invalid("id", "an assistant needs an id")
+		return nil, provider.Invalid("id", "an assistant needs an id")
 	}
 	if a.CreatedAt.IsZero() {
-		return provider.Invalid("createdAt", "assistant %q has no createdAt", a.ID)
+		return nil, provider.Invalid("createdAt", "assistant %q has no createdAt", a.ID)
 	}
 	if a.UpdatedAt.IsZero() {
 		a.UpdatedAt = spec.NewTime(s.now())
 	}
 	body, err := json.Marshal(a)
 	if err != nil {
-		return provider.Invalid("assistant", "assistant %q cannot be encoded: %v", a.ID, err)
+		return nil, provider.Invalid("assistant", "assistant %q cannot be encoded: %v", a.ID, err)
 	}
 	key := provider.AssistantKey(&a)
-	if err := cn.exec(ctx, upsertAssistantSQL, tenant, a.ID, ms(key.Time), ms(a.CreatedAt.Time), string(body)); err != nil {
-		return dbError(ctx, "upsert assistant", err)
-	}
-	return nil
+	return []any{tenant, a.ID, ms(key.Time), ms(a.CreatedAt.Time), string(body)}, nil
 }
 
 // AppendEvent records the tenant's event e. An id the tenant already has is
@@ -232,27 +360,43 @@ func (s *Source) AppendEvent(ctx context.Context, tenant string, e spec.Event) e
 }
 
 func (s *Source) appendEvent(ctx context.Context, cn conn, tenant string, e spec.Event) error {
-	if err := provider.CheckIDLength(e.ID); err != nil {
+	row, err := eventRow(tenant, e)
+	if err != nil {
 		return err
 	}
-	if e.ID == "" {
-		return provider.Invalid("id", "an event needs an id")
-	}
-	if e.OccurredAt.IsZero() {
-		return provider.Invalid("occurredAt", "event %q has no occurredAt", e.ID)
-	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return provider.Invalid("event", "event %q cannot be encoded: %v", e.ID, err)
-	}
-	err = cn.exec(ctx, insertEventSQL, tenant, e.ID, ms(provider.EventKey(&e).Time), e.Category, string(body))
+	err = cn.exec(ctx, insertEventSQL, row...)
 	if sqldb.IsUniqueViolation(err) {
-		return &provider.Error{Kind: provider.ErrConflict, Field: "id", Detail: fmt.Sprintf("event %q exists", e.ID)}
+		return conflict(eventsBulk.noun, e.ID)
 	}
 	if err != nil {
 		return dbError(ctx, "append event", err)
 	}
 	return nil
+}
+
+// eventRow checks e and returns its row of events: tenant, id, occurred_at,
+// category, body.
+func eventRow(tenant string, e spec.Event) ([]any, error) {
+	if err := provider.CheckIDLength(e.ID); err != nil {
+		return nil, err
+	}
+	if e.ID == "" {
+		return nil, provider.Invalid("id", "an event needs an id")
+	}
+	if e.OccurredAt.IsZero() {
+		return nil, provider.Invalid("occurredAt", "event %q has no occurredAt", e.ID)
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, provider.Invalid("event", "event %q cannot be encoded: %v", e.ID, err)
+	}
+	return []any{tenant, e.ID, ms(provider.EventKey(&e).Time), e.Category, string(body)}, nil
+}
+
+// conflict is the [provider.ErrConflict] of a record (noun) whose id the
+// tenant already has.
+func conflict(noun, id string) error {
+	return &provider.Error{Kind: provider.ErrConflict, Field: "id", Detail: fmt.Sprintf("%s %q exists", noun, id)}
 }
 
 // RecordUsage records the usage of one AI request, the raw material of
@@ -263,12 +407,12 @@ func (s *Source) RecordUsage(ctx context.Context, tenant string, u provider.Usag
 		return err
 	}
 	return s.inTx(ctx, "record usage", func(tx *sql.Tx) error {
-		cn := &txConn{tx: tx}
+		cn := s.txConn(tx)
 		r := rollup{}
 		if err := s.recordUsage(ctx, cn, tenant, u, r); err != nil {
 			return err
 		}
-		return r.flush(ctx, cn)
+		return r.flush(ctx, cn, cn.rows)
 	})
 }
 
@@ -294,11 +438,9 @@ func (s *Source) recordUsage(ctx context.Context, cn conn, tenant string, u prov
 	if err := checkUsage(&u); err != nil {
 		return err
 	}
-	at := ms(u.At)
-	err := cn.exec(ctx, insertUsageSQL, tenant, u.ID, at, u.ConversationID, u.UserID, u.Department,
-		u.Model, u.AssistantID, u.InputTokens, u.OutputTokens, u.Cost)
+	err := cn.exec(ctx, insertUsageSQL, usageRow(tenant, &u)...)
 	if sqldb.IsUniqueViolation(err) {
-		return &provider.Error{Kind: provider.ErrConflict, Field: "id", Detail: fmt.Sprintf("usage record %q exists", u.ID)}
+		return conflict(usageBulk.noun, u.ID)
 	}
 	if err != nil {
 		return dbError(ctx, "record usage", err)
@@ -307,112 +449,10 @@ func (s *Source) recordUsage(ctx context.Context, cn conn, tenant string, u prov
 	return nil
 }
 
-// WriteBatch runs fn with a [provider.Writer] whose writes all go into one
-// transaction, through statements prepared once: the way to load many
-// records quickly. The batch commits when fn returns nil. It rolls back when
-// fn returns an error, or when any write of the batch failed (WriteBatch
-// then returns that write's error, even if fn ignored it: on PostgreSQL a
-// failed statement aborts the transaction, so after a failed write every
-// further write of the batch fails too). The writer must not be used after
-// fn returns, nor from several goroutines at once. On SQLite the batch holds
-// the database's write lock until it ends.
-func (s *Source) WriteBatch(ctx context.Context, fn func(w provider.Writer) error) error {
-	return s.inTx(ctx, "write batch", func(tx *sql.Tx) error {
-		b := &batch{s: s, cn: &txConn{tx: tx, prepare: true}, usage: rollup{}, changed: map[revKey]bool{}}
-		defer func() {
-			for _, st := range b.cn.stmts {
-				_ = st.Close()
-			}
-		}()
-		err := fn(b)
-		if b.err != nil {
-			return b.err
-		}
-		if err != nil {
-			return err
-		}
-		// The requests not added yet join usage_rollups, summed per cell.
-		if err := b.usage.flush(ctx, b.cn); err != nil {
-			return err
-		}
-		for rk := range b.changed {
-			if err := bumpRevision(ctx, b.cn, rk); err != nil {
-				return dbError(ctx, "write batch", err)
-			}
-		}
-		return nil
-	})
-}
-
-// maxBatchCells bounds the rollup cells a batch keeps in memory before it
-// adds them to usage_rollups (Source.batchCells, for tests).
-const maxBatchCells = 1 << 16
-
-// batch is the Writer of [Source.WriteBatch].
-type batch struct {
-	s       *Source
-	cn      *txConn
-	usage   rollup          // the requests recorded, summed per cell
-	changed map[revKey]bool // the tables written
-	err     error           // first failed write
-}
-
-var _ provider.Writer = (*batch)(nil)
-
-func (b *batch) do(rk revKey, err error) error {
-	if err != nil {
-		if b.err == nil {
-			b.err = err
-		}
-		return err
-	}
-	if rk.table != "" {
-		b.changed[rk] = true
-	}
-	return nil
-}
-
-func (b *batch) failed() error {
-	return fmt.Errorf("sqlsource: batch failed earlier: %w", b.err)
-}
-
-func (b *batch) UpsertConversation(ctx context.Context, tenant string, c spec.Conversation) error {
-	if b.err != nil {
-		return b.failed()
-	}
-	return b.do(revKey{tenant, "conversations"}, b.s.upsertConversation(ctx, b.cn, tenant, c))
-}
-
-func (b *batch) DeleteConversation(ctx context.Context, tenant, id string, at time.Time) error {
-	if b.err != nil {
-		return b.failed()
-	}
-	return b.do(revKey{tenant, "conversations"}, b.s.deleteConversation(ctx, b.cn, tenant, id, at))
-}
-
-func (b *batch) UpsertAssistant(ctx context.Context, tenant string, a spec.Assistant) error {
-	if b.err != nil {
-		return b.failed()
-	}
-	return b.do(revKey{tenant, "assistants"}, b.s.upsertAssistant(ctx, b.cn, tenant, a))
-}
-
-func (b *batch) AppendEvent(ctx context.Context, tenant string, e spec.Event) error {
-	if b.err != nil {
-		return b.failed()
-	}
-	return b.do(revKey{tenant, "events"}, b.s.appendEvent(ctx, b.cn, tenant, e))
-}
-
-func (b *batch) RecordUsage(ctx context.Context, tenant string, u provider.UsageRecord) error {
-	if b.err != nil {
-		return b.failed()
-	}
-	if err := b.do(revKey{}, b.s.recordUsage(ctx, b.cn, tenant, u, b.usage)); err != nil {
-		return err
-	}
-	if len(b.usage) >= b.s.batchCells {
-		return b.do(revKey{}, b.usage.flush(ctx, b.cn))
-	}
-	return nil
+// usageRow returns the row of usage_records of u, checked: tenant, id, at,
+// conversation_id, user_id, department, model, assistant_id, input_tokens,
+// output_tokens, cost.
+func usageRow(tenant string, u *provider.UsageRecord) []any {
+	return []any{tenant, u.ID, ms(u.At), u.ConversationID, u.UserID, u.Department,
+		u.Model, u.AssistantID, u.InputTokens, u.OutputTokens, u.Cost}
 }
