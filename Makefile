@@ -14,7 +14,9 @@ REDOCLY     ?= @redocly/cli@2.77.0
 OPENAPI     := spec/openapi/usage.yaml spec/openapi/organisation.yaml spec/openapi/review.yaml
 BENCHTIME   ?= 1s
 # RACEFLAGS are more flags of make test-race (CI passes -short: the tests
-# that build and run the binary, which the race detector does not watch, skip).
+# that build and run the binary, which the race detector does not watch, and
+# those whose time goes into real-time waits or large sizes skip or shrink;
+# make test runs them whole).
 RACEFLAGS   ?=
 
 .DEFAULT_GOAL := help

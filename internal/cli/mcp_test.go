@@ -67,6 +67,9 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		runTSClient(t, node, "--rest", rest, "--token", "tok", "--http", rest+"/mcp")
 	})
 	t.Run("stdio", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("builds and runs the binary: make test runs it (the stdio server runs in-process under -race in mcp.TestStdio)")
+		}
 		bin := filepath.Join(t.TempDir(), "aiusage")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/aiusage")
 		build.Dir = filepath.Join("..", "..")

@@ -51,8 +51,10 @@ func newSourcesEnv(t *testing.T, db *sqldb.DB, opts ...func(*sources.Config)) *s
 	require.NoError(t, err)
 	ppl, err := people.New(ctx, people.Config{HashCost: people.HashTest, DB: db, Orgs: orgs})
 	require.NoError(t, err)
-	// The scheduler waits an hour: a test syncs when it means to.
-	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/", ScheduleInterval: time.Hour}
+	// The scheduler waits an hour: a test syncs when it means to. A
+	// conformance check is not throttled to 20 requests a second: it would
+	// wait some 20 s on the clock.
+	cfg := sources.Config{AllowPrivate: true, ExportRoot: "/", ScheduleInterval: time.Hour, ConformanceRate: 10_000}
 	for _, o := range opts {
 		o(&cfg)
 	}

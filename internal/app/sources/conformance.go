@@ -37,8 +37,9 @@ const (
 	// ConformanceTimeout bounds one check; a run still marked running after
 	// it (its process died) is shown as not finished.
 	ConformanceTimeout = 20 * time.Minute
-	// conformanceRate is the most requests a second a check sends.
-	conformanceRate = 20
+	// defaultConformanceRate is the most requests a second a check sends
+	// unless Config.ConformanceRate says otherwise.
+	defaultConformanceRate = 20
 	// conformancePageCap bounds the pages of one walk of a check.
 	conformancePageCap = 200
 )
@@ -339,7 +340,7 @@ func (s *Service) conformanceReport(ctx context.Context, src Source) (string, *c
 	client := *s.client // the guarded transport: a source cannot reach what its syncs may not
 	client.Timeout = 30 * time.Second
 	rep, err := conformance.Run(ctx, conformance.Config{BaseURL: base, Token: src.Token, Client: &client,
-		MaxRate: conformanceRate, PageCap: conformancePageCap, RequestTimeout: client.Timeout})
+		MaxRate: s.cfg.ConformanceRate, PageCap: conformancePageCap, RequestTimeout: client.Timeout})
 	if err != nil {
 		return "", nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/aiusage/kit/internal/app/org"
 	"github.com/aiusage/kit/internal/app/sources"
 	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/internal/infra/sqldb/sqldbtest"
@@ -272,4 +273,15 @@ func TestCheckConformanceUnreachableAndBusy(t *testing.T) {
 		require.NoError(t, err, "a new check once the last has ended")
 		waitRun(t, e, held.ID)
 	})
+}
+
+// A negative rate of conformance checks is a configuration error, not
+// "unthrottled".
+func TestConformanceRateNotNegative(t *testing.T) {
+	t.Parallel()
+	db := sqldbtest.Open(t, sqldb.SQLite)
+	orgs, err := org.NewStore(t.Context(), db)
+	require.NoError(t, err)
+	_, err = sources.New(t.Context(), sources.Config{DB: db, Orgs: orgs, Secrets: testRing, ConformanceRate: -1})
+	require.ErrorContains(t, err, "ConformanceRate")
 }

@@ -209,6 +209,10 @@ type Config struct {
 	// TransportOpenAI or TransportAnthropic source sends to the vendor,
 	// retries included (vendorusage.Config.Rate). Default 1.
 	VendorRate float64
+	// ConformanceRate bounds the requests a second that one conformance
+	// check of a source sends to its provider (conformance.Config.MaxRate).
+	// Default 20.
+	ConformanceRate float64
 	// VendorBackfill is how far back the first sync of a TransportOpenAI or
 	// TransportAnthropic source reaches (consumer.Config.UsageBackfill).
 	// Default 30 days.
@@ -274,8 +278,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Secrets == nil {
 		return nil, fmt.Errorf("sources: Config.Secrets is required: %w", keyring.ErrNoKeyring)
 	}
-	if cfg.VendorBackfill < 0 || cfg.VendorLookback < 0 || cfg.VendorRate < 0 {
-		return nil, errors.New("sources: Config.VendorRate, VendorBackfill and VendorLookback must not be negative")
+	if cfg.VendorBackfill < 0 || cfg.VendorLookback < 0 || cfg.VendorRate < 0 || cfg.ConformanceRate < 0 {
+		return nil, errors.New("sources: Config.VendorRate, VendorBackfill, VendorLookback and ConformanceRate must not be negative")
+	}
+	if cfg.ConformanceRate == 0 {
+		cfg.ConformanceRate = defaultConformanceRate
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -283,49 +283,57 @@ func TestPromptsTwoProcesses(t *testing.T) {
 // TestPromptsInterleaved: a request that built a session's conversation
 // before another request stored an earlier prompt of it, and writes it
 // after that one, does not leave the conversation without that prompt.
+//
+// Its hook is one for the package: the databases run one after the other
+// (in parallel, one's hook replaced the other's, whose request then ended
+// without waiting: it failed so in CI's race phase).
 func TestPromptsInterleaved(t *testing.T) {
-	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		e := newEnv(t, db, nil)
-		_, err := e.orgs.SetStorePrompts(t.Context(), e.org.ID, true, admin)
-		require.NoError(t, err)
-		id := telemetry.ConversationID(telemetry.SourceID(e.ingest.ID), "claude-code", "s-x", "")
-		reached, release := make(chan struct{}), make(chan struct{})
-		var released sync.Once
-		free := func() { released.Do(func() { close(release) }) }
-		t.Cleanup(free) // before the service stops, so no handler waits on it
-		var once sync.Once
-		telemetry.SetBeforeConversationSave(func(cid string, n int) {
-			if cid == id && n == 1 {
-				once.Do(func() {
-					close(reached)
-					<-release
-				})
-			}
-		})
-		t.Cleanup(func() { telemetry.SetBeforeConversationSave(nil) })
-		late := promptRec{"s-x", 2, t0.Add(time.Minute), "later prompt"}
-		early := promptRec{"s-x", 1, t0, "earlier prompt"}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", late))
-		}()
-		// A request that ends without reaching the hook (a refused request
-		// fails the test from its goroutine) must fail the test, not hang it.
-		select {
-		case <-reached:
-		case <-done:
-			t.Fatal("the first request ended before it wrote the conversation")
-		case <-time.After(time.Minute):
-			t.Fatal("the first request did not reach the conversation's write within a minute")
+	for _, d := range sqldbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) { testPromptsInterleaved(t, sqldbtest.Open(t, d)) })
+	}
+}
+
+func testPromptsInterleaved(t *testing.T, db *sqldb.DB) {
+	e := newEnv(t, db, nil)
+	_, err := e.orgs.SetStorePrompts(t.Context(), e.org.ID, true, admin)
+	require.NoError(t, err)
+	id := telemetry.ConversationID(telemetry.SourceID(e.ingest.ID), "claude-code", "s-x", "")
+	reached, release := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the service stops, so no handler waits on it
+	var once sync.Once
+	telemetry.SetBeforeConversationSave(func(cid string, n int) {
+		if cid == id && n == 1 {
+			once.Do(func() {
+				close(reached)
+				<-release
+			})
 		}
-		postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", early))
-		free()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Fatal("the first request did not finish within a minute after it was released")
-		}
-		require.Equal(t, []string{early.text, late.text}, contents(e.conversations(t)[id]))
 	})
+	t.Cleanup(func() { telemetry.SetBeforeConversationSave(nil) })
+	late := promptRec{"s-x", 2, t0.Add(time.Minute), "later prompt"}
+	early := promptRec{"s-x", 1, t0, "earlier prompt"}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", late))
+	}()
+	// A request that ends without reaching the hook (a refused request
+	// fails the test from its goroutine) must fail the test, not hang it.
+	select {
+	case <-reached:
+	case <-done:
+		t.Fatal("the first request ended before it wrote the conversation")
+	case <-time.After(time.Minute):
+		t.Fatal("the first request did not reach the conversation's write within a minute")
+	}
+	postLogs(t, e.url, e.ingest.Secret, claudePrompts("ann@example.com", early))
+	free()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the first request did not finish within a minute after it was released")
+	}
+	require.Equal(t, []string{early.text, late.text}, contents(e.conversations(t)[id]))
 }
