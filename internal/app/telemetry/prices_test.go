@@ -93,3 +93,37 @@ func (e *env) costSources(t *testing.T) map[string]string {
 	require.NoError(t, err)
 	return out
 }
+
+// TestRepriceBesideARunningRollup: a change of prices queues the rollup of
+// the hours it changes even while a rollup of the source is running (one
+// that finished its last pass just before the change, its job not yet
+// marked completed), rather than waiting for the next sweep.
+func TestRepriceBesideARunningRollup(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		e := newEnv(t, db, nil)
+		code, body := post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code, string(body))
+		sid := telemetry.SourceID(e.ingest.ID)
+		jobs := func() int {
+			var n int
+			require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND CAST(args AS TEXT) LIKE $2`,
+				telemetry.RollupArgs{}.Kind(), `%`+sid+`%`).Scan(&n))
+			return n
+		}
+		require.Equal(t, 1, jobs(), "the ingestion queued the source's rollup")
+		// The rollup's job runs (the service works no jobs here: it is
+		// marked running), and has computed the hours.
+		_, err := db.ExecContext(ctx, `UPDATE river_job SET state = 'running', attempt = 1 WHERE kind = $1`, telemetry.RollupArgs{}.Kind())
+		require.NoError(t, err)
+		require.NoError(t, e.srv.Telemetry().RollupAll(ctx))
+
+		require.NoError(t, e.srv.Telemetry().Reprice(ctx, e.org.ID))
+		require.Equal(t, 2, jobs(), "the change of prices queued a rollup beside the running one")
+		// Another ingestion while both exist queues nothing more.
+		code, body = post(t, e.url, "claude_logs.json", false, bearer(e.ingest.Secret))
+		require.Equal(t, http.StatusOK, code, string(body))
+		require.Equal(t, 2, jobs())
+	})
+}

@@ -34,6 +34,10 @@ const rollupWorkers = 2
 // of one telemetry source that changed.
 type RollupArgs struct {
 	SourceID string `json:"sourceId"`
+	// Reprice is set, to the time of a change of prices (Unix ms), by
+	// [Service.Reprice]: its job is not one with the rollups of ingestion,
+	// so it is queued even while one of them runs (see InsertOpts).
+	Reprice int64 `json:"reprice,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -41,7 +45,10 @@ func (RollupArgs) Kind() string { return "aiusage_telemetry_rollup" }
 
 // InsertOpts makes one job per source while one is queued or running. A
 // change that arrives while its source's rollup runs is left to the next
-// rollup of the source, or to the sweep ([Service.Jobs]).
+// rollup of the source, or to the sweep ([Service.Jobs]). A change of
+// prices is not: its job (Reprice set) is queued beside a running one, so
+// that the hours a rollup finished just before the change are computed
+// again at once, not at the next sweep.
 func (RollupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: RollupQueue, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
@@ -100,11 +107,17 @@ func (s *Service) Jobs(j *riverjobs.Jobs) {
 // queueRollup queues the rollup of source sid; a failure is logged, and the
 // sweep queues it later.
 func (s *Service) queueRollup(ctx context.Context, sid string) {
+	s.enqueue(ctx, RollupArgs{SourceID: sid})
+}
+
+// enqueue queues the rollup args; a failure is logged, and the sweep queues
+// it later.
+func (s *Service) enqueue(ctx context.Context, args RollupArgs) {
 	if s.cfg.Jobs == nil {
 		return
 	}
-	if err := s.cfg.Jobs.Enqueue(ctx, RollupArgs{SourceID: sid}, nil); err != nil {
-		s.log.WarnContext(ctx, "telemetry: rollup not queued; the sweep queues it", "source", sid, "error", err)
+	if err := s.cfg.Jobs.Enqueue(ctx, args, nil); err != nil {
+		s.log.WarnContext(ctx, "telemetry: rollup not queued; the sweep queues it", "source", args.SourceID, "error", err)
 	}
 }
 
@@ -146,7 +159,7 @@ func (s *Service) Reprice(ctx context.Context, orgID string) error {
 			ON CONFLICT (source_id, hour_ms) DO UPDATE SET mark = telemetry_dirty.mark + 1`, sid); err != nil {
 			return fmt.Errorf("telemetry: reprice: %w", err)
 		}
-		s.queueRollup(ctx, sid)
+		s.enqueue(ctx, RollupArgs{SourceID: sid, Reprice: s.now().UnixMilli()})
 	}
 	return nil
 }
