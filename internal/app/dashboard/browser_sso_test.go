@@ -301,9 +301,9 @@ func TestBrowserSSO(t *testing.T) {
 				chromedp.SetValue(chromedp.CSS(`#roleClaim`), "groups"),
 				chromedp.SetValue(chromedp.CSS(`#administratorValues`), "aiusage-admins"),
 				chromedp.SetValue(chromedp.CSS(`#reviewerValues`), "aiusage-reviewers"),
-				chromedp.Click(chromedp.CSS(`#sso-save`)),
-				chromedp.WaitVisible(chromedp.CSS(`p[role=alert], p[role=status]`)),
 			)
+			clickThrough(t, ctx, `#sso-save`)
+			do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`p[role=alert], p[role=status]`)))
 		}
 		fill(p.Addr()+"/nothing-here", p.ClientSecret)
 		require.Contains(t, text(t, ctx, `p.error[role=alert]`), "not saved")
@@ -329,17 +329,15 @@ func TestBrowserSSO(t *testing.T) {
 
 		// The test button: Ada signs in through the IdP and comes back.
 		p.QueueUser(person("sub-ada", "ada@acme.test", "aiusage-admins"))
-		do(t, ctx, chromedp.Click(chromedp.CSS(`#sso-test`)))
+		clickThrough(t, ctx, `#sso-test`)
 		require.Eventually(t, func() bool {
 			loc, err := chromedp.Run(ctx, chromedp.Location())
 			return err == nil && loc == e.url+"/settings/sso"
 		}, 10*time.Second, 50*time.Millisecond)
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#sso-require`)))
 		require.Equal(t, e.admin.ID, e.lastAudit(t, sso.AuditSignedIn).ResourceID)
-		do(t, ctx,
-			chromedp.Click(chromedp.CSS(`#sso-require`)),
-			chromedp.WaitVisible(chromedp.CSS(`.notice`)),
-		)
+		clickThrough(t, ctx, `#sso-require`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.notice`)))
 		require.Contains(t, text(t, ctx, `.notice`), "Single sign-on is required")
 		require.Contains(t, text(t, ctx, `#sso-required`), "required")
 		req := e.lastAudit(t, sso.AuditRequiredSet)

@@ -137,6 +137,25 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	require.NoError(t, chromedp.Do(ctx, steps...))
 }
 
+// clickThrough clicks sel, which loads another page (a form's submit, a
+// link, a redirect through the identity provider), and returns once a new
+// document has replaced the current one and finished loading. A wait for a
+// selector alone can match the page being left, when both pages have it
+// (an alert, a notice, the same form), and the reads after it then see the
+// old page or lose its nodes ("No node with given id found").
+func clickThrough(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.aiusageLeaving = true`))
+	require.NoError(t, err)
+	do(t, ctx, chromedp.Click(chromedp.CSS(sel)))
+	// While the page is replaced, an evaluation can fail (its context
+	// destroyed): that is not yet an answer.
+	require.Eventually(t, func() bool {
+		arrived, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.aiusageLeaving !== true && document.readyState === 'complete'`))
+		return err == nil && arrived
+	}, 15*time.Second, 25*time.Millisecond, "clicking %s loads a new page", sel)
+}
+
 // TestBrowserAdministrator signs in as an Administrator in Chromium, creates
 // an API key, uses it, revokes it and sees the next call refused.
 func TestBrowserAdministrator(t *testing.T) {
