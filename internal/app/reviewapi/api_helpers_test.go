@@ -483,6 +483,7 @@ func requireAPIError(t *testing.T, r apiResponse, status int, code, field string
 type ctlMatcher struct {
 	mode    atomic.Int32 // matcherOK, matcherFail, matcherBlock
 	calls   chan struct{}
+	blocked chan struct{} // a call that blocks (matcherBlock)
 	release chan struct{}
 	once    sync.Once
 }
@@ -499,7 +500,7 @@ const (
 var errMatcherDown = errors.New("semantic matcher is down")
 
 func newCtlMatcher(mode int32) *ctlMatcher {
-	m := &ctlMatcher{calls: make(chan struct{}, 1000), release: make(chan struct{})}
+	m := &ctlMatcher{calls: make(chan struct{}, 1000), blocked: make(chan struct{}, 1000), release: make(chan struct{})}
 	m.mode.Store(mode)
 	return m
 }
@@ -515,12 +516,27 @@ func (m *ctlMatcher) Match(ctx context.Context, segments, queries []string) ([][
 		return nil, errMatcherDown
 	case matcherBlock:
 		select {
+		case m.blocked <- struct{}{}:
+		default:
+		}
+		select {
 		case <-m.release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 	return make([][]int, len(queries)), nil
+}
+
+// waitBlocked waits, bounded, for a call of the matcher that blocks: one
+// that began after the mode became matcherBlock.
+func (m *ctlMatcher) waitBlocked(t *testing.T) {
+	t.Helper()
+	select {
+	case <-m.blocked:
+	case <-time.After(apiWait):
+		require.FailNow(t, "no call of the semantic matcher blocked")
+	}
 }
 
 // waitCalls waits, bounded, for n more calls of the matcher.

@@ -96,6 +96,9 @@ func TestAPIProcessingIsVisible(t *testing.T) {
 		r := tn.call(t, http.MethodPost, "/review-tasks", semanticBody(agent.ID, "A harmless question."))
 		e := requireAPIError(t, r, http.StatusUnprocessableEntity, spec.CodePolicyError, "")
 		m.mode.Store(matcherBlock)
+		// A retry that began before the switch can still fail, and the task
+		// be pending again: wait for an evaluation held in the matcher.
+		m.waitBlocked(t)
 		tn.waitTask(t, e.TaskID, spec.StatusProcessing)
 		require.Equal(t, spec.StatusProcessing, tn.get(t, e.TaskID).Status)
 		l := tn.list(t, "status=processing")
