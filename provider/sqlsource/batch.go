@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aiusage/kit/internal/infra/sqldb"
 	"github.com/aiusage/kit/provider"
 	"github.com/aiusage/kit/spec"
 )
@@ -31,16 +32,21 @@ import (
 //
 //   - From the call itself: a record that is not valid
 //     ([provider.ErrInvalid]: an empty id, a missing time, a cost that is
-//     not a finite number, an id too long), a deletion of an id neither
-//     stored nor written earlier in the batch ([provider.ErrNotFound]), and
-//     an event or usage record whose id the batch holds in memory, not
-//     written yet ([provider.ErrConflict]).
+//     not a finite number, an id too long), and an event or usage record
+//     whose id the batch holds in memory, not written yet
+//     ([provider.ErrConflict]).
 //   - Once the rows are written: an event or usage record whose id is
 //     stored already, or was written by the batch earlier, is
 //     [provider.ErrConflict] naming that id; so are the database's own
-//     errors. Such an error comes from a later call than the record's (a
-//     deletion waits for the writes before it, so it always reports them),
-//     or from WriteBatch itself. WriteBatch returns it in every case.
+//     errors.
+//   - Once the deletions are read: a deletion of an id neither stored nor
+//     written earlier in the batch is [provider.ErrNotFound] naming that
+//     id. A deletion of a conversation the batch does not hold in memory
+//     waits, with up to the batch's rows of others, for one read of the
+//     stored ones, after every write before it.
+//
+// An error of the last two kinds comes from a later call than the record's
+// or from WriteBatch itself. WriteBatch returns it in every case.
 //
 // The writer must not be used after fn returns, nor from several goroutines
 // at once. On SQLite the batch holds the database's write lock until it
@@ -54,6 +60,9 @@ func (s *Source) WriteBatch(ctx context.Context, fn func(w provider.Writer) erro
 			return b.err
 		}
 		if err != nil {
+			return err
+		}
+		if err := b.do(revKey{}, b.resolveDeletes(ctx)); err != nil {
 			return err
 		}
 		for _, buf := range b.bufs() {
@@ -317,6 +326,8 @@ type batch struct {
 	changed                       map[revKey]bool // the tables written
 	err                           error           // first failed write
 	bg                            *bgWriter       // started with the first rows to write
+	dels                          []pendingDelete // deletions of conversations yet to read, in order
+	delAt                         map[rowKey]bool // the keys of dels
 }
 
 var _ provider.Writer = (*batch)(nil)
@@ -408,7 +419,7 @@ func (s *Source) newBatch(ctx context.Context, tx *sql.Tx) *batch {
 		cn:    &txConn{tx: tx, prepare: true, dialect: s.db.Dialect, rows: s.batchRows},
 		convs: newRowBuf(conversationsBulk), assts: newRowBuf(assistantsBulk),
 		events: newRowBuf(eventsBulk), records: newRowBuf(usageBulk),
-		cells: rollup{}, changed: map[revKey]bool{},
+		cells: rollup{}, changed: map[revKey]bool{}, delAt: map[rowKey]bool{},
 	}
 }
 
@@ -502,6 +513,10 @@ func (b *batch) UpsertConversation(ctx context.Context, tenant string, c spec.Co
 		return err
 	}
 	row, err := b.s.conversationRow(tenant, c)
+	if err == nil && b.delAt[rowKey{tenant, c.ID}] {
+		// Deleted earlier in the batch: the deletion comes first.
+		err = b.resolveDeletes(ctx)
+	}
 	if err == nil {
 		b.add(b.convs, row)
 	}
@@ -516,30 +531,127 @@ func (b *batch) DeleteConversation(ctx context.Context, tenant, id string, at ti
 }
 
 // deleteConversation buffers the tombstone of the conversation as the
-// batch holds it, or else as it is stored.
+// batch holds it; a conversation stored, or written by the batch already,
+// waits among the batch's pending deletions, which are read from the
+// database together, a round trip for up to the batch's rows of them
+// (resolveDeletes).
 func (b *batch) deleteConversation(ctx context.Context, tenant, id string, at time.Time) error {
 	if at.IsZero() {
 		at = b.s.now()
 	}
-	var body []byte
-	if i, ok := b.convs.at[rowKey{tenant, id}]; ok {
-		body = []byte(b.convs.rows[i][convColBody].(string))
-	} else {
-		// Stored, or being written: read once every write before is done.
-		if err := b.wait(); err != nil {
-			return err
-		}
-		var err error
-		if body, err = b.s.storedConversation(ctx, b.cn, tenant, id); err != nil {
+	k := rowKey{tenant, id}
+	if b.delAt[k] {
+		// Deleted again: the first deletion's tombstone is deleted.
+		if err := b.resolveDeletes(ctx); err != nil {
 			return err
 		}
 	}
-	row, err := tombstoneRow(tenant, id, body, at)
+	if i, ok := b.convs.at[k]; ok {
+		row, err := tombstoneRow(tenant, id, []byte(b.convs.rows[i][convColBody].(string)), at)
+		if err != nil {
+			return err
+		}
+		b.add(b.convs, row)
+		return nil
+	}
+	b.dels = append(b.dels, pendingDelete{k, at})
+	b.delAt[k] = true
+	if len(b.dels) >= max(1, min(b.cn.rows, maxBindParams-1)) {
+		return b.resolveDeletes(ctx)
+	}
+	return nil
+}
+
+// pendingDelete is a deletion of a conversation that the batch has yet to
+// read from the database.
+type pendingDelete struct {
+	k  rowKey
+	at time.Time
+}
+
+// resolveDeletes reads the conversations of the pending deletions, once
+// every write before them is done, and buffers their tombstones, in the
+// order of the deletions. An id not stored is [provider.ErrNotFound].
+func (b *batch) resolveDeletes(ctx context.Context) error {
+	if len(b.dels) == 0 {
+		return nil
+	}
+	if err := b.wait(); err != nil {
+		return err
+	}
+	dels := b.dels
+	b.dels = nil
+	clear(b.delAt)
+	keys := make([]rowKey, len(dels))
+	for i, d := range dels {
+		keys[i] = d.k
+	}
+	bodies, err := b.s.storedConversations(ctx, b.cn, keys)
 	if err != nil {
 		return err
 	}
-	b.add(b.convs, row)
+	for _, d := range dels {
+		body, ok := bodies[d.k]
+		if !ok {
+			return notFound("conversation", d.k.id)
+		}
+		row, err := tombstoneRow(d.k.tenant, d.k.id, body, d.at)
+		if err != nil {
+			return err
+		}
+		b.add(b.convs, row)
+	}
 	return nil
+}
+
+// storedConversations returns the stored bodies of the conversations keys
+// that exist, locked until the transaction ends on PostgreSQL (SQLite: the
+// transaction holds the write lock).
+func (s *Source) storedConversations(ctx context.Context, cn *txConn, keys []rowKey) (map[rowKey][]byte, error) {
+	byTenant := map[string][]any{}
+	var tenants []string
+	for _, k := range keys {
+		if _, ok := byTenant[k.tenant]; !ok {
+			tenants = append(tenants, k.tenant)
+		}
+		byTenant[k.tenant] = append(byTenant[k.tenant], k.id)
+	}
+	out := make(map[rowKey][]byte, len(keys))
+	for _, tenant := range tenants {
+		ids := byTenant[tenant]
+		var query string
+		var args []any
+		if s.db.Dialect == sqldb.Postgres {
+			strs := make([]string, len(ids))
+			for i, id := range ids {
+				strs[i] = id.(string)
+			}
+			query = `SELECT id, body FROM conversations WHERE tenant = $1 AND id = ANY($2::text[]) FOR UPDATE`
+			args = []any{tenant, strs}
+		} else {
+			query = `SELECT id, body FROM conversations WHERE tenant = ? AND id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
+			args = append([]any{tenant}, ids...)
+		}
+		if err := func() error {
+			rows, err := cn.tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var body []byte
+				if err := rows.Scan(&id, &body); err != nil {
+					return err
+				}
+				out[rowKey{tenant, id}] = body
+			}
+			return rows.Err()
+		}(); err != nil {
+			return nil, dbError(ctx, "delete conversation", err)
+		}
+	}
+	return out, nil
 }
 
 func (b *batch) UpsertAssistant(ctx context.Context, tenant string, a spec.Assistant) error {
