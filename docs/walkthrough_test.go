@@ -1,8 +1,8 @@
 package docs
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -314,7 +314,9 @@ func runPage(t runT, root, name string, blocks []codeBlock, timeout time.Duratio
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", src, name)
 	cmd.Dir = root
 	cmd.Env = walkEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own: what the script starts stays in it even when
+	// it makes a process group of its own (go test, a shell's job control).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// A file, not a pipe: the script's end is not held up by a background
 	// process that keeps its output open.
 	out, err := os.CreateTemp("", "walkthrough-*.out")
@@ -322,15 +324,15 @@ func runPage(t runT, root, name string, blocks []codeBlock, timeout time.Duratio
 	defer os.Remove(out.Name())
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
-	// On the timeout, end the whole group: the page's background processes
-	// with the script.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// On the timeout, end the whole session: the page's background
+	// processes with the script.
+	cmd.Cancel = func() error { killSession(cmd.Process.Pid); return nil }
 	require.NoError(t, cmd.Start())
-	pgid := cmd.Process.Pid
+	sid := cmd.Process.Pid
 	err = cmd.Wait()
 	timedOut := ctx.Err() != nil
-	left := groupAlive(pgid, 5*time.Second)
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	left := sessionAlive(sid, 5*time.Second)
+	killSession(sid)
 	b, rerr := os.ReadFile(out.Name())
 	require.NoError(t, rerr)
 	text := string(b)
@@ -395,13 +397,13 @@ func lastBlock(out string) string {
 	return n
 }
 
-// groupAlive tells whether a process of the process group pgid is still
-// there after wait (a process killed just before the script ended gets that
-// long to go).
-func groupAlive(pgid int, wait time.Duration) bool {
+// sessionAlive tells whether a process of the session sid is still there
+// after wait (a process killed just before the script ended gets that long
+// to go).
+func sessionAlive(sid int, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
 	for {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		if len(session(sid)) == 0 {
 			return false
 		}
 		if time.Now().After(deadline) {
@@ -409,6 +411,50 @@ func groupAlive(pgid int, wait time.Duration) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// killSession kills every process of the session sid.
+func killSession(sid int) {
+	_ = syscall.Kill(-sid, syscall.SIGKILL) // the script's own process group
+	for _, pid := range session(sid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// session returns the processes of the session sid: from /proc where there
+// is one (they may be in process groups of their own), else those of the
+// process group sid.
+func session(sid int) []int {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		if syscall.Kill(-sid, 0) == nil {
+			return []int{-sid}
+		}
+		return nil
+	}
+	var pids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid pgrp session ...: comm may hold spaces and
+		// parentheses, the fields after its last ')' do not.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 4 || fields[0] == "Z" {
+			continue // a zombie is gone already, its parent not yet told
+		}
+		if s, err := strconv.Atoi(fields[3]); err == nil && s == sid {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 // untracked lists the files and directories at the root of the repository
@@ -606,6 +652,9 @@ func TestRunPage(t *testing.T) {
 		{"fails", "text\n\n```sh\necho before\nfalse\necho after\n```\n", "at line 5: false (status 1)"},
 		{"fails in a pipe", "```sh\nfalse | cat\n```\n", "at line 2"},
 		{"leaves a process", "```sh\nsleep 60 &\n```\n", "left processes running"},
+		// In a process group of its own (job control, as go test gives the
+		// processes it starts): still the page's.
+		{"leaves a process in a group of its own", "```sh\nset -m; sleep 61 &\n```\n", "left processes running"},
 		{"leaves a file", "```sh\ntouch " + root + "/left.txt\n```\n", "left files"},
 		{"too slow", "```sh\nsleep 60\n```\n", "did not finish within"},
 	} {
