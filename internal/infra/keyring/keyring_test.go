@@ -49,11 +49,13 @@ func TestOpenRefuses(t *testing.T) {
 	moved.Row = "another-row"
 	column := place
 	column.Column = "token"
-	flipped := []byte(sealed)
-	flipped[len(flipped)-3] ^= 1
-	if flipped[len(flipped)-3] == '.' || !strings.ContainsRune("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", rune(flipped[len(flipped)-3])) {
-		flipped[len(flipped)-3] = 'A'
-	}
+	// Flip one bit of the sealed bytes (the tag's), not of the text: a
+	// character-level flip could leave the text unchanged or not base64.
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(sealed, "v1."))
+	require.NoError(t, err)
+	raw[len(raw)-1] ^= 1
+	flipped := "v1." + base64.RawURLEncoding.EncodeToString(raw)
+	require.NotEqual(t, sealed, flipped)
 	for name, c := range map[string]struct {
 		ring         *keyring.Keyring
 		id, sealed   string
@@ -65,7 +67,7 @@ func TestOpenRefuses(t *testing.T) {
 		"another column":   {ring, id, sealed, column, keyring.ErrAuth, "token"},
 		"wrong key":        {other, id, sealed, place, keyring.ErrAuth, id},
 		"unknown key id":   {ring, "nope", sealed, place, keyring.ErrUnknownKey, `"nope"`},
-		"corrupted":        {ring, id, string(flipped), place, keyring.ErrAuth, ""},
+		"corrupted":        {ring, id, flipped, place, keyring.ErrAuth, ""},
 		"plaintext":        {ring, id, "whsec_abc", place, keyring.ErrMalformed, ""},
 		"empty":            {ring, id, "", place, keyring.ErrMalformed, ""},
 		"truncated":        {ring, id, sealed[:10], place, keyring.ErrMalformed, ""},
