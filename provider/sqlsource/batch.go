@@ -48,38 +48,62 @@ import (
 // An error of the last two kinds comes from a later call than the record's
 // or from WriteBatch itself. WriteBatch returns it in every case.
 //
+// On PostgreSQL (through pgx's stdlib driver) the batch COPYs the rows it
+// knows cannot conflict: those of a tenant that had no rows in the table
+// when the batch first wrote to it, and whose key the batch has not written
+// before. It INSERTs the others. To know that, it locks such a tenant until
+// it ends: single writes of that tenant wait for the batch, those of other
+// tenants do not; a batch into a tenant that has rows in every table it
+// writes locks nothing. Two batches that load new tenants in opposite
+// orders can deadlock; PostgreSQL then fails one of them.
+//
 // The writer must not be used after fn returns, nor from several goroutines
 // at once. On SQLite the batch holds the database's write lock until it
 // ends.
 func (s *Source) WriteBatch(ctx context.Context, fn func(w provider.Writer) error) error {
-	return s.inTx(ctx, "write batch", func(tx *sql.Tx) error {
-		b := s.newBatch(ctx, tx)
-		defer b.close()
-		err := fn(b)
-		if b.check() != nil {
-			return b.err
+	if !s.fastLoad() || s.batchRows <= 1 {
+		return s.inTx(ctx, "write batch", func(tx *sql.Tx) error { return s.writeBatch(ctx, tx, nil, fn) })
+	}
+	// On PostgreSQL the batch COPYs what it can (see fastload.go), on the
+	// connection of its transaction.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return dbError(ctx, "write batch", err)
+	}
+	defer conn.Close()
+	cp := newCopier(conn)
+	return s.inConnTx(ctx, conn, "write batch", func(tx *sql.Tx) error { return s.writeBatch(ctx, tx, cp, fn) })
+}
+
+// writeBatch runs fn with the writer of a batch in tx, COPYing through cp
+// when it is not nil, and ends the batch's writes.
+func (s *Source) writeBatch(ctx context.Context, tx *sql.Tx, cp *copier, fn func(w provider.Writer) error) error {
+	b := s.newBatch(ctx, tx, cp)
+	defer b.close()
+	err := fn(b)
+	if b.check() != nil {
+		return b.err
+	}
+	if err != nil {
+		return err
+	}
+	if err := b.do(revKey{}, b.resolveDeletes(ctx)); err != nil {
+		return err
+	}
+	for _, buf := range b.bufs() {
+		b.flush(buf)
+	}
+	// The requests not added yet join usage_rollups, summed per cell.
+	b.flushCells()
+	if err := b.wait(); err != nil {
+		return b.err
+	}
+	for rk := range b.changed {
+		if err := bumpRevision(ctx, b.cn, rk); err != nil {
+			return dbError(ctx, "write batch", err)
 		}
-		if err != nil {
-			return err
-		}
-		if err := b.do(revKey{}, b.resolveDeletes(ctx)); err != nil {
-			return err
-		}
-		for _, buf := range b.bufs() {
-			b.flush(buf)
-		}
-		// The requests not added yet join usage_rollups, summed per cell.
-		b.flushCells()
-		if err := b.wait(); err != nil {
-			return b.err
-		}
-		for rk := range b.changed {
-			if err := bumpRevision(ctx, b.cn, rk); err != nil {
-				return dbError(ctx, "write batch", err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // DefaultBatchRows is how many rows of a table a [Source.WriteBatch] writes
@@ -104,6 +128,7 @@ const maxBindParams = 32766
 type bulkInsert struct {
 	into       string // the table and its columns
 	cols       int
+	keyCols    int    // the columns of the primary key, first
 	pgTypes    string // the PostgreSQL array types of the columns, in order
 	onConflict string
 	// noun names the records of an insert-only table, whose existing ids
@@ -116,31 +141,31 @@ type bulkInsert struct {
 // The tables a batch writes.
 var (
 	conversationsBulk = &bulkInsert{
-		into: `conversations (tenant, id, updated_at, started_at, deleted, body)`, cols: 6,
+		into: `conversations (tenant, id, updated_at, started_at, deleted, body)`, cols: 6, keyCols: 2,
 		pgTypes: `text[], text[], bigint[], bigint[], boolean[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
 	started_at = excluded.started_at, deleted = excluded.deleted, body = excluded.body`,
 	}
 	assistantsBulk = &bulkInsert{
-		into: `assistants (tenant, id, updated_at, created_at, body)`, cols: 5,
+		into: `assistants (tenant, id, updated_at, created_at, body)`, cols: 5, keyCols: 2,
 		pgTypes: `text[], text[], bigint[], bigint[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO UPDATE SET updated_at = excluded.updated_at,
 	created_at = excluded.created_at, body = excluded.body`,
 	}
 	eventsBulk = &bulkInsert{
-		into: `events (tenant, id, occurred_at, category, body)`, cols: 5,
+		into: `events (tenant, id, occurred_at, category, body)`, cols: 5, keyCols: 2,
 		pgTypes:    `text[], text[], bigint[], text[], text[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "event",
 	}
 	usageBulk = &bulkInsert{
 		into: `usage_records (tenant, id, at, conversation_id, user_id, department, model, assistant_id,
-	input_tokens, output_tokens, cost)`, cols: 11,
+	input_tokens, output_tokens, cost)`, cols: 11, keyCols: 2,
 		pgTypes:    `text[], text[], bigint[], text[], text[], text[], text[], text[], bigint[], bigint[], double precision[]`,
 		onConflict: `ON CONFLICT (tenant, id) DO NOTHING RETURNING tenant, id`, noun: "usage record",
 	}
 	rollupsBulk = &bulkInsert{
 		into: `usage_rollups (tenant, width, bucket, model, department, assistant_id, user_id,
-	conversation_id, requests, input_tokens, output_tokens, cost)`, cols: 12,
+	conversation_id, requests, input_tokens, output_tokens, cost)`, cols: 12, keyCols: 8,
 		pgTypes: `text[], bigint[], bigint[], text[], text[], text[], text[], text[], bigint[], bigint[], bigint[], double precision[]`,
 		onConflict: `ON CONFLICT (tenant, width, bucket, model, department, assistant_id, user_id, conversation_id) DO UPDATE SET
 	requests = usage_rollups.requests + excluded.requests,
@@ -321,6 +346,7 @@ type batch struct {
 	s                             *Source
 	ctx                           context.Context // of WriteBatch
 	cn                            *txConn
+	cp                            *copier // nil: every row is INSERTed
 	convs, assts, events, records *rowBuf
 	cells                         rollup          // the requests recorded, summed per cell
 	changed                       map[revKey]bool // the tables written
@@ -353,14 +379,14 @@ func (w *bgWriter) failure() error {
 	return w.err
 }
 
-func (w *bgWriter) run(ctx context.Context, cn *txConn) {
+func (w *bgWriter) run(ctx context.Context, cn *txConn, cp *copier) {
 	defer close(w.done)
 	for j := range w.jobs {
 		switch {
 		case j.sync != nil:
 			close(j.sync)
 		case w.failure() == nil:
-			if err := writeRows(ctx, cn, j.st, j.rows); err != nil {
+			if err := writeRows(ctx, cn, cp, j.st, j.rows); err != nil {
 				w.mu.Lock()
 				w.err = err
 				w.mu.Unlock()
@@ -375,7 +401,7 @@ func (b *batch) send(st *bulkInsert, rows [][]any) {
 		// Room for one job while another is written: a batch holds at
 		// most two sets of rows beside its buffers.
 		b.bg = &bgWriter{jobs: make(chan bgJob, 1), done: make(chan struct{})}
-		go b.bg.run(b.ctx, b.cn)
+		go b.bg.run(b.ctx, b.cn, b.cp)
 	}
 	b.bg.jobs <- bgJob{st: st, rows: rows}
 }
@@ -412,10 +438,11 @@ func (b *batch) close() {
 	b.cn.close()
 }
 
-func (s *Source) newBatch(ctx context.Context, tx *sql.Tx) *batch {
+func (s *Source) newBatch(ctx context.Context, tx *sql.Tx, cp *copier) *batch {
 	return &batch{
 		s:     s,
 		ctx:   ctx,
+		cp:    cp,
 		cn:    &txConn{tx: tx, prepare: true, dialect: s.db.Dialect, rows: s.batchRows},
 		convs: newRowBuf(conversationsBulk), assts: newRowBuf(assistantsBulk),
 		events: newRowBuf(eventsBulk), records: newRowBuf(usageBulk),
@@ -470,11 +497,24 @@ func (b *batch) flushCells() {
 	}
 }
 
-// writeRows writes rows of st in one statement. Of an insert-only table, a
-// row the database did not store (its id exists) is [provider.ErrConflict].
-func writeRows(ctx context.Context, cn *txConn, st *bulkInsert, buf [][]any) error {
+// writeRows writes rows of st: through cp those it can COPY, the others
+// in one INSERT. Of an insert-only table, a row the INSERT did not store
+// (its id exists) is [provider.ErrConflict].
+func writeRows(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf [][]any) error {
+	op := "write batch: " + st.table()
+	if cp != nil {
+		copyRows, insertRows, err := cp.split(ctx, cn.tx, st, buf)
+		if err == nil && len(copyRows) > 0 {
+			err = cp.copyFrom(ctx, st, copyRows)
+		}
+		if err != nil {
+			return dbError(ctx, op, err)
+		}
+		if buf = insertRows; len(buf) == 0 {
+			return nil
+		}
+	}
 	n := len(buf)
-	op := "write batch: " + strings.Fields(st.into)[0]
 	if st.noun == "" {
 		if err := cn.execBulk(ctx, st, buf); err != nil {
 			return dbError(ctx, op, err)

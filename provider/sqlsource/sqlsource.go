@@ -46,8 +46,9 @@ type Source struct {
 	cacheBytes int64
 	pages      rawPages // s itself, or a page cache in front of it
 	stmts      sqldb.Stmts
-	batchCells int // see maxBatchCells
-	batchRows  int // see DefaultBatchRows
+	batchCells int  // see maxBatchCells
+	batchRows  int  // see DefaultBatchRows
+	noCopy     bool // batches INSERT every row also on PostgreSQL (tests)
 
 	keyMu sync.Mutex
 	key   []byte // cursor key, once read

@@ -170,6 +170,9 @@ func (s *Source) UpsertConversation(ctx context.Context, tenant string, c spec.C
 // tenant's table fn changed.
 func (s *Source) write(ctx context.Context, op string, rk revKey, fn func(cn conn) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		if err := s.lockTenantShared(ctx, tx, rk.tenant); err != nil {
+			return dbError(ctx, op, err)
+		}
 		cn := s.txConn(tx)
 		if err := fn(cn); err != nil {
 			return err
@@ -254,6 +257,22 @@ func (s *Source) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) er
 		fnErr = fn(tx)
 		return fnErr
 	})
+	return txError(ctx, op, err, fnErr)
+}
+
+// inConnTx is inTx on conn.
+func (s *Source) inConnTx(ctx context.Context, conn *sql.Conn, op string, fn func(*sql.Tx) error) error {
+	var fnErr error
+	err := sqldb.InConnTx(ctx, conn, func(tx *sql.Tx) error {
+		fnErr = fn(tx)
+		return fnErr
+	})
+	return txError(ctx, op, err, fnErr)
+}
+
+// txError returns the error of a transaction that failed with err, fn's
+// being fnErr.
+func txError(ctx context.Context, op string, err, fnErr error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -407,6 +426,9 @@ func (s *Source) RecordUsage(ctx context.Context, tenant string, u provider.Usag
 		return err
 	}
 	return s.inTx(ctx, "record usage", func(tx *sql.Tx) error {
+		if err := s.lockTenantShared(ctx, tx, tenant); err != nil {
+			return dbError(ctx, "record usage", err)
+		}
 		cn := s.txConn(tx)
 		r := rollup{}
 		if err := s.recordUsage(ctx, cn, tenant, u, r); err != nil {

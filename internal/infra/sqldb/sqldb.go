@@ -431,7 +431,18 @@ func MaskURL(rawURL string) string {
 // the transaction takes the write lock at its start (see the package
 // documentation).
 func (db *DB) InTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
-	tx, err := db.BeginTx(ctx, nil)
+	return inTx(ctx, db.BeginTx, fn)
+}
+
+// InConnTx is [DB.InTx] on conn, a connection of the pool taken with
+// [sql.DB.Conn]: for a transaction that also uses the driver's connection
+// itself ([sql.Conn.Raw]), such as pgx's COPY. The caller closes conn.
+func InConnTx(ctx context.Context, conn *sql.Conn, fn func(*sql.Tx) error) error {
+	return inTx(ctx, conn.BeginTx, fn)
+}
+
+func inTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(*sql.Tx) error) (err error) {
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqldb: begin: %w", err)
 	}
