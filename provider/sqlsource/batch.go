@@ -3,6 +3,7 @@ package sqlsource
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -489,53 +490,65 @@ func (b *batch) flush(buf *rowBuf) {
 	buf.bytes = 0
 }
 
-// flushCells hands the rollup cells to be written, in statements of up to
-// the batch's rows, and empties the rollup.
+// flushCells hands the rollup cells to be written, as one job (in
+// statements of up to the batch's rows), so that the caller goes on while
+// they are written, and empties the rollup.
 func (b *batch) flushCells() {
-	for chunk := range slices.Chunk(b.cells.take(), rollupsBulk.perStatement(b.cn.rows)) {
-		b.send(rollupsBulk, chunk)
+	if rows := b.cells.take(); len(rows) > 0 {
+		b.send(rollupsBulk, rows)
 	}
 }
 
 // writeRows writes rows of st: through cp those it can COPY, the others
-// in one INSERT. Of an insert-only table, a row the INSERT did not store
+// in INSERTs of up to the batch's rows each. Of an insert-only table, a row the INSERT did not store
 // (its id exists) is [provider.ErrConflict].
 func writeRows(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf [][]any) error {
 	op := "write batch: " + st.table()
 	if cp != nil {
-		copyRows, insertRows, err := cp.split(ctx, cn.tx, st, buf)
+		copyRows, rest, err := cp.split(ctx, cn.tx, st, buf)
 		if err == nil && len(copyRows) > 0 {
 			err = cp.copyFrom(ctx, st, copyRows)
 		}
 		if err != nil {
 			return dbError(ctx, op, err)
 		}
-		if buf = insertRows; len(buf) == 0 {
+		if buf = rest; len(buf) == 0 {
 			return nil
 		}
 	}
-	n := len(buf)
-	if st.noun == "" {
-		if err := cn.execBulk(ctx, st, buf); err != nil {
+	for chunk := range slices.Chunk(buf, st.perStatement(cn.rows)) {
+		err := insertRows(ctx, cn, st, chunk)
+		switch {
+		case errors.Is(err, provider.ErrConflict):
+			return err
+		case err != nil:
 			return dbError(ctx, op, err)
 		}
-		return nil
+	}
+	return nil
+}
+
+// insertRows writes rows of st in one statement; see writeRows.
+func insertRows(ctx context.Context, cn *txConn, st *bulkInsert, buf [][]any) error {
+	n := len(buf)
+	if st.noun == "" {
+		return cn.execBulk(ctx, st, buf)
 	}
 	rows, err := cn.queryBulk(ctx, st, buf)
 	if err != nil {
-		return dbError(ctx, op, err)
+		return err
 	}
 	defer rows.Close()
 	stored := make(map[rowKey]bool, n)
 	for rows.Next() {
 		var k rowKey
 		if err := rows.Scan(&k.tenant, &k.id); err != nil {
-			return dbError(ctx, op, err)
+			return err
 		}
 		stored[k] = true
 	}
 	if err := rows.Err(); err != nil {
-		return dbError(ctx, op, err)
+		return err
 	}
 	if len(stored) == n {
 		return nil
@@ -545,7 +558,7 @@ func writeRows(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf 
 			return conflict(st.noun, k.id)
 		}
 	}
-	return fmt.Errorf("sqlsource: %s: %d rows given, %d stored", op, n, len(stored))
+	return fmt.Errorf("sqlsource: %d rows given, %d stored", n, len(stored))
 }
 
 func (b *batch) UpsertConversation(ctx context.Context, tenant string, c spec.Conversation) error {

@@ -272,28 +272,37 @@ const benchLoadConversations = 5000
 func BenchmarkWriteBatch(b *testing.B) {
 	for _, d := range sqldbtest.Dialects() {
 		b.Run(string(d), func(b *testing.B) {
-			var row, bulk float64
+			var row, bulk, insert float64
 			for b.Loop() {
-				row += loadRate(b, d, 1)
-				bulk += loadRate(b, d, DefaultBatchRows)
+				row += loadRate(b, d, 1, false)
+				bulk += loadRate(b, d, DefaultBatchRows, false)
+				if d == sqldb.Postgres {
+					insert += loadRate(b, d, DefaultBatchRows, true)
+				}
 			}
 			b.ReportMetric(row/float64(b.N), "records/s-row")
 			b.ReportMetric(bulk/float64(b.N), "records/s-bulk")
 			b.ReportMetric(bulk/row, "x-row")
+			if d == sqldb.Postgres {
+				// The multi-row INSERTs alone, without COPY.
+				b.ReportMetric(insert/float64(b.N), "records/s-insert")
+				b.ReportMetric(bulk/insert, "x-insert")
+			}
 		})
 	}
 }
 
 // loadRate loads the demo data set into a fresh database of dialect d,
-// rows a statement, and returns the records written per second.
-func loadRate(b *testing.B, d sqldb.Dialect, rows int) float64 {
+// rows a statement (and with no COPY, on PostgreSQL, if noCopy), and
+// returns the records written per second.
+func loadRate(b *testing.B, d sqldb.Dialect, rows int, noCopy bool) float64 {
 	ctx := context.Background()
 	s, err := New(ctx, sqldbtest.Open(b, d).DB, d)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.batchRows = rows
+	s.batchRows, s.noCopy = rows, noCopy
 	var n int64
 	w := countingWriter{n: &n}
 	cfg := demodata.Config{Seed: 1, Conversations: benchLoadConversations, Tenant: "acme"}
