@@ -11,7 +11,8 @@
 // [Source.CursorKey] keeps in the database, so that every process serving
 // from that database continues the others' cursors (see the examples).
 // [Source.WriteBatch] writes many records in one transaction, in multi-row
-// statements.
+// statements; on PostgreSQL it COPYs the rows of a tenant new to a table,
+// locking that tenant's single writes out until it commits.
 //
 // Contracts:
 //
