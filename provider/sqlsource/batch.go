@@ -54,8 +54,9 @@ import (
 // when the batch first wrote to it, and whose key the batch has not written
 // before. It INSERTs the others. To know that, it locks such a tenant until
 // it ends: single writes of that tenant wait for the batch, those of other
-// tenants do not; a batch into a tenant that has rows in every table it
-// writes locks nothing. Two batches that load new tenants in opposite
+// tenants do not (so fn must not itself make a single write of a tenant it
+// loads: that write would wait for fn); a batch into a tenant that has rows
+// in every table it writes locks nothing. Two batches that load new tenants in opposite
 // orders can deadlock; PostgreSQL then fails one of them.
 //
 // The writer must not be used after fn returns, nor from several goroutines
