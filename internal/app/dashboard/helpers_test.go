@@ -75,6 +75,27 @@ func newEnvFull(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config) 
 // instructions with semantic (nil: the built-in matcher).
 func newEnvSemantic(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config, semantic policy.SemanticMatcher) (*env, *sources.Service) {
 	t.Helper()
+	// Jobs are polled for every 100 ms: each of the four queues' polls
+	// costs a query, which at 20 ms took a fifth of the package's time
+	// under the race detector.
+	return newEnvPolled(t, db, sc, ssoc, semantic, 100*time.Millisecond)
+}
+
+// newEnvIdleJobs is newEnv whose job queue polls for jobs once a minute,
+// for a test that runs no job: on SQLite each poll prepares River's fetch
+// statement, which under the race detector took a third of the CPU of
+// TestReviewQueueLargeTasks (its CPU profile, at 100 ms). PostgreSQL
+// notifies River of each insert whatever the interval.
+func newEnvIdleJobs(t *testing.T, db *sqldb.DB) *env {
+	t.Helper()
+	e, _ := newEnvPolled(t, db, sources.Config{}, sso.Config{}, nil, time.Minute)
+	return e
+}
+
+// newEnvPolled is newEnvSemantic whose job queue polls for jobs every
+// poll.
+func newEnvPolled(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Config, semantic policy.SemanticMatcher, poll time.Duration) (*env, *sources.Service) {
+	t.Helper()
 	ctx := t.Context()
 	orgs, err := org.NewStore(ctx, db)
 	require.NoError(t, err)
@@ -91,11 +112,8 @@ func newEnvSemantic(t *testing.T, db *sqldb.DB, sc sources.Config, ssoc sso.Conf
 	// with X-Forwarded-For and a TLS proxy with X-Forwarded-Proto.
 	loopback, err := httpx.ParseTrustedProxies("127.0.0.0/8,::1")
 	require.NoError(t, err)
-	// Jobs are polled for every 100 ms: each of the four queues' polls
-	// costs a query, which at 20 ms took a fifth of the package's time
-	// under the race detector.
 	full, srv := servicetest.Serve(t, server.Config{DB: db, Orgs: orgs, Secrets: keyring.Ephemeral(), People: ppl,
-		TrustedProxies: loopback, PollInterval: 100 * time.Millisecond, Sources: sc, SSO: ssoc,
+		TrustedProxies: loopback, PollInterval: poll, Sources: sc, SSO: ssoc,
 		Review: reviewapi.Config{AllowPrivateWebhooks: true, SweepInterval: time.Hour, Policy: policy.Options{Semantic: semantic},
 			RetrySchedule: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}},
 		Dashboard: dashboard.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
