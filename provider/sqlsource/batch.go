@@ -49,15 +49,13 @@ import (
 // An error of the last two kinds comes from a later call than the record's
 // or from WriteBatch itself. WriteBatch returns it in every case.
 //
-// On PostgreSQL (through pgx's stdlib driver) the batch COPYs the rows it
-// knows cannot conflict: those of a tenant that had no rows in the table
-// when the batch first wrote to it, and whose key the batch has not written
-// before. It INSERTs the others. To know that, it locks such a tenant until
-// it ends: single writes of that tenant wait for the batch, those of other
-// tenants do not (so fn must not itself make a single write of a tenant it
-// loads: that write would wait for fn); a batch into a tenant that has rows
-// in every table it writes locks nothing. Two batches that load new tenants in opposite
-// orders can deadlock; PostgreSQL then fails one of them.
+// On PostgreSQL (through pgx's stdlib driver) the batch COPYs the rows
+// that no earlier write can conflict with: those of a tenant that had no
+// rows in the table when the batch first wrote to it, and whose key the
+// batch has not written before. It INSERTs the others. If another writer
+// stores a record of such a tenant that the batch also COPYs, while the
+// batch runs, the batch fails whole with [provider.ErrConflict] saying so;
+// written again, it finds the tenant's rows and INSERTs them.
 //
 // The writer must not be used after fn returns, nor from several goroutines
 // at once. On SQLite the batch holds the database's write lock until it
@@ -510,7 +508,10 @@ func writeRows(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf 
 		if err == nil && len(copyRows) > 0 {
 			err = cp.copyFrom(ctx, st, copyRows)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, provider.ErrConflict):
+			return err
+		case err != nil:
 			return dbError(ctx, op, err)
 		}
 		if buf = rest; len(buf) == 0 {

@@ -11,8 +11,7 @@
 // [Source.CursorKey] keeps in the database, so that every process serving
 // from that database continues the others' cursors (see the examples).
 // [Source.WriteBatch] writes many records in one transaction, in multi-row
-// statements; on PostgreSQL it COPYs the rows of a tenant new to a table,
-// locking that tenant's single writes out until it commits.
+// statements; on PostgreSQL it COPYs the rows of a tenant new to a table.
 //
 // Contracts:
 //

@@ -7,13 +7,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"hash/maphash"
 	"math/bits"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/aiusage/kit/internal/infra/sqldb"
+	"github.com/aiusage/kit/provider"
 )
 
 // The fast load of a batch on PostgreSQL.
@@ -24,66 +26,32 @@ import (
 // what the server does to load a batch. COPY does neither: it writes pages
 // of rows at once and probes the key only as it inserts. But COPY cannot
 // resolve a conflict: a row whose key is stored fails the whole statement,
-// and with it the transaction. So a batch COPYs exactly the rows that
-// cannot conflict, and sends the others through the INSERT of [bulkInsert]:
+// and with it the transaction. So a batch COPYs only the rows that no
+// earlier write can conflict with, and sends the others through the INSERT
+// of [bulkInsert]:
 //
-//   - The rows of a tenant whose table held none of the tenant's rows when
-//     the batch first wrote to that table (an initial load), checked under
-//     a lock (below) that keeps other writers of the tenant out until the
-//     batch ends, so that nothing else can store a key of the tenant
-//     meanwhile.
+//   - The rows of a tenant that had no rows in the table when the batch
+//     first wrote to that table (an initial load).
 //   - Of those, the rows whose key the batch has not written already: the
 //     batch keeps the keys it wrote in a Bloom filter ([keyFilter]), which
 //     can answer "maybe written" of a key never written (a row then takes
 //     the INSERT, as a row of a tenant that held rows always does) but
 //     never "not written" of a key written.
 //
-// The lock is a transaction-level advisory lock per tenant: every single
-// write of the tenant takes it shared as its first statement; a batch
-// takes it exclusive, only for a tenant that has no rows in a table the
-// batch writes to.
-// While a batch loads a new tenant, single writes of that tenant wait for
-// it to commit; those of other tenants do not.
+// Nothing stops another writer from storing a key of that tenant while the
+// batch runs. If the batch then COPYs the same key, the primary key refuses
+// it and the batch fails whole ([errConcurrentLoad]): nothing is written
+// twice or lost, and the batch, written again, finds the tenant's rows and
+// INSERTs. Single writes pay nothing for the fast load.
 
 // fastLoadMaxFilterBytes bounds the memory of a batch's key filter. Past
 // it the batch writes every further row with INSERT ... ON CONFLICT.
 const fastLoadMaxFilterBytes = 64 << 20
 
-// tenantLockSQL and tenantLockSharedSQL take the transaction-level advisory
-// lock of a tenant, given the hash of its name (tenantLockKey): a key of
-// the table conversations (its oid, high 32 bits) and of the tenant (low 32
-// bits), so that Sources over other schemas of one database have locks of
-// their own.
-const (
-	tenantLockSQL       = `SELECT pg_advisory_xact_lock(('conversations'::regclass::oid::bigint << 32) | $1)`
-	tenantLockSharedSQL = `SELECT pg_advisory_xact_lock_shared(('conversations'::regclass::oid::bigint << 32) | $1)`
-)
-
-// fastTables are the tables a batch may COPY into, in the order of the
-// columns of tenantRowsSQL.
+// fastTables are the tables a batch may COPY into.
 var fastTables = [...]*bulkInsert{conversationsBulk, assistantsBulk, eventsBulk, usageBulk, rollupsBulk}
 
-// lockTenantShared takes the tenant's advisory lock, shared, in a single
-// write's transaction on PostgreSQL (see the fast load above).
-func (s *Source) lockTenantShared(ctx context.Context, tx *sql.Tx, tenant string) error {
-	if !s.fastLoad() {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, tenantLockSharedSQL, tenantLockKey(tenant))
-	return err
-}
-
-// tenantLockKey returns the tenant's part of its lock key: FNV-1a (32
-// bits) of its name, the same in every process. Two tenants of one key
-// share a lock, which costs waiting, never correctness.
-func tenantLockKey(tenant string) int64 {
-	h := fnv.New32a()
-	h.Write([]byte(tenant))
-	return int64(h.Sum32())
-}
-
-// fastLoad reports whether the Source COPYs into PostgreSQL in a batch (and
-// so whether its single writes take the tenant lock).
+// fastLoad reports whether the Source COPYs into PostgreSQL in a batch.
 func (s *Source) fastLoad() bool { return s.db.Dialect == Postgres && !s.noCopy }
 
 // copier is the fast load of one batch: the tenants checked, the keys
@@ -97,10 +65,18 @@ type copier struct {
 }
 
 // tenantCheck is what a batch found of a tenant: per table, whether it
-// looked, and whether the tenant had no rows there (under the lock).
+// looked, and whether the tenant had no rows there.
 type tenantCheck struct {
-	locked         bool
 	checked, empty [len(fastTables)]bool
+}
+
+// errConcurrentLoad is the error of a batch whose COPY into st's table met
+// a key that another writer stored while the batch was loading the tenant
+// (see the fast load above).
+func errConcurrentLoad(st *bulkInsert) error {
+	return fmt.Errorf("%w: another writer stored a record of a tenant while this batch was loading it into %s "+
+		"(the tenant had no rows there when the batch began writing to it); the batch wrote nothing: write it again",
+		provider.ErrConflict, st.table())
 }
 
 // errNotPgx is returned through sql.Conn.Raw when the driver is not pgx's.
@@ -123,9 +99,8 @@ func newCopier(conn *sql.Conn) *copier {
 }
 
 // copyable reports whether rows of tenant may be COPYed into table t (of
-// fastTables), checking on its first sight in the batch that the tenant has
-// no rows there, under the tenant's lock taken exclusive. A tenant with rows
-// in every table the batch writes is not locked.
+// fastTables): whether the tenant had no rows there when the batch first
+// looked.
 func (c *copier) copyable(ctx context.Context, tx *sql.Tx, tenant string, t int) (bool, error) {
 	tc := c.tenants[tenant]
 	if tc == nil {
@@ -136,13 +111,6 @@ func (c *copier) copyable(ctx context.Context, tx *sql.Tx, tenant string, t int)
 		return tc.empty[t], nil
 	}
 	empty, err := emptyTable(ctx, tx, tenant, t)
-	if err == nil && empty && !tc.locked {
-		// Lock, then look again: a write may have come between.
-		if _, err = tx.ExecContext(ctx, tenantLockSQL, tenantLockKey(tenant)); err == nil {
-			tc.locked = true
-			empty, err = emptyTable(ctx, tx, tenant, t)
-		}
-	}
 	if err != nil {
 		return false, err
 	}
@@ -194,6 +162,9 @@ func (c *copier) copyFrom(ctx context.Context, st *bulkInsert, rows [][]any) err
 			return errNotPgx
 		}
 		n, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{st.table()}, st.columns(), pgx.CopyFromRows(rows))
+		if sqldb.IsUniqueViolation(err) {
+			return fmt.Errorf("%w: %w", errConcurrentLoad(st), err)
+		}
 		if err == nil && n != int64(len(rows)) {
 			err = fmt.Errorf("sqlsource: COPY into %s stored %d rows of %d", st.table(), n, len(rows))
 		}

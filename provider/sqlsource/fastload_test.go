@@ -162,59 +162,51 @@ func TestBatchCopyConflictPostgres(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// TestBatchLocksNewTenantPostgres checks the lock of the fast load: while a
-// batch loads a tenant new to the tables, a single write of that tenant
-// waits for it to commit (and then wins, as the later write), and a single
-// write of another tenant does not; a batch into a tenant with rows takes
-// no lock.
-func TestBatchLocksNewTenantPostgres(t *testing.T) {
+// TestBatchConcurrentWriterPostgres checks a batch that COPYs a new tenant
+// beside single writes of that tenant, as another process makes them: a
+// single write of another record neither waits nor fails; one of a record
+// the batch then COPYs makes the batch fail whole with a conflict that says
+// why, and the batch written again INSERTs, and its record wins.
+func TestBatchConcurrentWriterPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := sqldbtest.Open(t, sqldb.Postgres)
-	s := newSource(t, db)
-	require.NoError(t, s.UpsertConversation(ctx, "old", convWith("c0", "v0")))
-	var oid int64
-	require.NoError(t, db.QueryRowContext(ctx, `SELECT 'conversations'::regclass::oid::bigint`).Scan(&oid))
-	waiting := func() int {
-		var n int
-		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND NOT granted AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1`,
-			oid, tenantLockKey("new")).Scan(&n))
-		return n
-	}
-
-	done := make(chan error, 1)
-	require.NoError(t, s.WriteBatch(ctx, func(w provider.Writer) error {
+	s := newSource(t, sqldbtest.Open(t, sqldb.Postgres))
+	err := s.WriteBatch(ctx, func(w provider.Writer) error {
+		b := w.(*batch)
 		require.NoError(t, w.UpsertConversation(ctx, "new", convWith("c1", "batch")))
-		w.(*batch).flush(w.(*batch).convs)
-		require.NoError(t, w.(*batch).wait(), "written, the tenant locked")
-		go func() { done <- s.UpsertConversation(ctx, "new", convWith("c1", "single")) }()
-		require.Eventually(t, func() bool { return waiting() == 1 }, 10*time.Second, 10*time.Millisecond,
-			"the single write of the new tenant waits for the batch")
+		b.flush(b.convs)
+		require.NoError(t, b.wait(), "c1 COPYed, the tenant looked up")
+		require.Equal(t, 1, b.cp.copied[0])
 		short, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		require.NoError(t, s.UpsertConversation(short, "old", convWith("c0", "v1")), "another tenant does not wait")
-		select {
-		case err := <-done:
-			t.Fatalf("the single write did not wait: %v", err)
-		default:
+		require.NoError(t, s.UpsertConversation(short, "new", convWith("c2", "single")), "another record of the tenant")
+		require.NoError(t, s.UpsertConversation(short, "new", convWith("c3", "single")), "a record the batch writes next")
+		return w.UpsertConversation(ctx, "new", convWith("c3", "batch"))
+	})
+	require.ErrorIs(t, err, provider.ErrConflict)
+	require.ErrorContains(t, err, "another writer stored a record of a tenant while this batch was loading it into conversations")
+	_, err = s.GetConversation(ctx, "new", "c1")
+	require.ErrorIs(t, err, provider.ErrNotFound, "the batch wrote nothing")
+	for _, id := range []string{"c2", "c3"} {
+		c, err := s.GetConversation(ctx, "new", id)
+		require.NoError(t, err)
+		require.Equal(t, "single", c.SystemPrompt, "the single writes stand")
+	}
+
+	var cp *copier
+	require.NoError(t, s.WriteBatch(ctx, func(w provider.Writer) error {
+		cp = w.(*batch).cp
+		for _, id := range []string{"c1", "c3"} {
+			if err := w.UpsertConversation(ctx, "new", convWith(id, "batch")); err != nil {
+				return err
+			}
 		}
 		return nil
 	}))
-	require.NoError(t, <-done)
-	c, err := s.GetConversation(ctx, "new", "c1")
-	require.NoError(t, err)
-	require.Equal(t, "single", c.SystemPrompt, "the single write came after the batch")
-
-	// Tenant "old" has rows: its batch INSERTs and locks nothing.
-	require.NoError(t, s.WriteBatch(ctx, func(w provider.Writer) error {
-		require.NoError(t, w.UpsertConversation(ctx, "old", convWith("c2", "batch")))
-		w.(*batch).flush(w.(*batch).convs)
-		require.NoError(t, w.(*batch).wait())
-		short, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		require.NoError(t, s.UpsertConversation(short, "old", convWith("c3", "single")), "no lock on a tenant with rows")
-		require.Zero(t, w.(*batch).cp.copied[0])
-		return nil
-	}))
+	require.Zero(t, cp.copied[0], "the tenant has rows: INSERTed")
+	for id, want := range map[string]string{"c1": "batch", "c2": "single", "c3": "batch"} {
+		c, err := s.GetConversation(ctx, "new", id)
+		require.NoError(t, err)
+		require.Equal(t, want, c.SystemPrompt, id)
+	}
 }

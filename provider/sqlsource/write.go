@@ -170,9 +170,6 @@ func (s *Source) UpsertConversation(ctx context.Context, tenant string, c spec.C
 // tenant's table fn changed.
 func (s *Source) write(ctx context.Context, op string, rk revKey, fn func(cn conn) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
-		if err := s.lockTenantShared(ctx, tx, rk.tenant); err != nil {
-			return dbError(ctx, op, err)
-		}
 		cn := s.txConn(tx)
 		if err := fn(cn); err != nil {
 			return err
@@ -426,9 +423,6 @@ func (s *Source) RecordUsage(ctx context.Context, tenant string, u provider.Usag
 		return err
 	}
 	return s.inTx(ctx, "record usage", func(tx *sql.Tx) error {
-		if err := s.lockTenantShared(ctx, tx, tenant); err != nil {
-			return dbError(ctx, "record usage", err)
-		}
 		cn := s.txConn(tx)
 		r := rollup{}
 		if err := s.recordUsage(ctx, cn, tenant, u, r); err != nil {
