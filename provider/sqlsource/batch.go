@@ -498,33 +498,32 @@ func (b *batch) flushCells() {
 	}
 }
 
-// writeRows writes rows of st: through cp those it can COPY, the others
-// in INSERTs of up to the batch's rows each. Of an insert-only table, a row the INSERT did not store
-// (its id exists) is [provider.ErrConflict].
+// writeRows writes rows of st: through cp those it can COPY, the others in
+// INSERTs of up to the batch's rows each. Of an insert-only table, a row the
+// INSERT did not store (its id exists) is [provider.ErrConflict], as is a
+// COPY that met another writer's key.
 func writeRows(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf [][]any) error {
-	op := "write batch: " + st.table()
+	err := copyAndInsert(ctx, cn, cp, st, buf)
+	if err == nil || errors.Is(err, provider.ErrConflict) {
+		return err
+	}
+	return dbError(ctx, "write batch: "+st.table(), err)
+}
+
+func copyAndInsert(ctx context.Context, cn *txConn, cp *copier, st *bulkInsert, buf [][]any) error {
 	if cp != nil {
 		copyRows, rest, err := cp.split(ctx, cn.tx, st, buf)
 		if err == nil && len(copyRows) > 0 {
 			err = cp.copyFrom(ctx, st, copyRows)
 		}
-		switch {
-		case errors.Is(err, provider.ErrConflict):
+		if err != nil {
 			return err
-		case err != nil:
-			return dbError(ctx, op, err)
 		}
-		if buf = rest; len(buf) == 0 {
-			return nil
-		}
+		buf = rest
 	}
 	for chunk := range slices.Chunk(buf, st.perStatement(cn.rows)) {
-		err := insertRows(ctx, cn, st, chunk)
-		switch {
-		case errors.Is(err, provider.ErrConflict):
+		if err := insertRows(ctx, cn, st, chunk); err != nil {
 			return err
-		case err != nil:
-			return dbError(ctx, op, err)
 		}
 	}
 	return nil

@@ -193,11 +193,10 @@ func (b *bulkInsert) columns() []string {
 // fastLoadMaxFilterBytes.
 type keyFilter struct {
 	maxBytes int // of the filters; 0: fastLoadMaxFilterBytes
-	seeded   bool
 	filters  []bloom
 	bytes    int
-	full     bool // past the memory bound: every key is "maybe written"
-	h        maphash.Hash
+	full     bool         // past the memory bound: every key is "maybe written"
+	h        maphash.Hash // its zero value takes a random seed
 	buf      [8]byte
 }
 
@@ -207,6 +206,7 @@ type bloom struct {
 	keys, at int    // keys added, capacity
 }
 
+// The filters' shape: all powers of two, so that a filter's bits are too.
 const (
 	bloomProbes     = 10
 	bloomBitsPerKey = 16
@@ -216,10 +216,37 @@ const (
 // add notes key (the key columns of a row of table t) as written, and
 // reports whether it was surely not written before.
 func (f *keyFilter) add(t int, key []any) bool {
-	if !f.seeded {
-		f.h.SetSeed(maphash.MakeSeed())
-		f.seeded = true
+	if f.full {
+		return false
 	}
+	h1 := f.hash(t, key)
+	h2 := bits.RotateLeft64(h1, 32) | 1
+	fresh := true
+	for i := range f.filters {
+		if f.filters[i].has(h1, h2) {
+			fresh = false
+			break
+		}
+	}
+	last := len(f.filters) - 1
+	if last < 0 || f.filters[last].keys >= f.filters[last].at {
+		at := bloomFirstKeys << len(f.filters)
+		words := at * bloomBitsPerKey / 64
+		if f.bytes+words*8 > cmp.Or(f.maxBytes, fastLoadMaxFilterBytes) {
+			f.full = true
+			return false
+		}
+		f.filters = append(f.filters, bloom{bits: make([]uint64, words), mask: uint64(words*64 - 1), at: at})
+		f.bytes += words * 8
+		last++
+	}
+	f.filters[last].set(h1, h2)
+	return fresh
+}
+
+// hash returns the hash of key in table t, its columns kept apart by their
+// lengths.
+func (f *keyFilter) hash(t int, key []any) uint64 {
 	f.h.Reset()
 	f.h.WriteByte(byte(t))
 	for _, v := range key {
@@ -235,32 +262,7 @@ func (f *keyFilter) add(t int, key []any) bool {
 			panic(fmt.Sprintf("sqlsource: a key column of type %T", v))
 		}
 	}
-	h1 := f.h.Sum64()
-	h2 := bits.RotateLeft64(h1, 32) | 1
-	fresh := !f.full
-	for i := range f.filters {
-		if fresh && f.filters[i].has(h1, h2) {
-			fresh = false
-		}
-	}
-	if f.full {
-		return false
-	}
-	last := len(f.filters) - 1
-	if last < 0 || f.filters[last].keys >= f.filters[last].at {
-		at := bloomFirstKeys << len(f.filters)
-		words := max(1, at*bloomBitsPerKey/64)
-		words = 1 << bits.Len(uint(words-1)) // a power of two
-		if f.bytes+words*8 > cmp.Or(f.maxBytes, fastLoadMaxFilterBytes) {
-			f.full = true
-			return false
-		}
-		f.filters = append(f.filters, bloom{bits: make([]uint64, words), mask: uint64(words*64 - 1), at: at})
-		f.bytes += words * 8
-		last++
-	}
-	f.filters[last].set(h1, h2)
-	return fresh
+	return f.h.Sum64()
 }
 
 func (b *bloom) has(h1, h2 uint64) bool {

@@ -249,27 +249,22 @@ func (s *Source) DeleteConversation(ctx context.Context, tenant, id string, at t
 // inTx runs fn in a transaction (see [sqldb.DB.InTx]) and returns fn's error
 // as is, or the translated error of beginning or committing.
 func (s *Source) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	var fnErr error
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		fnErr = fn(tx)
-		return fnErr
-	})
-	return txError(ctx, op, err, fnErr)
+	return runTx(ctx, op, s.db.InTx, fn)
 }
 
 // inConnTx is inTx on conn.
 func (s *Source) inConnTx(ctx context.Context, conn *sql.Conn, op string, fn func(*sql.Tx) error) error {
+	return runTx(ctx, op, func(ctx context.Context, fn func(*sql.Tx) error) error { return sqldb.InConnTx(ctx, conn, fn) }, fn)
+}
+
+// runTx runs fn in a transaction of inTx, and returns fn's error as it is,
+// the transaction's own errors (begin, commit) wrapped for op.
+func runTx(ctx context.Context, op string, inTx func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
 	var fnErr error
-	err := sqldb.InConnTx(ctx, conn, func(tx *sql.Tx) error {
+	err := inTx(ctx, func(tx *sql.Tx) error {
 		fnErr = fn(tx)
 		return fnErr
 	})
-	return txError(ctx, op, err, fnErr)
-}
-
-// txError returns the error of a transaction that failed with err, fn's
-// being fnErr.
-func txError(ctx context.Context, op string, err, fnErr error) error {
 	switch {
 	case err == nil:
 		return nil
